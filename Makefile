@@ -1,0 +1,44 @@
+# The two commands of the README: `make train` and `make test`. Both install
+# what is missing, build, and fetch the data first.
+BUILD       ?= build
+BUILD_ASAN  ?= build-asan
+CONFIG      ?= configs/mnist_mlp.toml
+CMAKE_FLAGS ?=
+JOBS        ?= $(shell nproc)
+# CI turns warnings into errors.
+ifdef CI
+CMAKE_FLAGS += -DSPRINTNET_WERROR=ON
+endif
+
+.PHONY: all deps build data train test test-sanitize bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+data: deps
+	@scripts/get-data
+
+train: build data
+	$(BUILD)/apps/sprintnet/sprintnet train $(CONFIG)
+
+test: build data
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# CPU code built with AddressSanitizer and UBSan, CUDA off; all CPU tests.
+test-sanitize: deps data
+	cmake -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSPRINTNET_SANITIZE=ON \
+	  -DSPRINTNET_WITH_CUDA=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+	ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -LE gpu
+
+bench: build data
+	bench/run
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

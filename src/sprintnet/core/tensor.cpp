@@ -1,0 +1,160 @@
+#include "sprintnet/core/tensor.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "sprintnet/core/half.h"
+#include "sprintnet/memory/allocator.h"
+#include "sprintnet/ops/backend.h"
+
+namespace sprintnet {
+
+std::string shape_str(const Shape& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  return out + "]";
+}
+
+std::int64_t shape_numel(const Shape& shape) {
+  return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+}
+
+Storage::Storage(std::size_t bytes, Allocator& allocator)
+    : data_(allocator.allocate(bytes)), bytes_(bytes), allocator_(&allocator) {}
+
+Storage::~Storage() { allocator_->deallocate(data_, bytes_); }
+
+Device Storage::device() const { return allocator_->device(); }
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, std::size_t offset, Shape shape, DType dtype)
+    : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)), dtype_(dtype) {}
+
+Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
+  for (auto extent : shape) SN_CHECK(extent >= 0, "negative extent in shape {}", shape_str(shape));
+  const auto bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+  auto storage = std::make_shared<Storage>(bytes, backend_for(device).allocator());
+  return Tensor(std::move(storage), 0, std::move(shape), dtype);
+}
+
+Tensor Tensor::zeros(Shape shape, DType dtype, Device device) { return full(std::move(shape), 0.0, dtype, device); }
+
+Tensor Tensor::full(Shape shape, double value, DType dtype, Device device) {
+  Tensor t = empty(std::move(shape), dtype, device);
+  backend_for(device).fill(t, value);
+  return t;
+}
+
+template <typename T>
+Tensor Tensor::from_vector(const std::vector<T>& values, Shape shape, Device device) {
+  SN_CHECK(shape_numel(shape) == static_cast<std::int64_t>(values.size()), "{} values do not fill shape {}",
+           values.size(), shape_str(shape));
+  Tensor host = empty(shape, DTypeOf<T>::value, Device::cpu());
+  if (!values.empty()) std::memcpy(host.raw_data(), values.data(), values.size() * sizeof(T));
+  return device.is_cpu() ? host : host.to(device);
+}
+template Tensor Tensor::from_vector(const std::vector<float>&, Shape, Device);
+template Tensor Tensor::from_vector(const std::vector<double>&, Shape, Device);
+template Tensor Tensor::from_vector(const std::vector<std::int32_t>&, Shape, Device);
+template Tensor Tensor::from_vector(const std::vector<std::uint8_t>&, Shape, Device);
+
+std::int64_t Tensor::size(std::int64_t axis) const {
+  const std::int64_t d = dim();
+  if (axis < 0) axis += d;
+  SN_CHECK(axis >= 0 && axis < d, "axis {} out of range for shape {}", axis, shape_str(shape_));
+  return shape_[static_cast<std::size_t>(axis)];
+}
+
+Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
+
+void* Tensor::raw_data() const {
+  SN_CHECK(defined(), "access to an undefined tensor");
+  return static_cast<char*>(storage_->data()) + offset_;
+}
+
+Tensor Tensor::view(Shape shape) const {
+  SN_CHECK(shape_numel(shape) == numel(), "cannot view {} as {}", shape_str(shape_), shape_str(shape));
+  return Tensor(storage_, offset_, std::move(shape), dtype_);
+}
+
+Tensor Tensor::slice_rows(std::int64_t begin, std::int64_t end) const {
+  SN_CHECK(dim() >= 1 && 0 <= begin && begin <= end && end <= shape_[0], "rows [{}, {}) out of range for shape {}",
+           begin, end, shape_str(shape_));
+  Shape shape = shape_;
+  shape[0] = end - begin;
+  const std::size_t row_bytes = static_cast<std::size_t>(numel() / std::max<std::int64_t>(shape_[0], 1)) * dtype_size(dtype_);
+  return Tensor(storage_, offset_ + static_cast<std::size_t>(begin) * row_bytes, std::move(shape), dtype_);
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape_, dtype_, device());
+  backend_for(device()).copy(out, *this);
+  return out;
+}
+
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  Tensor out = empty(shape_, dtype_, target);
+  // The device side's backend knows how to move bytes across.
+  backend_for(target.is_cpu() ? device() : target).copy(out, *this);
+  return out;
+}
+
+namespace {
+
+double load_as_double(const void* base, DType dtype, std::size_t i) {
+  switch (dtype) {
+    case DType::kF32: return static_cast<const float*>(base)[i];
+    case DType::kF64: return static_cast<const double*>(base)[i];
+    case DType::kBF16: return bf16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::kF16: return fp16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::kI32: return static_cast<const std::int32_t*>(base)[i];
+    case DType::kU8: return static_cast<const std::uint8_t*>(base)[i];
+  }
+  return 0.0;
+}
+
+void store_from_double(void* base, DType dtype, std::size_t i, double v) {
+  switch (dtype) {
+    case DType::kF32: static_cast<float*>(base)[i] = static_cast<float>(v); return;
+    case DType::kF64: static_cast<double*>(base)[i] = v; return;
+    case DType::kBF16: static_cast<std::uint16_t*>(base)[i] = float_to_bf16_bits(static_cast<float>(v)); return;
+    case DType::kF16: static_cast<std::uint16_t*>(base)[i] = float_to_fp16_bits(static_cast<float>(v)); return;
+    case DType::kI32: static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(v); return;
+    case DType::kU8: static_cast<std::uint8_t*>(base)[i] = static_cast<std::uint8_t>(v); return;
+  }
+}
+
+}  // namespace
+
+Tensor Tensor::to(DType target) const {
+  if (target == dtype_) return *this;
+  const Tensor host = to(Device::cpu());
+  Tensor out = empty(shape_, target, Device::cpu());
+  const auto n = static_cast<std::size_t>(numel());
+  for (std::size_t i = 0; i < n; ++i) store_from_double(out.raw_data(), target, i, load_as_double(host.raw_data(), dtype_, i));
+  return out.to(device());
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  const Tensor host = to(Device::cpu());
+  std::vector<T> out(static_cast<std::size_t>(numel()));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(load_as_double(host.raw_data(), dtype_, i));
+  return out;
+}
+template std::vector<float> Tensor::to_vector() const;
+template std::vector<double> Tensor::to_vector() const;
+template std::vector<std::int32_t> Tensor::to_vector() const;
+template std::vector<std::uint8_t> Tensor::to_vector() const;
+
+double Tensor::item() const {
+  SN_CHECK(numel() == 1, "item() needs one element, the tensor has shape {}", shape_str(shape_));
+  return to_vector<double>()[0];
+}
+
+void check_shape(const Tensor& t, const Shape& expected, std::string_view what) {
+  SN_CHECK(t.defined(), "{} is undefined, expected shape {}", what, shape_str(expected));
+  SN_CHECK(t.shape() == expected, "{} has shape {}, expected {}", what, shape_str(t.shape()), shape_str(expected));
+}
+
+}  // namespace sprintnet

@@ -1,0 +1,100 @@
+#pragma once
+// Tensor: a dense, contiguous, row-major n-d array with a dtype and a device.
+// Copies of a Tensor share storage (like torch.Tensor); clone() copies data.
+// Storage is RAII: the bytes go back to their allocator with the last owner.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sprintnet/core/device.h"
+#include "sprintnet/core/dtype.h"
+#include "sprintnet/core/error.h"
+
+namespace sprintnet {
+
+class Allocator;
+using Shape = std::vector<std::int64_t>;
+std::string shape_str(const Shape& shape);
+std::int64_t shape_numel(const Shape& shape);
+
+// Owns one allocation. Move-only: a copy would mean two frees.
+class Storage {
+ public:
+  Storage(std::size_t bytes, Allocator& allocator);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  Device device() const;
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  Allocator* allocator_ = nullptr;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: defined() is false
+
+  static Tensor empty(Shape shape, DType dtype, Device device = Device::cpu());
+  static Tensor zeros(Shape shape, DType dtype, Device device = Device::cpu());
+  static Tensor full(Shape shape, double value, DType dtype, Device device = Device::cpu());
+  // Host data copied into a new tensor on `device`.
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& values, Shape shape, Device device = Device::cpu());
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  std::int64_t dim() const { return static_cast<std::int64_t>(shape_.size()); }
+  std::int64_t size(std::int64_t axis) const;
+  std::int64_t numel() const { return shape_numel(shape_); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+  DType dtype() const { return dtype_; }
+  Device device() const;
+
+  void* raw_data() const;
+  template <typename T>
+  T* data() const {
+    SN_CHECK(DTypeOf<T>::value == dtype_, "tensor holds {}, accessed as {}", dtype_name(dtype_),
+             dtype_name(DTypeOf<T>::value));
+    return static_cast<T*>(raw_data());
+  }
+  // A host-side view of a CPU tensor's elements.
+  template <typename T>
+  std::span<T> span() const {
+    SN_CHECK(device().is_cpu(), "span() needs a CPU tensor, this one is on {}", device().str());
+    return {data<T>(), static_cast<std::size_t>(numel())};
+  }
+
+  // Same storage, new shape with the same number of elements.
+  Tensor view(Shape shape) const;
+  // Rows [begin, end) along the first axis, sharing storage.
+  Tensor slice_rows(std::int64_t begin, std::int64_t end) const;
+  Tensor clone() const;
+  Tensor to(Device device) const;
+  // Element type conversion (on the CPU); returns *this when already of that type.
+  Tensor to(DType dtype) const;
+  // Copy of the elements to a host vector, converting to T.
+  template <typename T>
+  std::vector<T> to_vector() const;
+  // Single value of a one-element tensor, as double.
+  double item() const;
+
+ private:
+  Tensor(std::shared_ptr<Storage> storage, std::size_t offset, Shape shape, DType dtype);
+
+  std::shared_ptr<Storage> storage_;
+  std::size_t offset_ = 0;  // bytes into storage_
+  Shape shape_;
+  DType dtype_ = DType::kF32;
+};
+
+// Throws a message naming `what` when the tensor's shape is not `expected`.
+void check_shape(const Tensor& t, const Shape& expected, std::string_view what);
+
+}  // namespace sprintnet

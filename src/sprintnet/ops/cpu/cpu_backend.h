@@ -1,0 +1,42 @@
+#pragma once
+// The CPU backend: OpenBLAS for matrix products, OpenMP loops for the rest.
+// It is also the reference every CUDA op is tested against, so it favours
+// plain, obviously-correct loops and a fixed reduction order (results are
+// identical run to run for a fixed thread count).
+#include "sprintnet/ops/backend.h"
+
+namespace sprintnet {
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::cpu(); }
+  Allocator& allocator() override;
+  void synchronize() override {}
+
+  void copy(const Tensor& dst, const Tensor& src) override;
+  void fill(const Tensor& t, double value) override;
+  void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha,
+            double beta) override;
+  void add_bias(const Tensor& y, const Tensor& bias) override;
+  void sum_rows(const Tensor& x, const Tensor& out, double beta) override;
+  void activation_forward(Activation act, const Tensor& x, const Tensor& y) override;
+  void activation_backward(Activation act, const Tensor& x, const Tensor& y, const Tensor& dy,
+                           const Tensor& dx) override;
+  void cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoothing, const Tensor& loss_sum,
+                     double loss_scale, const Tensor* dlogits, double grad_scale) override;
+  void mse_one_hot(const Tensor& pred, const Tensor& labels, const Tensor& loss_sum, double loss_scale,
+                   const Tensor* dpred, double grad_scale) override;
+  void count_correct(const Tensor& logits, const Tensor& labels, const Tensor& correct) override;
+  void sgd_step(const Tensor& param, const Tensor& grad, const Tensor* momentum_buf, const SgdHyper& h) override;
+  void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const AdamHyper& h) override;
+  void gather_rows_u8(const Tensor& src, const Tensor& indices, const Tensor& dst, double scale,
+                      double shift) override;
+  void gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& dst) override;
+};
+
+// Threads for BLAS and OpenMP loops; 0 means one per core.
+void set_cpu_threads(int threads);
+int cpu_threads();
+
+}  // namespace sprintnet

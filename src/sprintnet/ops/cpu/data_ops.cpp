@@ -1,0 +1,36 @@
+#include "sprintnet/ops/cpu/cpu_backend.h"
+#include "sprintnet/ops/cpu/dispatch.h"
+
+namespace sprintnet {
+
+void CpuBackend::gather_rows_u8(const Tensor& src, const Tensor& indices, const Tensor& dst, double scale,
+                                double shift) {
+  const std::int64_t rows = indices.size(0), cols = src.size(1), src_rows = src.size(0);
+  const std::int32_t* idx = indices.data<std::int32_t>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    SN_CHECK(idx[r] >= 0 && idx[r] < src_rows, "gather: index {} outside [0, {})", idx[r], src_rows);
+  }
+  cpu::dispatch_float(dst.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const std::uint8_t* in = src.data<std::uint8_t>();
+    T* out = dst.data<T>();
+    const T s = static_cast<T>(scale), t = static_cast<T>(shift);
+#pragma omp parallel for schedule(static) if (rows * cols >= cpu::kParallelMinElements)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::uint8_t* row = in + static_cast<std::int64_t>(idx[r]) * cols;
+      for (std::int64_t c = 0; c < cols; ++c) out[r * cols + c] = static_cast<T>(row[c]) * s + t;
+    }
+  });
+}
+
+void CpuBackend::gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& dst) {
+  const std::int32_t* idx = indices.data<std::int32_t>();
+  const std::int32_t* in = labels.data<std::int32_t>();
+  std::int32_t* out = dst.data<std::int32_t>();
+  for (std::int64_t r = 0; r < indices.numel(); ++r) {
+    SN_CHECK(idx[r] >= 0 && idx[r] < labels.numel(), "gather: index {} outside [0, {})", idx[r], labels.numel());
+    out[r] = in[idx[r]];
+  }
+}
+
+}  // namespace sprintnet

@@ -1,0 +1,51 @@
+#include <gtest/gtest.h>
+
+#include "sprintnet/core/tensor.h"
+#include "support/test_util.h"
+
+namespace sprintnet {
+namespace {
+
+TEST(Tensor, ShapeAndDtype) {
+  Tensor t = Tensor::zeros({3, 4}, DType::kF32);
+  EXPECT_EQ(t.numel(), 12);
+  EXPECT_EQ(t.dim(), 2);
+  EXPECT_EQ(t.size(-1), 4);
+  EXPECT_EQ(t.nbytes(), 48u);
+  EXPECT_TRUE(t.device().is_cpu());
+  EXPECT_THROW(t.data<double>(), Error);
+  EXPECT_THROW(t.size(2), Error);
+}
+
+TEST(Tensor, ViewAndSliceShareStorage) {
+  Tensor t = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {3, 2});
+  Tensor rows = t.slice_rows(1, 3);
+  EXPECT_EQ(rows.shape(), (Shape{2, 2}));
+  EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{2, 3, 4, 5}));
+  rows.data<float>()[0] = 42;
+  EXPECT_EQ(t.to_vector<float>()[2], 42);
+  EXPECT_THROW(t.view({4, 2}), Error);
+  EXPECT_THROW(t.slice_rows(2, 4), Error);
+}
+
+TEST(Tensor, CloneIsDeep) {
+  Tensor t = Tensor::from_vector<float>({1, 2}, {2});
+  Tensor c = t.clone();
+  c.data<float>()[0] = 7;
+  EXPECT_EQ(t.to_vector<float>()[0], 1);
+}
+
+TEST(Tensor, DtypeConversionRoundsToNearestEven) {
+  // 1 + 2^-8 lies halfway between two bf16 values; ties go to the even one (1.0).
+  Tensor t = Tensor::from_vector<float>({1.0f + 1.0f / 256, 1.0f + 3.0f / 256, -2.5f}, {3});
+  EXPECT_EQ(t.to(DType::kBF16).to_vector<float>(), (std::vector<float>{1.0f, 1.0f + 4.0f / 256, -2.5f}));
+  EXPECT_EQ(t.to(DType::kF16).to_vector<float>()[2], -2.5f);
+}
+
+TEST(Tensor, FromVectorChecksSize) {
+  EXPECT_THROW(Tensor::from_vector<float>({1, 2, 3}, {2, 2}), Error);
+  EXPECT_THROW(Tensor::empty({-1}, DType::kF32), Error);
+}
+
+}  // namespace
+}  // namespace sprintnet
