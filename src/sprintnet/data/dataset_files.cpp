@@ -1,0 +1,61 @@
+#include <array>
+#include <string_view>
+#include <system_error>
+
+#include "sprintnet/data/dataset.h"
+
+namespace sprintnet {
+namespace {
+
+// The names scripts/get-data writes (MNIST's own names; Fashion-MNIST reuses them).
+inline constexpr std::array<std::string_view, 4> kStandardFileNames = {
+    "train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+
+bool is_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+// <folder>/<name>, else <folder>/<name>.gz. Raw first: it loads without inflating.
+std::filesystem::path find_standard_file(const std::filesystem::path& folder, std::string_view name,
+                                         const DataConfig& config) {
+  const auto raw = folder / name;
+  if (is_file(raw)) return raw;
+  auto gz = raw;
+  gz += ".gz";
+  if (is_file(gz)) return gz;
+  const std::string fetch = config.dir == "data" ? "scripts/get-data" : fmt::format("scripts/get-data --dir {}", config.dir);
+  const std::string relative_note =
+      folder.is_relative() ? fmt::format(" (data.dir = \"{}\" is relative to the working directory)", config.dir) : "";
+  SN_FAIL("{} data file {} not found (nor {}.gz): run {} to fetch it{}", config.dataset,
+          std::filesystem::absolute(raw).lexically_normal().string(), name, fetch, relative_note);
+}
+
+std::filesystem::path explicit_file(const std::string& value, std::string_view key) {
+  SN_CHECK(!value.empty(),
+           "{} is empty: data.dataset = \"idx\" needs all four paths (data.train_images, data.train_labels, "
+           "data.test_images, data.test_labels)",
+           key);
+  SN_CHECK(is_file(value), "{} = \"{}\": no such file", key, value);
+  return value;
+}
+
+}  // namespace
+
+DatasetFiles dataset_files(const DataConfig& config) {
+  if (config.dataset == "mnist" || config.dataset == "fashion-mnist") {
+    const std::filesystem::path folder = std::filesystem::path(config.dir) / config.dataset;
+    return {find_standard_file(folder, kStandardFileNames[0], config),
+            find_standard_file(folder, kStandardFileNames[1], config),
+            find_standard_file(folder, kStandardFileNames[2], config),
+            find_standard_file(folder, kStandardFileNames[3], config)};
+  }
+  if (config.dataset == "idx") {
+    return {explicit_file(config.train_images, "data.train_images"),
+            explicit_file(config.train_labels, "data.train_labels"),
+            explicit_file(config.test_images, "data.test_images"), explicit_file(config.test_labels, "data.test_labels")};
+  }
+  SN_FAIL("data.dataset = \"{}\" is not a known dataset; accepted: mnist, fashion-mnist, idx", config.dataset);
+}
+
+}  // namespace sprintnet

@@ -1,0 +1,287 @@
+#include "sprintnet/data/idx.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "sprintnet/core/error.h"
+
+namespace sprintnet {
+namespace {
+
+inline constexpr std::size_t kIdxMagicBytes = 4;
+inline constexpr std::size_t kIdxDimBytes = 4;
+// Payload is read in slices so that memory grows only as data actually
+// arrives: a corrupt header promising terabytes fails with "truncated"
+// instead of an allocation failure.
+inline constexpr std::size_t kReadChunkBytes = std::size_t{4} << 20;
+inline constexpr std::size_t kReserveLimitBytes = std::size_t{256} << 20;
+inline constexpr unsigned kZlibBufferBytes = 256u << 10;
+inline constexpr const char* kRefetchHint = "re-run scripts/get-data (or replace the file)";
+
+bool is_known_type(std::uint8_t code) {
+  switch (static_cast<IdxType>(code)) {
+    case IdxType::kU8:
+    case IdxType::kI8:
+    case IdxType::kI16:
+    case IdxType::kI32:
+    case IdxType::kF32:
+    case IdxType::kF64: return true;
+  }
+  return false;
+}
+
+// "60000×28×28", the way the header's dimensions read to a person.
+std::string dims_str(const std::vector<std::int64_t>& dims) {
+  std::string out;
+  for (std::size_t i = 0; i < dims.size(); ++i) out += fmt::format("{}{}", i ? "×" : "", dims[i]);
+  return out;
+}
+
+// Bytes the payload must have, or an error when the product overflows int64.
+std::uint64_t payload_bytes(const std::vector<std::int64_t>& dims, IdxType type, const std::string& what) {
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  std::uint64_t total = idx_element_size(type);
+  for (auto extent : dims) {
+    const auto e = static_cast<std::uint64_t>(extent);
+    SN_CHECK(total <= kMax / e, "{}: dimensions {} of {} overflow a 64-bit byte count; the header is corrupt", what,
+             dims_str(dims), idx_type_name(type));
+    total *= e;
+  }
+  return total;
+}
+
+// Reads a file through zlib, which passes non-gzip files through unchanged
+// and inflates those that start with the gzip magic (1f 8b).
+class InputFile {
+ public:
+  explicit InputFile(const std::filesystem::path& path) : path_(path.string()) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    SN_CHECK(std::filesystem::exists(status), "IDX file {}: no such file (run scripts/get-data to fetch the datasets)",
+             path_);
+    SN_CHECK(!std::filesystem::is_directory(status), "IDX file {}: is a directory, not a file", path_);
+    file_ = gzopen(path_.c_str(), "rb");
+    SN_CHECK(file_ != nullptr, "IDX file {}: cannot open: {}", path_, std::strerror(errno));
+    gzbuffer(file_, kZlibBufferBytes);
+  }
+  ~InputFile() { gzclose(file_); }
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  // Up to `n` bytes; fewer only at the end of the data.
+  std::size_t read(std::uint8_t* dst, std::size_t n) {
+    std::size_t total = 0;
+    while (total < n) {
+      const auto want = static_cast<unsigned>(std::min(n - total, kReadChunkBytes));
+      const int got = gzread(file_, dst + total, want);
+      if (got <= 0) {
+        check_stream();
+        break;
+      }
+      total += static_cast<std::size_t>(got);
+    }
+    return total;
+  }
+
+  // Bytes left until the end of the data (consumes them).
+  std::uint64_t count_remaining() {
+    std::array<std::uint8_t, 1 << 16> sink{};
+    std::uint64_t total = 0;
+    while (const std::size_t got = read(sink.data(), sink.size())) total += got;
+    return total;
+  }
+
+  // Only meaningful after the first read.
+  bool compressed() const { return gzdirect(file_) == 0; }
+
+ private:
+  // zlib reports a truncated stream as Z_BUF_ERROR and bad data as
+  // Z_DATA_ERROR; both mean the gzip file is damaged.
+  void check_stream() const {
+    int code = Z_OK;
+    std::string_view message = gzerror(file_, &code);
+    if (code == Z_OK) return;
+    // zlib prefixes its messages with the path, which ours already names.
+    if (message.starts_with(path_ + ": ")) message.remove_prefix(path_.size() + 2);
+    SN_FAIL("IDX file {}: corrupt or truncated gzip stream ({}); {}", path_,
+            code == Z_ERRNO ? std::string_view(std::strerror(errno)) : message, kRefetchHint);
+  }
+
+  std::string path_;
+  gzFile file_ = nullptr;
+};
+
+std::uint32_t load_u32_big_endian(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+}
+
+void append_u32_big_endian(std::uint32_t v, std::vector<std::uint8_t>& out) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
+}
+
+// Sibling temporary name: same folder, so the final rename stays on one filesystem.
+std::filesystem::path temporary_sibling(const std::filesystem::path& path) {
+  static std::atomic<unsigned> counter{0};
+  return path.parent_path() / fmt::format(".{}.tmp-{}-{}", path.filename().string(), ::getpid(), counter++);
+}
+
+void write_raw(const std::filesystem::path& tmp, std::span<const std::uint8_t> header,
+               std::span<const std::uint8_t> bytes) {
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  SN_CHECK(out.is_open(), "cannot create {}: {}", tmp.string(), std::strerror(errno));
+  out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  SN_CHECK(!out.fail(), "cannot write {}: {}", tmp.string(), std::strerror(errno));
+}
+
+void write_gzip(const std::filesystem::path& tmp, std::span<const std::uint8_t> header,
+                std::span<const std::uint8_t> bytes) {
+  gzFile out = gzopen(tmp.c_str(), "wb");
+  SN_CHECK(out != nullptr, "cannot create {}: {}", tmp.string(), std::strerror(errno));
+  bool ok = true;
+  for (const auto part : {header, bytes}) {
+    for (std::size_t done = 0; ok && done < part.size();) {
+      const auto n = static_cast<unsigned>(std::min(part.size() - done, kReadChunkBytes));
+      ok = gzwrite(out, part.data() + done, n) == static_cast<int>(n);
+      done += n;
+    }
+  }
+  ok = (gzclose(out) == Z_OK) && ok;
+  SN_CHECK(ok, "cannot write gzip file {}", tmp.string());
+}
+
+}  // namespace
+
+std::size_t idx_element_size(IdxType type) {
+  switch (type) {
+    case IdxType::kU8:
+    case IdxType::kI8: return 1;
+    case IdxType::kI16: return 2;
+    case IdxType::kI32:
+    case IdxType::kF32: return 4;
+    case IdxType::kF64: return 8;
+  }
+  SN_FAIL("unknown IDX element type code 0x{:02x}", static_cast<unsigned>(type));
+}
+
+std::string_view idx_type_name(IdxType type) {
+  switch (type) {
+    case IdxType::kU8: return "uint8";
+    case IdxType::kI8: return "int8";
+    case IdxType::kI16: return "int16";
+    case IdxType::kI32: return "int32";
+    case IdxType::kF32: return "float32";
+    case IdxType::kF64: return "float64";
+  }
+  SN_FAIL("unknown IDX element type code 0x{:02x}", static_cast<unsigned>(type));
+}
+
+std::int64_t IdxArray::numel() const {
+  std::int64_t n = 1;
+  for (auto extent : dims) n *= extent;
+  return n;
+}
+
+IdxArray read_idx(const std::filesystem::path& path) {
+  const std::string what = fmt::format("IDX file {}", path.string());
+  InputFile in(path);
+
+  std::array<std::uint8_t, kIdxMagicBytes> magic{};
+  const std::size_t magic_read = in.read(magic.data(), magic.size());
+  SN_CHECK(magic_read == magic.size(), "{}: only {} bytes, too short for the 4-byte IDX header; {}", what, magic_read,
+           kRefetchHint);
+  SN_CHECK(magic[0] == 0 && magic[1] == 0,
+           "{}: not an IDX file: it starts with bytes {:02x} {:02x}, an IDX file starts with 00 00; {}", what, magic[0],
+           magic[1], kRefetchHint);
+  SN_CHECK(is_known_type(magic[2]),
+           "{}: unknown element type code 0x{:02x} (known: 08 uint8, 09 int8, 0b int16, 0c int32, 0d float32, "
+           "0e float64)",
+           what, magic[2]);
+  const std::size_t num_dims = magic[3];
+  SN_CHECK(num_dims >= 1 && num_dims <= kIdxMaxDims, "{}: header declares {} dimensions; 1 to {} are supported", what,
+           num_dims, kIdxMaxDims);
+
+  IdxArray array;
+  array.type = static_cast<IdxType>(magic[2]);
+  std::array<std::uint8_t, kIdxMaxDims * kIdxDimBytes> dim_bytes{};
+  const std::size_t dims_read = in.read(dim_bytes.data(), num_dims * kIdxDimBytes);
+  SN_CHECK(dims_read == num_dims * kIdxDimBytes,
+           "{}: header is truncated: it declares {} dimensions ({} bytes of sizes) but only {} bytes follow; {}", what,
+           num_dims, num_dims * kIdxDimBytes, dims_read, kRefetchHint);
+  for (std::size_t i = 0; i < num_dims; ++i) {
+    array.dims.push_back(load_u32_big_endian(dim_bytes.data() + i * kIdxDimBytes));
+  }
+  for (std::size_t i = 0; i < num_dims; ++i) {
+    SN_CHECK(array.dims[i] > 0, "{}: dimension {} is zero (dims {}); an empty array is not a data set", what, i,
+             dims_str(array.dims));
+  }
+
+  const std::uint64_t expected = payload_bytes(array.dims, array.type, what);
+  array.bytes.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected, kReserveLimitBytes)));
+  while (array.bytes.size() < expected) {
+    const std::size_t old_size = array.bytes.size();
+    const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(expected - old_size, kReadChunkBytes));
+    array.bytes.resize(old_size + chunk);
+    const std::size_t got = in.read(array.bytes.data() + old_size, chunk);
+    array.bytes.resize(old_size + got);
+    if (got < chunk) break;
+  }
+  const std::size_t element_size = idx_element_size(array.type);
+  const std::string size_formula =
+      element_size == 1 ? fmt::format("{}", dims_str(array.dims))
+                        : fmt::format("{} × {} bytes ({})", dims_str(array.dims), element_size, idx_type_name(array.type));
+  const char* where = in.compressed() ? " once decompressed" : "";
+  SN_CHECK(array.bytes.size() == expected,
+           "{}: truncated: header says {} = {} bytes of data, the file has {} after its {}-byte header{}; {}", what,
+           size_formula, expected, array.bytes.size(), kIdxMagicBytes + num_dims * kIdxDimBytes, where, kRefetchHint);
+  const std::uint64_t trailing = in.count_remaining();
+  SN_CHECK(trailing == 0, "{}: {} trailing bytes after the data: header says {} = {} bytes{}; {}", what, trailing,
+           size_formula, expected, where, kRefetchHint);
+  return array;
+}
+
+void write_idx(const std::filesystem::path& path, IdxType type, const std::vector<std::int64_t>& dims,
+               const std::vector<std::uint8_t>& bytes, bool gzip) {
+  const std::string what = fmt::format("write_idx({})", path.string());
+  SN_CHECK(is_known_type(static_cast<std::uint8_t>(type)), "{}: unknown element type code 0x{:02x}", what,
+           static_cast<unsigned>(type));
+  SN_CHECK(!dims.empty() && dims.size() <= kIdxMaxDims, "{}: {} dimensions given; 1 to {} are supported", what,
+           dims.size(), kIdxMaxDims);
+  for (auto extent : dims) {
+    SN_CHECK(extent > 0 && extent <= std::numeric_limits<std::uint32_t>::max(),
+             "{}: dimension {} (dims {}) is outside [1, 2^32)", what, extent, dims_str(dims));
+  }
+  const std::uint64_t expected = payload_bytes(dims, type, what);
+  SN_CHECK(bytes.size() == expected, "{}: {} payload bytes given, dims {} of {} need {}", what, bytes.size(),
+           dims_str(dims), idx_type_name(type), expected);
+
+  std::vector<std::uint8_t> header = {0, 0, static_cast<std::uint8_t>(type), static_cast<std::uint8_t>(dims.size())};
+  for (auto extent : dims) append_u32_big_endian(static_cast<std::uint32_t>(extent), header);
+
+  const auto tmp = temporary_sibling(path);
+  try {
+    if (gzip) {
+      write_gzip(tmp, header, bytes);
+    } else {
+      write_raw(tmp, header, bytes);
+    }
+    std::filesystem::rename(tmp, path);
+  } catch (const std::exception& e) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    SN_FAIL("{}: {}", what, e.what());
+  }
+}
+
+}  // namespace sprintnet

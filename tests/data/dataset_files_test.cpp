@@ -1,0 +1,143 @@
+// dataset_files (where a DataConfig's files are) and load_train_test.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "data/idx_files.h"
+#include "sprintnet/data/dataset.h"
+#include "sprintnet/data/idx.h"
+
+namespace sprintnet {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using test::error_message;
+using test::ScratchDir;
+
+constexpr std::array<const char*, 4> kNames = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                               "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+
+// Writes a small data set under the standard names into `folder`: n_train and
+// n_test images of rows×cols, uint8 labels in [0, classes) with every class in
+// the training set.
+void write_standard_folder(const std::filesystem::path& folder, std::int64_t n_train, std::int64_t n_test,
+                           std::int64_t rows, std::int64_t cols, std::int64_t classes, Generator& gen,
+                           bool gzip = false) {
+  std::filesystem::create_directories(folder);
+  const std::string ext = gzip ? ".gz" : "";
+  const auto labels = [&](std::int64_t n) {
+    auto values = test::random_bytes(static_cast<std::size_t>(n), gen, 0, static_cast<unsigned>(classes));
+    for (std::int64_t c = 0; c < std::min(classes, n); ++c) values[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c);
+    return values;
+  };
+  write_idx(folder / (kNames[0] + ext), IdxType::kU8, {n_train, rows, cols},
+            test::random_bytes(static_cast<std::size_t>(n_train * rows * cols), gen), gzip);
+  write_idx(folder / (kNames[1] + ext), IdxType::kU8, {n_train}, labels(n_train), gzip);
+  write_idx(folder / (kNames[2] + ext), IdxType::kU8, {n_test, rows, cols},
+            test::random_bytes(static_cast<std::size_t>(n_test * rows * cols), gen), gzip);
+  write_idx(folder / (kNames[3] + ext), IdxType::kU8, {n_test}, labels(n_test), gzip);
+}
+
+TEST(DatasetFiles, StandardLayoutAcceptsRawOrGzipAndPrefersRaw) {
+  ScratchDir dir("files-layout");
+  Generator gen(test::test_seed());
+  write_standard_folder(dir / "fashion-mnist", 6, 4, 2, 2, 3, gen, /*gzip=*/true);
+  DataConfig config;
+  config.dataset = "fashion-mnist";
+  config.dir = dir.path().string();
+  EXPECT_EQ(dataset_files(config).train_images, dir / "fashion-mnist" / "train-images-idx3-ubyte.gz");
+
+  write_standard_folder(dir / "fashion-mnist", 6, 4, 2, 2, 3, gen, /*gzip=*/false);
+  const DatasetFiles files = dataset_files(config);
+  EXPECT_EQ(files.train_images, dir / "fashion-mnist" / "train-images-idx3-ubyte");
+  EXPECT_EQ(files.train_labels, dir / "fashion-mnist" / "train-labels-idx1-ubyte");
+  EXPECT_EQ(files.test_images, dir / "fashion-mnist" / "t10k-images-idx3-ubyte");
+  EXPECT_EQ(files.test_labels, dir / "fashion-mnist" / "t10k-labels-idx1-ubyte");
+}
+
+TEST(DatasetFiles, MissingFileSaysToRunGetData) {
+  ScratchDir dir("files-missing");
+  Generator gen(test::test_seed());
+  write_standard_folder(dir / "mnist", 6, 4, 2, 2, 3, gen);
+  std::filesystem::remove(dir / "mnist" / kNames[3]);
+  DataConfig config;
+  config.dir = dir.path().string();
+  EXPECT_THAT(error_message([&] { dataset_files(config); }),
+              AllOf(HasSubstr((dir / "mnist" / kNames[3]).string()), HasSubstr("not found"),
+                    HasSubstr("scripts/get-data --dir " + dir.path().string())));
+}
+
+TEST(DatasetFiles, RejectsUnknownDataset) {
+  DataConfig config;
+  config.dataset = "cifar10";
+  EXPECT_THAT(error_message([&] { dataset_files(config); }),
+              AllOf(HasSubstr("data.dataset"), HasSubstr("\"cifar10\""), HasSubstr("mnist, fashion-mnist, idx")));
+}
+
+TEST(DatasetFiles, ExplicitPathsMustBeGivenAndExist) {
+  ScratchDir dir("files-explicit");
+  Generator gen(test::test_seed());
+  write_standard_folder(dir.path(), 6, 4, 2, 2, 3, gen);
+  DataConfig config;
+  config.dataset = "idx";
+  config.train_images = (dir / kNames[0]).string();
+  config.test_images = (dir / kNames[2]).string();
+  config.test_labels = (dir / kNames[3]).string();
+  EXPECT_THAT(error_message([&] { dataset_files(config); }),
+              AllOf(HasSubstr("data.train_labels is empty"), HasSubstr("dataset = \"idx\"")));
+  config.train_labels = (dir / kNames[1]).string();
+  EXPECT_EQ(dataset_files(config).train_labels, dir / kNames[1]);
+  config.test_images = (dir / "typo").string();
+  EXPECT_THAT(error_message([&] { dataset_files(config); }),
+              AllOf(HasSubstr("data.test_images"), HasSubstr((dir / "typo").string()), HasSubstr("no such file")));
+}
+
+TEST(LoadTrainTest, LoadsBothSplitsWithLimits) {
+  ScratchDir dir("train-test");
+  Generator gen(test::test_seed());
+  write_standard_folder(dir / "mnist", 20, 8, 4, 3, 5, gen, /*gzip=*/true);
+  DataConfig config;
+  config.dir = dir.path().string();
+  config.train_limit = 12;
+  config.test_limit = 5;
+  const TrainTestData data = load_train_test(config);
+  EXPECT_EQ(data.train.size(), 12);
+  EXPECT_EQ(data.test.size(), 5);
+  EXPECT_EQ(data.train.num_classes, 5);
+  EXPECT_EQ(data.test.num_classes, 5);
+  EXPECT_EQ(data.train.sample_shape, (Shape{4, 3}));
+  EXPECT_EQ(data.test.images.shape(), (Shape{5, 12}));
+  EXPECT_EQ(data.train.name, "mnist/train");
+  EXPECT_EQ(data.test.name, "mnist/test");
+  EXPECT_FALSE(test::all_zero(data.train.images));
+
+  config.train_limit = -1;
+  EXPECT_THAT(error_message([&] { load_train_test(config); }), HasSubstr("data.train_limit = -1"));
+}
+
+TEST(LoadTrainTest, TestLabelsMustFitTheTrainingClasses) {
+  ScratchDir dir("train-test-classes");
+  Generator gen(test::test_seed());
+  write_standard_folder(dir / "mnist", 10, 6, 2, 2, 4, gen);
+  const auto test_labels = dir / "mnist" / kNames[3];
+  write_idx(test_labels, IdxType::kU8, {6}, {0, 1, 2, 3, 4, 0});
+  DataConfig config;
+  config.dir = dir.path().string();
+  EXPECT_THAT(error_message([&] { load_train_test(config); }),
+              AllOf(HasSubstr(test_labels.string()), HasSubstr("label 4 at index 4"), HasSubstr("[0, 4)")));
+}
+
+TEST(LoadTrainTest, SampleShapesMustMatch) {
+  ScratchDir dir("train-test-shapes");
+  Generator gen(test::test_seed());
+  write_standard_folder(dir / "mnist", 10, 6, 2, 3, 4, gen);
+  const auto test_images = dir / "mnist" / kNames[2];
+  write_idx(test_images, IdxType::kU8, {6, 3, 2}, test::random_bytes(36, gen));
+  DataConfig config;
+  config.dir = dir.path().string();
+  EXPECT_THAT(error_message([&] { load_train_test(config); }),
+              AllOf(HasSubstr(test_images.string()), HasSubstr("[2, 3]"), HasSubstr("[3, 2]"), HasSubstr("must match")));
+}
+
+}  // namespace
+}  // namespace sprintnet
