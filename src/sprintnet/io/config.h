@@ -1,8 +1,8 @@
 #pragma once
 // The training configuration: what a TOML file (plus --set overrides) resolves
 // to. Every key, its type, default and meaning is declared once, in the schema
-// in config.cpp; docs/CONFIG.md is generated from it and a test keeps the two
-// in step. Unknown keys and bad values are errors that name the key.
+// in config_schema.cpp; docs/CONFIG.md is generated from it and a test keeps
+// the two in step. Unknown keys and bad values are errors that name the key.
 #include <cstdint>
 #include <filesystem>
 #include <string>

@@ -1,0 +1,81 @@
+#include "sprintnet/io/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "sprintnet/core/error.h"
+
+namespace sprintnet {
+namespace {
+
+// Closes the descriptor and removes the temporary file unless the rename happened.
+class TemporaryFile {
+ public:
+  TemporaryFile(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+  ~TemporaryFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!renamed_) ::unlink(path_.c_str());
+  }
+
+  int fd() const { return fd_; }
+  const std::filesystem::path& path() const { return path_; }
+  // close() reports write-back errors some file systems defer to it, so it is checked.
+  int close() {
+    const int result = ::close(fd_);
+    fd_ = -1;
+    return result;
+  }
+  void mark_renamed() { renamed_ = true; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_;
+  bool renamed_ = false;
+};
+
+std::string error_text() { return std::strerror(errno); }
+
+}  // namespace
+
+void write_text_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  // Unique per process and call, so concurrent writers of the same file never share a temporary.
+  static std::atomic<std::uint64_t> counter{0};
+  const std::filesystem::path temporary =
+      directory / fmt::format(".{}.tmp.{}.{}", path.filename().string(), ::getpid(), counter++);
+
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  SN_CHECK(fd >= 0, "cannot create '{}' (to replace '{}'): {}", temporary.string(), path.string(), error_text());
+  TemporaryFile file(temporary, fd);
+
+  std::size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t result = ::write(file.fd(), contents.data() + written, contents.size() - written);
+    if (result < 0 && errno == EINTR) continue;
+    SN_CHECK(result >= 0, "cannot write '{}': {}", temporary.string(), error_text());
+    written += static_cast<std::size_t>(result);
+  }
+  SN_CHECK(::fsync(file.fd()) == 0, "cannot fsync '{}': {}", temporary.string(), error_text());
+  SN_CHECK(file.close() == 0, "cannot close '{}': {}", temporary.string(), error_text());
+  SN_CHECK(::rename(temporary.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}': {}", temporary.string(),
+           path.string(), error_text());
+  file.mark_renamed();
+
+  // Make the rename itself durable. Best effort: some file systems refuse fsync on directories.
+  const int directory_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (directory_fd >= 0) {
+    ::fsync(directory_fd);
+    ::close(directory_fd);
+  }
+}
+
+}  // namespace sprintnet

@@ -1,0 +1,266 @@
+// Loading a Config: TOML file, then --set overrides, every value checked
+// against the schema (config_schema.cpp) as it is set, then the checks that
+// relate several keys. Errors say where ("configs/x.toml:12" or
+// "--set 'optim.lr=abc'"), which key, and what is wrong.
+#include "sprintnet/io/config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "sprintnet/core/error.h"
+#include "sprintnet/io/closest_match.h"
+#include "sprintnet/io/config_schema.h"
+
+namespace sprintnet {
+namespace {
+
+std::string located(const std::string& file, const toml::source_region& region) {
+  return region.begin.line > 0 ? fmt::format("{}:{}", file, region.begin.line) : file;
+}
+
+// What a TOML node is, in words, with the value when it is short: "a string ("abc")".
+std::string describe_node(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string:
+      return fmt::format("a string ({})", format_toml_value(ConfigValue(*node.value<std::string>())));
+    case toml::node_type::integer: return fmt::format("an integer ({})", *node.value<std::int64_t>());
+    case toml::node_type::floating_point: return fmt::format("a float ({})", *node.value<double>());
+    case toml::node_type::boolean: return fmt::format("a boolean ({})", *node.value<bool>());
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    case toml::node_type::none: break;
+  }
+  return "nothing";
+}
+
+[[noreturn]] void fail_key(std::string_view where, std::string_view key, std::string_view problem) {
+  SN_FAIL("{}: {}: {}", where, key, problem);
+}
+
+[[noreturn]] void fail_type(std::string_view where, const ConfigKey& key, const toml::node& node) {
+  fail_key(where, key.name, fmt::format("expected {}, got {}", value_kind_description(key.kind), describe_node(node)));
+}
+
+// The TOML node as the key's kind of value; integers are accepted where floats are expected.
+ConfigValue read_value(const ConfigKey& key, const toml::node& node, std::string_view where) {
+  switch (key.kind) {
+    case ValueKind::kBool:
+      if (auto value = node.as_boolean()) return value->get();
+      break;
+    case ValueKind::kInteger:
+      if (auto value = node.as_integer()) return value->get();
+      break;
+    case ValueKind::kFloat:
+      if (auto value = node.as_floating_point()) return value->get();
+      if (auto value = node.as_integer()) return static_cast<double>(value->get());
+      break;
+    case ValueKind::kString:
+      if (auto value = node.as_string()) return value->get();
+      break;
+    case ValueKind::kIntegerList:
+      if (auto array = node.as_array()) {
+        std::vector<std::int64_t> list;
+        for (std::size_t i = 0; i < array->size(); ++i) {
+          const toml::node& element = *array->get(i);
+          auto value = element.as_integer();
+          if (!value) {
+            fail_key(where, key.name,
+                     fmt::format("element [{}]: expected an integer, got {}", i, describe_node(element)));
+          }
+          list.push_back(value->get());
+        }
+        return list;
+      }
+      break;
+  }
+  fail_type(where, key, node);
+}
+
+// Keys are compared by their names within a table; a key in another table costs one
+// more edit, so "[train] lr" finds "optim.lr" and "[optim] momentun" stays in [optim].
+std::optional<std::string> suggest_key(std::string_view dotted) {
+  const auto dot = dotted.rfind('.');
+  const std::string_view table = dot == std::string_view::npos ? std::string_view() : dotted.substr(0, dot);
+  const std::string_view name = dot == std::string_view::npos ? dotted : dotted.substr(dot + 1);
+  constexpr std::size_t kOtherTableCost = 1;
+  const ConfigKey* best = nullptr;
+  std::size_t best_distance = 0;
+  for (const ConfigKey& key : config_schema()) {
+    const std::size_t distance = name_distance(name, key.short_name()) + (key.table() == table ? 0 : kOtherTableCost);
+    if (best == nullptr || distance < best_distance) {
+      best = &key;
+      best_distance = distance;
+    }
+  }
+  if (best == nullptr || !close_enough(best_distance, name, best->short_name())) return std::nullopt;
+  return std::string(best->name);
+}
+
+std::string keys_of_table(std::string_view table) {
+  std::vector<std::string_view> names;
+  for (const ConfigKey& key : config_schema()) {
+    if (key.table() == table) names.push_back(key.short_name());
+  }
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+[[noreturn]] void fail_unknown(std::string_view where, std::string_view dotted, bool is_table) {
+  const bool top_level = dotted.find('.') == std::string_view::npos;
+  if (is_table && top_level) {
+    std::vector<std::string_view> names;
+    for (const ConfigTable& table : config_tables()) {
+      if (!table.name.empty()) names.push_back(table.name);
+    }
+    const auto suggestion = closest_match(dotted, names);
+    SN_FAIL("{}: unknown table '{}'{}; the tables are {}", where, dotted,
+            suggestion ? fmt::format(" (did you mean '{}'?)", *suggestion) : "", fmt::join(names, ", "));
+  }
+  std::string hint;
+  if (auto suggestion = suggest_key(dotted)) {
+    hint = fmt::format(" (did you mean '{}'?)", *suggestion);
+  } else if (const auto dot = dotted.rfind('.');
+             dot != std::string_view::npos && is_config_table(dotted.substr(0, dot))) {
+    hint = fmt::format(" (keys of [{}]: {})", dotted.substr(0, dot), keys_of_table(dotted.substr(0, dot)));
+  }
+  SN_FAIL("{}: unknown {} '{}'{}", where, is_table ? "table" : "key", dotted, hint);
+}
+
+class ConfigBuilder {
+ public:
+  // Sets one key from a TOML node, checking its type and constraint.
+  void assign(const ConfigKey& key, const toml::node& node, std::string_view where) {
+    const ConfigValue value = read_value(key, node, where);
+    if (auto problem = check_config_value(key, value)) fail_key(where, key.name, *problem);
+    key.set(config_, value);
+  }
+
+  void apply_file_table(const toml::table& table, std::string_view prefix, const std::string& file) {
+    for (auto&& [name, node] : table) {
+      const std::string dotted = prefix.empty() ? std::string(name.str()) : fmt::format("{}.{}", prefix, name.str());
+      if (const ConfigKey* key = find_config_key(dotted)) {
+        assign(*key, node, located(file, node.source()));
+      } else if (is_config_table(dotted)) {
+        const toml::table* sub_table = node.as_table();
+        if (sub_table == nullptr)
+          fail_key(located(file, node.source()), dotted, fmt::format("expected a table, got {}", describe_node(node)));
+        apply_file_table(*sub_table, dotted, file);
+      } else {
+        fail_unknown(located(file, name.source()), dotted, node.is_table());
+      }
+    }
+  }
+
+  // "key=value": the value is read as TOML ("0.1", "true", "[512, 512]", "\"x\"");
+  // text that is not a TOML value is taken as a string, so --set data.dataset=fashion-mnist works.
+  void apply_override(const std::string& text) {
+    const std::string where = fmt::format("--set '{}'", text);
+    const auto equals = text.find('=');
+    if (equals == std::string::npos) SN_FAIL("{}: expected KEY=VALUE, e.g. --set optim.lr=0.1 (no '=' found)", where);
+    const std::string dotted = trim(text.substr(0, equals));
+    const std::string value_text = trim(text.substr(equals + 1));
+    const ConfigKey* key = find_config_key(dotted);
+    if (key == nullptr) {
+      if (is_config_table(dotted)) {
+        SN_FAIL("{}: '{}' is a table; set one of its keys instead ({})", where, dotted, keys_of_table(dotted));
+      }
+      fail_unknown(where, dotted, false);
+    }
+    std::optional<toml::table> parsed = parse_toml_value(value_text);
+    const toml::node* node = parsed ? parsed->get("v") : nullptr;
+    // A string key takes the text as it is unless it was written as a TOML string ("\"a b\"").
+    if (node == nullptr || (key->kind == ValueKind::kString && !node->is_string())) {
+      assign(*key, toml::value<std::string>(value_text), where);
+    } else {
+      assign(*key, *node, where);
+    }
+  }
+
+  // The checks that relate several keys; `where` names the file and whether overrides applied.
+  Config finish(std::string_view where) {
+    const std::vector<std::string> problems = check_config_consistency(config_);
+    if (!problems.empty()) SN_FAIL("{}: {}", where, fmt::join(problems, "; "));
+    return config_;
+  }
+
+ private:
+  static std::string trim(std::string_view text) {
+    constexpr std::string_view kSpace = " \t\r\n";
+    const auto first = text.find_first_not_of(kSpace);
+    if (first == std::string_view::npos) return {};
+    const auto last = text.find_last_not_of(kSpace);
+    return std::string(text.substr(first, last - first + 1));
+  }
+
+  // The table {v = <text>} when the text is exactly one TOML value, else nothing.
+  static std::optional<toml::table> parse_toml_value(const std::string& text) {
+    if (text.empty()) return std::nullopt;
+    try {
+      toml::table table = toml::parse(fmt::format("v = {}", text), std::string_view("--set"));
+      if (table.size() != 1 || !table.contains("v")) return std::nullopt;
+      return table;
+    } catch (const toml::parse_error&) {
+      return std::nullopt;
+    }
+  }
+
+  Config config_;
+};
+
+std::string read_file(const std::filesystem::path& path) {
+  std::error_code error;
+  SN_CHECK(std::filesystem::is_regular_file(path, error), "config file '{}' does not exist or is not a file",
+           path.string());
+  std::ifstream in(path, std::ios::binary);
+  SN_CHECK(in.is_open(), "cannot open config file '{}': {}", path.string(), std::strerror(errno));
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  SN_CHECK(!in.bad(), "cannot read config file '{}': {}", path.string(), std::strerror(errno));
+  return contents.str();
+}
+
+}  // namespace
+
+Config load_config(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+  const std::string file = path.string();
+  const std::string text = read_file(path);
+  toml::table table;
+  try {
+    table = toml::parse(text, std::string_view(file));
+  } catch (const toml::parse_error& error) {
+    SN_FAIL("{}:{}:{}: TOML syntax error: {}", file, error.source().begin.line, error.source().begin.column,
+            error.description());
+  }
+  ConfigBuilder builder;
+  builder.apply_file_table(table, "", file);
+  for (const std::string& override_text : overrides) builder.apply_override(override_text);
+  return builder.finish(overrides.empty() ? file : fmt::format("{} with --set overrides", file));
+}
+
+Config config_from_overrides(const std::vector<std::string>& overrides) {
+  ConfigBuilder builder;
+  for (const std::string& override_text : overrides) builder.apply_override(override_text);
+  return builder.finish("defaults with --set overrides");
+}
+
+std::string config_to_toml(const Config& config) {
+  std::string out = "# sprintnet configuration: every key with the value it resolved to (see docs/CONFIG.md).\n";
+  for (const ConfigTable& table : config_tables()) {
+    if (!table.name.empty()) out += fmt::format("\n[{}]\n", table.name);
+    for (const ConfigKey& key : config_schema()) {
+      if (key.table() == table.name)
+        out += fmt::format("{} = {}\n", key.short_name(), format_toml_value(key.get(config)));
+    }
+  }
+  return out;
+}
+
+}  // namespace sprintnet

@@ -1,0 +1,300 @@
+// The schema: every config key, declared once. Each entry names its dotted key,
+// binds it to a Config field (whose type gives the key's type and whose
+// default initialiser gives its default), says in one line what it means, and
+// states the values it accepts. config.cpp, config_values.cpp and
+// config_reference.cpp read only this table.
+#include "sprintnet/io/config_schema.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "sprintnet/core/error.h"
+
+namespace sprintnet {
+namespace {
+
+// Field type -> the key's kind and its conversions to and from ConfigValue.
+template <typename T>
+struct FieldTraits;
+
+template <>
+struct FieldTraits<bool> {
+  static constexpr ValueKind kKind = ValueKind::kBool;
+  static ConfigValue to_value(bool field) { return field; }
+  static void from_value(const ConfigValue& value, bool& field) { field = std::get<bool>(value); }
+};
+
+template <>
+struct FieldTraits<std::int64_t> {
+  static constexpr ValueKind kKind = ValueKind::kInteger;
+  static ConfigValue to_value(std::int64_t field) { return field; }
+  static void from_value(const ConfigValue& value, std::int64_t& field) { field = std::get<std::int64_t>(value); }
+};
+
+// The seed: TOML integers are signed 64-bit, so a seed is written and read in [0, 2^63).
+template <>
+struct FieldTraits<std::uint64_t> {
+  static constexpr ValueKind kKind = ValueKind::kInteger;
+  static ConfigValue to_value(std::uint64_t field) {
+    SN_CHECK(field <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+             "seed {} is above 2^63 - 1, the largest integer TOML can hold", field);
+    return static_cast<std::int64_t>(field);
+  }
+  static void from_value(const ConfigValue& value, std::uint64_t& field) {
+    // The key's constraint (>= 0) has been checked before any value is set.
+    field = static_cast<std::uint64_t>(std::get<std::int64_t>(value));
+  }
+};
+
+template <>
+struct FieldTraits<double> {
+  static constexpr ValueKind kKind = ValueKind::kFloat;
+  static ConfigValue to_value(double field) { return field; }
+  static void from_value(const ConfigValue& value, double& field) { field = std::get<double>(value); }
+};
+
+template <>
+struct FieldTraits<std::string> {
+  static constexpr ValueKind kKind = ValueKind::kString;
+  static ConfigValue to_value(const std::string& field) { return field; }
+  static void from_value(const ConfigValue& value, std::string& field) { field = std::get<std::string>(value); }
+};
+
+template <>
+struct FieldTraits<std::vector<std::int64_t>> {
+  static constexpr ValueKind kKind = ValueKind::kIntegerList;
+  static ConfigValue to_value(const std::vector<std::int64_t>& field) { return field; }
+  static void from_value(const ConfigValue& value, std::vector<std::int64_t>& field) {
+    field = std::get<std::vector<std::int64_t>>(value);
+  }
+};
+
+// A key inside a table: "optim.lr" bound to config.optim.lr.
+template <typename Section, typename T>
+ConfigKey key(std::string_view name, Section Config::*section, T Section::*field, std::string_view doc,
+              Constraint constraint = {}) {
+  return ConfigKey{name,
+                   FieldTraits<T>::kKind,
+                   doc,
+                   std::move(constraint),
+                   [section, field](const Config& config) { return FieldTraits<T>::to_value(config.*section.*field); },
+                   [section, field](Config& config, const ConfigValue& value) {
+                     FieldTraits<T>::from_value(value, config.*section.*field);
+                   }};
+}
+
+// A top-level key: "seed" bound to config.seed.
+template <typename T>
+ConfigKey key(std::string_view name, T Config::*field, std::string_view doc, Constraint constraint = {}) {
+  return ConfigKey{
+      name,
+      FieldTraits<T>::kKind,
+      doc,
+      std::move(constraint),
+      [field](const Config& config) { return FieldTraits<T>::to_value(config.*field); },
+      [field](Config& config, const ConfigValue& value) { FieldTraits<T>::from_value(value, config.*field); }};
+}
+
+Constraint range(std::optional<Bound> low, std::optional<Bound> high) {
+  Constraint constraint;
+  constraint.low = low;
+  constraint.high = high;
+  return constraint;
+}
+Constraint at_least(double low) { return range(Bound{low, true}, std::nullopt); }
+Constraint greater_than(double low) { return range(Bound{low, false}, std::nullopt); }
+Constraint closed(double low, double high) { return range(Bound{low, true}, Bound{high, true}); }      // [low, high]
+Constraint half_open(double low, double high) { return range(Bound{low, true}, Bound{high, false}); }  // [low, high)
+Constraint open(double low, double high) { return range(Bound{low, false}, Bound{high, false}); }      // (low, high)
+Constraint one_of(std::initializer_list<std::string_view> choices) {
+  Constraint constraint;
+  constraint.choices = choices;
+  return constraint;
+}
+Constraint non_empty() {
+  Constraint constraint;
+  constraint.non_empty = true;
+  return constraint;
+}
+
+const std::vector<ConfigTable>& tables() {
+  static const std::vector<ConfigTable> kTables = {
+      {"", "Top-level keys."},
+      {"data", "Where the images come from and how they are scaled."},
+      {"model", "The MLP: input (784 pixels) -> hidden layers -> 10 classes."},
+      {"train", "The training loop."},
+      {"device", "Where and in which precision the run computes."},
+      {"loss", "The training objective."},
+      {"optim", "The optimizer; update rules follow PyTorch's SGD, Adam and AdamW."},
+      {"schedule", "The learning rate over the run, updated every step."},
+      {"output", "What the run writes and shows."},
+  };
+  return kTables;
+}
+
+const std::vector<ConfigKey>& keys() {
+  static const std::vector<ConfigKey> kKeys = {
+      key("seed", &Config::seed, "seed of every random choice (initialisation, shuffling); same seed, same run",
+          at_least(0)),
+
+      key("data.dataset", &Config::data, &DataConfig::dataset,
+          "which images: `mnist` and `fashion-mnist` are read from `<dir>/<dataset>/`; `idx` from the four paths below",
+          one_of({"mnist", "fashion-mnist", "idx"})),
+      key("data.dir", &Config::data, &DataConfig::dir, "folder holding the `<dataset>/` folders scripts/get-data fills",
+          non_empty()),
+      key("data.train_images", &Config::data, &DataConfig::train_images,
+          "IDX file of training images; required for dataset `idx` (empty = the dataset's own file)"),
+      key("data.train_labels", &Config::data, &DataConfig::train_labels,
+          "IDX file of training labels; required for dataset `idx`"),
+      key("data.test_images", &Config::data, &DataConfig::test_images,
+          "IDX file of test images; required for dataset `idx`"),
+      key("data.test_labels", &Config::data, &DataConfig::test_labels,
+          "IDX file of test labels; required for dataset `idx`"),
+      key("data.train_limit", &Config::data, &DataConfig::train_limit,
+          "use only the first N training samples (0 = all)", at_least(0)),
+      key("data.test_limit", &Config::data, &DataConfig::test_limit, "use only the first N test samples (0 = all)",
+          at_least(0)),
+      key("data.normalize", &Config::data, &DataConfig::normalize,
+          "`unit`: x/255; `standard`: (x/255 - mean)/std with the training set's mean and std",
+          one_of({"unit", "standard"})),
+
+      key("model.hidden", &Config::model, &ModelConfig::hidden,
+          "widths of the hidden layers, first to last; `[]` = softmax regression", at_least(1)),
+      key("model.activation", &Config::model, &ModelConfig::activation, "activation after each hidden layer",
+          one_of({"identity", "relu", "gelu", "tanh", "sigmoid", "silu"})),
+      key("model.bias", &Config::model, &ModelConfig::bias, "linear layers add a bias"),
+      key("model.init", &Config::model, &ModelConfig::init,
+          "weight initialisation; `pytorch` = what torch.nn.Linear does",
+          one_of({"pytorch", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal"})),
+
+      key("train.epochs", &Config::train, &TrainConfig::epochs, "passes over the training set", at_least(1)),
+      key("train.batch_size", &Config::train, &TrainConfig::batch_size, "training samples per step", at_least(1)),
+      key("train.shuffle", &Config::train, &TrainConfig::shuffle,
+          "reshuffle the training set every epoch (the order follows from seed and epoch)"),
+      key("train.drop_last", &Config::train, &TrainConfig::drop_last,
+          "skip each epoch's last batch when it is smaller than batch_size"),
+      key("train.eval_every", &Config::train, &TrainConfig::eval_every,
+          "evaluate on the test set every N epochs (0 = only after the last)", at_least(0)),
+      key("train.eval_batch_size", &Config::train, &TrainConfig::eval_batch_size, "test samples per forward pass",
+          at_least(1)),
+      key("train.log_every", &Config::train, &TrainConfig::log_every, "steps between progress and metrics updates",
+          at_least(1)),
+
+      key("device.name", &Config::device, &DeviceConfig::name,
+          "where to run: `auto` = the first GPU when one is usable, else the CPU; `cuda:N` = GPU number N",
+          one_of({"auto", "cpu", "cuda", "cuda:N"})),
+      key("device.precision", &Config::device, &DeviceConfig::precision,
+          "matrix-multiply precision; `auto` = bf16 on a GPU, fp32 on the CPU",
+          one_of({"auto", "fp32", "tf32", "bf16", "fp16"})),
+      key("device.allocator", &Config::device, &DeviceConfig::allocator,
+          "GPU memory: `caching` (sprintnet's caching allocator) or `async` (CUDA's cudaMallocAsync pool)",
+          one_of({"caching", "async"})),
+      key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = all cores)", at_least(0)),
+
+      key("loss.type", &Config::loss, &LossConfig::type,
+          "`cross_entropy` (softmax + negative log-likelihood) or `mse` (against one-hot targets)",
+          one_of({"cross_entropy", "mse"})),
+      key("loss.label_smoothing", &Config::loss, &LossConfig::label_smoothing,
+          "cross_entropy: share of the target spread uniformly over all classes, as in PyTorch", half_open(0, 1)),
+
+      key("optim.type", &Config::optim, &OptimConfig::type, "the optimizer", one_of({"sgd", "adam", "adamw"})),
+      key("optim.lr", &Config::optim, &OptimConfig::lr, "learning rate (the peak, for onecycle)", greater_than(0)),
+      key("optim.momentum", &Config::optim, &OptimConfig::momentum, "sgd: momentum factor (0 = plain SGD)",
+          at_least(0)),
+      key("optim.dampening", &Config::optim, &OptimConfig::dampening, "sgd: dampening of the momentum", closed(0, 1)),
+      key("optim.nesterov", &Config::optim, &OptimConfig::nesterov,
+          "sgd: Nesterov momentum; needs momentum > 0 and dampening = 0"),
+      key("optim.weight_decay", &Config::optim, &OptimConfig::weight_decay,
+          "sgd, adam: L2 penalty added to the gradient; adamw: decoupled decay", at_least(0)),
+      key("optim.beta1", &Config::optim, &OptimConfig::beta1, "adam, adamw: decay of the gradient average",
+          half_open(0, 1)),
+      key("optim.beta2", &Config::optim, &OptimConfig::beta2, "adam, adamw: decay of the squared-gradient average",
+          half_open(0, 1)),
+      key("optim.eps", &Config::optim, &OptimConfig::eps, "adam, adamw: added to the denominator for stability",
+          greater_than(0)),
+
+      key("schedule.type", &Config::schedule, &ScheduleConfig::type,
+          "`constant`, `step` (decay every step_size epochs), `cosine` (to min_lr), `onecycle`",
+          one_of({"constant", "step", "cosine", "onecycle"})),
+      key("schedule.warmup_steps", &Config::schedule, &ScheduleConfig::warmup_steps,
+          "linear warm-up over the first N steps from warmup_start_factor * lr, with any type", at_least(0)),
+      key("schedule.warmup_start_factor", &Config::schedule, &ScheduleConfig::warmup_start_factor,
+          "the learning rate at step 0 of the warm-up, as a fraction of lr", closed(0, 1)),
+      key("schedule.step_size", &Config::schedule, &ScheduleConfig::step_size, "step: epochs between decays",
+          at_least(1)),
+      key("schedule.gamma", &Config::schedule, &ScheduleConfig::gamma, "step: factor applied at each decay",
+          greater_than(0)),
+      key("schedule.min_lr", &Config::schedule, &ScheduleConfig::min_lr, "cosine: the final learning rate",
+          at_least(0)),
+      key("schedule.pct_start", &Config::schedule, &ScheduleConfig::pct_start,
+          "onecycle: fraction of the steps spent raising the learning rate", open(0, 1)),
+      key("schedule.div_factor", &Config::schedule, &ScheduleConfig::div_factor,
+          "onecycle: initial lr = lr / div_factor", greater_than(0)),
+      key("schedule.final_div_factor", &Config::schedule, &ScheduleConfig::final_div_factor,
+          "onecycle: final lr = initial lr / final_div_factor", greater_than(0)),
+
+      key("output.dir", &Config::output, &OutputConfig::dir, "runs are written to `<dir>/<name>/`", non_empty()),
+      key("output.name", &Config::output, &OutputConfig::name, "the run's folder (empty = `<dataset>-<timestamp>`)"),
+      key("output.csv", &Config::output, &OutputConfig::csv, "write metrics.csv beside metrics.jsonl"),
+      key("output.progress", &Config::output, &OutputConfig::progress,
+          "progress on stderr: `auto` = a bar on a terminal, plain lines otherwise; `none` = epoch summaries only",
+          one_of({"auto", "bar", "plain", "none"})),
+  };
+  return kKeys;
+}
+
+}  // namespace
+
+std::string_view ConfigKey::table() const {
+  const auto dot = name.rfind('.');
+  return dot == std::string_view::npos ? std::string_view() : name.substr(0, dot);
+}
+
+std::string_view ConfigKey::short_name() const {
+  const auto dot = name.rfind('.');
+  return dot == std::string_view::npos ? name : name.substr(dot + 1);
+}
+
+std::span<const ConfigKey> config_schema() { return keys(); }
+
+std::span<const ConfigTable> config_tables() { return tables(); }
+
+const ConfigKey* find_config_key(std::string_view name) {
+  for (const ConfigKey& entry : keys()) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+bool is_config_table(std::string_view name) {
+  return !name.empty() &&
+         std::any_of(tables().begin(), tables().end(), [&](const ConfigTable& table) { return table.name == name; });
+}
+
+std::vector<std::string> check_config_consistency(const Config& config) {
+  std::vector<std::string> problems;
+  // PyTorch's SGD refuses the same combination: Nesterov needs a momentum term to look ahead with.
+  if (config.optim.nesterov && (config.optim.momentum <= 0.0 || config.optim.dampening != 0.0)) {
+    problems.push_back(
+        fmt::format("optim.nesterov = true requires optim.momentum > 0 and optim.dampening = 0, got momentum = {} and "
+                    "dampening = {}",
+                    config.optim.momentum, config.optim.dampening));
+  }
+  if (config.data.dataset == "idx") {
+    const std::pair<std::string_view, const std::string*> paths[] = {
+        {"data.train_images", &config.data.train_images},
+        {"data.train_labels", &config.data.train_labels},
+        {"data.test_images", &config.data.test_images},
+        {"data.test_labels", &config.data.test_labels},
+    };
+    for (const auto& [name, path] : paths) {
+      if (path->empty())
+        problems.push_back(fmt::format("data.dataset = \"idx\" requires {} (a path to an IDX file)", name));
+    }
+  }
+  return problems;
+}
+
+}  // namespace sprintnet

@@ -1,0 +1,46 @@
+#pragma once
+// The per-run metrics files: metrics.jsonl (one JSON object per row) and,
+// optionally, metrics.csv with the same columns. Each row is flushed as it is
+// written, so a run that is killed keeps every row it logged.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+namespace sprintnet {
+
+struct MetricsRow {
+  std::int64_t step = 0;   // optimizer steps taken so far
+  std::int64_t epoch = 0;  // 1-based
+  double train_loss = 0.0;
+  std::optional<double> test_loss;      // absent when the row has no evaluation
+  std::optional<double> test_accuracy;  // fraction in [0, 1]
+  double epoch_time_s = 0.0;
+  double samples_per_s = 0.0;
+  double lr = 0.0;
+};
+
+// The column names, in file order: the CSV header and the JSON keys.
+inline constexpr const char* kMetricsColumns[] = {"step",          "epoch",        "train_loss",    "test_loss",
+                                                  "test_accuracy", "epoch_time_s", "samples_per_s", "lr"};
+
+class MetricsWriter {
+ public:
+  // Creates (truncating) run_dir/metrics.jsonl and, when `csv`, run_dir/metrics.csv
+  // with its header. run_dir must exist. Throws sprintnet::Error naming the path.
+  MetricsWriter(const std::filesystem::path& run_dir, bool csv);
+
+  // Appends one row to each file and flushes. Missing values are JSON null and
+  // empty CSV fields; doubles are written in the shortest form that reads back
+  // exactly. A NaN (a diverged loss) is null in JSON, which has no NaN, and nan in CSV.
+  void write(const MetricsRow& row);
+
+ private:
+  std::filesystem::path jsonl_path_;
+  std::filesystem::path csv_path_;
+  std::ofstream jsonl_;
+  std::ofstream csv_;  // not open when csv is off
+};
+
+}  // namespace sprintnet

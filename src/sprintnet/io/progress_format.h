@@ -1,0 +1,33 @@
+#pragma once
+// The text of progress lines, kept apart from the clock and the terminal so
+// tests can check it exactly.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace sprintnet {
+
+// Three significant digits with an SI suffix: 523, 52.1k, 1.23M, 4.00G.
+std::string format_si(double value);
+// Rounded to whole seconds: "0:07", "12:34", "1:02:03"; "--:--" when not finite.
+std::string format_duration(double seconds);
+// "[#########...........]": `fraction` (clamped to [0, 1]) of `width` characters filled.
+std::string format_bar(double fraction, int width);
+
+struct ProgressSnapshot {
+  std::int64_t epoch = 1;  // 1-based
+  std::int64_t epochs = 1;
+  std::int64_t step_in_epoch = 0;  // 1-based; steps done in this epoch
+  std::int64_t steps_per_epoch = 1;
+  double loss = 0.0;
+  double samples_per_s = 0.0;
+  std::optional<double> eta_s;  // rest of the whole run; unknown before any step has been timed
+};
+
+inline constexpr int kProgressBarWidthChars = 20;
+
+// Bar:   "epoch 3/10 [#########...........] 234/468 loss 0.1234 52.1k samples/s ETA 0:07"
+// Plain: "epoch 3/10 step 234/468 loss 0.1234 52.1k samples/s ETA 0:07"
+std::string format_progress_line(const ProgressSnapshot& snapshot, bool with_bar);
+
+}  // namespace sprintnet

@@ -1,0 +1,73 @@
+// --set KEY=VALUE overrides: parsed as TOML values, bare words as strings, applied after the file.
+#include "config_test_util.h"
+
+namespace sprintnet {
+namespace {
+
+using test::overrides_error;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+TEST(ConfigOverrides, ParseNumbersBooleansArraysAndStrings) {
+  const Config config = config_from_overrides({
+      "optim.lr=0.125",
+      "train.epochs = 3",
+      "optim.momentum=1",  // an integer where a float is expected
+      "train.shuffle=false",
+      "model.hidden=[512, 128]",
+      "data.dataset=fashion-mnist",  // not a TOML value: taken as it is
+      "output.name=\"my run\"",      // a TOML string: unquoted
+      "data.dir=2024",               // a string key keeps numeric-looking text
+      "device.name=cuda:1",
+  });
+  EXPECT_EQ(config.optim.lr, 0.125);
+  EXPECT_EQ(config.train.epochs, 3);
+  EXPECT_EQ(config.optim.momentum, 1.0);
+  EXPECT_FALSE(config.train.shuffle);
+  EXPECT_EQ(config.model.hidden, (std::vector<std::int64_t>{512, 128}));
+  EXPECT_EQ(config.data.dataset, "fashion-mnist");
+  EXPECT_EQ(config.output.name, "my run");
+  EXPECT_EQ(config.data.dir, "2024");
+  EXPECT_EQ(config.device.name, "cuda:1");
+  EXPECT_TRUE(config_from_overrides({"model.hidden=[]"}).model.hidden.empty());
+  EXPECT_EQ(config_from_overrides({"output.name="}).output.name, "");
+}
+
+TEST(ConfigOverrides, ApplyAfterTheFileAndLaterOnesWin) {
+  const auto path = test::write_toml("[optim]\nlr = 0.5\nmomentum = 0.8\n", "base.toml");
+  const Config config = load_config(path, {"optim.lr=0.01", "seed=3", "seed=4"});
+  EXPECT_EQ(config.optim.lr, 0.01);
+  EXPECT_EQ(config.optim.momentum, 0.8);
+  EXPECT_EQ(config.seed, 4u);
+}
+
+TEST(ConfigOverrides, ErrorsNameTheOverride) {
+  EXPECT_THAT(overrides_error({"optim.learning_rate=0.1"}),
+              AllOf(HasSubstr("--set 'optim.learning_rate=0.1'"), HasSubstr("unknown key 'optim.learning_rate'"),
+                    HasSubstr("(did you mean 'optim.lr'?)")));
+  EXPECT_THAT(overrides_error({"optim.lr"}), AllOf(HasSubstr("--set 'optim.lr'"), HasSubstr("expected KEY=VALUE")));
+  EXPECT_THAT(overrides_error({"optim.lr=fast"}), HasSubstr("optim.lr: expected a number, got a string (\"fast\")"));
+  EXPECT_THAT(overrides_error({"optim.lr=-1"}),
+              AllOf(HasSubstr("--set 'optim.lr=-1'"), HasSubstr("optim.lr: must be > 0, got -1")));
+  EXPECT_THAT(overrides_error({"optim.lr=nan"}), HasSubstr("optim.lr: must be a finite number, got nan"));
+  EXPECT_THAT(overrides_error({"model.hidden=[1, 0]"}), HasSubstr("model.hidden: element [1] must be >= 1, got 0"));
+  EXPECT_THAT(overrides_error({"train.epochs=[1"}),
+              HasSubstr("train.epochs: expected an integer, got a string (\"[1\")"));
+  EXPECT_THAT(overrides_error({"optim=1"}), AllOf(HasSubstr("'optim' is a table"), HasSubstr("lr")));
+  EXPECT_THAT(overrides_error({"data.dataset=mnits"}), HasSubstr("(did you mean 'mnist'?)"));
+  EXPECT_THAT(overrides_error({"optim.nesterov=true", "optim.momentum=0"}),
+              HasSubstr("optim.nesterov = true requires"));
+}
+
+TEST(ConfigOverrides, OverrideErrorsAlsoNameTheFile) {
+  const auto path = test::write_toml("[optim]\nnesterov = true\n", "base.toml");
+  try {
+    load_config(path, {"optim.dampening=0.5"});
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), AllOf(HasSubstr("base.toml with --set overrides"), HasSubstr("optim.nesterov")));
+  }
+}
+
+}  // namespace
+}  // namespace sprintnet

@@ -1,0 +1,107 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sprintnet/core/error.h"
+#include "sprintnet/core/random.h"
+#include "sprintnet/io/metrics_writer.h"
+#include "support/test_util.h"
+
+namespace sprintnet {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<std::string> read_lines(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Values with all 53 bits of mantissa in use, so only an exact round trip matches.
+MetricsRow random_row(Generator& gen, std::int64_t step, bool evaluated) {
+  MetricsRow row;
+  row.step = step;
+  row.epoch = 1 + step / 100;
+  row.train_loss = gen.uniform(0.0, 3.0);
+  if (evaluated) {
+    row.test_loss = gen.uniform(0.0, 3.0);
+    row.test_accuracy = gen.uniform_double();
+  }
+  row.epoch_time_s = gen.uniform(0.1, 100.0);
+  row.samples_per_s = gen.uniform(1e3, 1e7);
+  row.lr = gen.uniform(1e-5, 1e-1);
+  return row;
+}
+
+TEST(MetricsWriter, JsonlAndCsvReadBackExactly) {
+  Generator gen(test::test_seed());
+  const auto dir = test::temp_dir("metrics");
+  const MetricsRow first = random_row(gen, 50, false);
+  const MetricsRow second = random_row(gen, 100, true);
+  {
+    MetricsWriter writer(dir, true);
+    writer.write(first);
+    writer.write(second);
+    // Rows reach the files before the writer goes away: a killed run keeps them.
+    EXPECT_EQ(read_lines(dir / "metrics.jsonl").size(), 2u);
+    EXPECT_EQ(read_lines(dir / "metrics.csv").size(), 3u);
+  }
+
+  const auto jsonl = read_lines(dir / "metrics.jsonl");
+  ASSERT_EQ(jsonl.size(), 2u);
+  const auto a = nlohmann::json::parse(jsonl[0]);
+  const auto b = nlohmann::json::parse(jsonl[1]);
+  EXPECT_EQ(a["step"].get<std::int64_t>(), 50);
+  EXPECT_EQ(a["epoch"].get<std::int64_t>(), first.epoch);
+  EXPECT_EQ(a["train_loss"].get<double>(), first.train_loss);
+  EXPECT_TRUE(a["test_loss"].is_null());
+  EXPECT_TRUE(a["test_accuracy"].is_null());
+  EXPECT_EQ(a["lr"].get<double>(), first.lr);
+  EXPECT_EQ(b["test_loss"].get<double>(), *second.test_loss);
+  EXPECT_EQ(b["test_accuracy"].get<double>(), *second.test_accuracy);
+  EXPECT_EQ(b["epoch_time_s"].get<double>(), second.epoch_time_s);
+  EXPECT_EQ(b["samples_per_s"].get<double>(), second.samples_per_s);
+  // Keys in column order.
+  std::vector<std::string> keys;
+  const auto ordered = nlohmann::ordered_json::parse(jsonl[1]);
+  for (const auto& item : ordered.items()) keys.push_back(item.key());
+  EXPECT_EQ(keys, std::vector<std::string>(std::begin(kMetricsColumns), std::end(kMetricsColumns)));
+
+  const auto csv = read_lines(dir / "metrics.csv");
+  ASSERT_EQ(csv.size(), 3u);
+  EXPECT_EQ(csv[0], "step,epoch,train_loss,test_loss,test_accuracy,epoch_time_s,samples_per_s,lr");
+  EXPECT_EQ(csv[1].substr(0, 3), "50,");
+  EXPECT_THAT(csv[1], HasSubstr(",,"));  // the missing test values are empty fields
+  std::vector<std::string> fields;
+  std::stringstream row(csv[2]);
+  for (std::string field; std::getline(row, field, ',');) fields.push_back(field);
+  ASSERT_EQ(fields.size(), 8u);
+  EXPECT_EQ(std::strtod(fields[2].c_str(), nullptr), second.train_loss);
+  EXPECT_EQ(std::strtod(fields[4].c_str(), nullptr), *second.test_accuracy);
+  EXPECT_EQ(std::strtod(fields[7].c_str(), nullptr), second.lr);
+}
+
+TEST(MetricsWriter, CsvIsOptional) {
+  const auto dir = test::temp_dir("metrics-nocsv");
+  MetricsWriter writer(dir, false);
+  MetricsRow row;
+  row.step = 1;
+  row.train_loss = 2.5;
+  writer.write(row);
+  EXPECT_FALSE(std::filesystem::exists(dir / "metrics.csv"));
+  EXPECT_EQ(read_lines(dir / "metrics.jsonl").size(), 1u);
+}
+
+TEST(MetricsWriter, UnwritableDirectoryNamesThePath) {
+  EXPECT_THAT([] { MetricsWriter("/nonexistent/sprintnet-run", true); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("/nonexistent/sprintnet-run/metrics.jsonl")));
+}
+
+}  // namespace
+}  // namespace sprintnet
