@@ -51,6 +51,8 @@ class Backend {
   // dst and src have the same dtype and byte size; one of them lives on this backend's device.
   virtual void copy(const Tensor& dst, const Tensor& src) = 0;
   virtual void fill(const Tensor& t, double value) = 0;
+  // y += alpha * x, elementwise (same shape and floating dtype).
+  virtual void axpy(const Tensor& y, const Tensor& x, double alpha) = 0;
 
   // c = alpha * op(a) @ op(b) + beta * c, op(x) = trans ? x^T : x. beta = 0 ignores c's contents.
   virtual void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha,

@@ -53,6 +53,14 @@ void fill(const Tensor& t, double value) {
   backend_for(t.device()).fill(t, value);
 }
 
+void axpy(const Tensor& y, const Tensor& x, double alpha) {
+  Backend& backend = common_backend("axpy", {&y, &x});
+  check_float(y, "axpy", "y");
+  check_same_dtype(y, x, "axpy");
+  check_shape(x, y.shape(), "axpy: x");
+  backend.axpy(y, x, alpha);
+}
+
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha, double beta) {
   Backend& backend = common_backend("gemm", {&a, &b, &c});
   check_matrix(a, "gemm", "a");

@@ -8,6 +8,8 @@ namespace sprintnet::ops {
 
 void copy(const Tensor& dst, const Tensor& src);
 void fill(const Tensor& t, double value);
+// y += alpha * x
+void axpy(const Tensor& y, const Tensor& x, double alpha = 1.0);
 // c = alpha * op(a) @ op(b) + beta * c
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha = 1.0,
           double beta = 0.0);

@@ -15,6 +15,7 @@ class CpuBackend final : public Backend {
 
   void copy(const Tensor& dst, const Tensor& src) override;
   void fill(const Tensor& t, double value) override;
+  void axpy(const Tensor& y, const Tensor& x, double alpha) override;
   void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha,
             double beta) override;
   void add_bias(const Tensor& y, const Tensor& bias) override;

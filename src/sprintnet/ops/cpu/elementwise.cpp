@@ -6,6 +6,18 @@
 
 namespace sprintnet {
 
+void CpuBackend::axpy(const Tensor& y, const Tensor& x, double alpha) {
+  cpu::dispatch_float(y.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const std::int64_t n = y.numel();
+    T* out = y.data<T>();
+    const T* in = x.data<T>();
+    const T a = static_cast<T>(alpha);
+#pragma omp parallel for schedule(static) if (n >= cpu::kParallelMinElements)
+    for (std::int64_t i = 0; i < n; ++i) out[i] += a * in[i];
+  });
+}
+
 void CpuBackend::add_bias(const Tensor& y, const Tensor& bias) {
   cpu::dispatch_float(y.dtype(), [&](auto zero) {
     using T = decltype(zero);

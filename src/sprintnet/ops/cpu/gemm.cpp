@@ -32,7 +32,11 @@ void CpuBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans
   const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
   if (m == 0 || n == 0) return;
   if (k == 0) {  // BLAS leaves C untouched here; the maths says C = beta * C
-    if (beta == 0.0) fill(c, 0.0);
+    if (beta == 0.0) {
+      fill(c, 0.0);
+    } else {
+      axpy(c, c, beta - 1.0);
+    }
     return;
   }
   if (a.dtype() == DType::kF32) {

@@ -1,0 +1,108 @@
+// CPU gemm against a naive triple loop in double, for all four transpose
+// combinations. Inputs are small integers, so every fp32 product and sum is
+// exact and results must be equal, not close.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "ops_test_util.h"
+#include "sprintnet/ops/ops.h"
+#include "support/test_util.h"
+
+namespace sprintnet {
+namespace {
+
+struct GemmShape {
+  std::int64_t m, n, k;
+};
+
+// c = alpha * op(a) @ op(b) + beta * c, with a stored [m, k] (or [k, m] when trans_a) and b [k, n] (or [n, k]).
+std::vector<double> naive_gemm(const std::vector<double>& a, bool trans_a, const std::vector<double>& b, bool trans_b,
+                               std::vector<double> c, GemmShape s, double alpha, double beta) {
+  for (std::int64_t i = 0; i < s.m; ++i) {
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      double acc = 0.0;
+      for (std::int64_t p = 0; p < s.k; ++p) {
+        const double av = trans_a ? a[p * s.m + i] : a[i * s.k + p];
+        const double bv = trans_b ? b[j * s.k + p] : b[p * s.n + j];
+        acc += av * bv;
+      }
+      double& out = c[i * s.n + j];
+      out = alpha * acc + (beta == 0.0 ? 0.0 : beta * out);
+    }
+  }
+  return c;
+}
+
+Shape a_shape(GemmShape s, bool trans) { return trans ? Shape{s.k, s.m} : Shape{s.m, s.k}; }
+Shape b_shape(GemmShape s, bool trans) { return trans ? Shape{s.n, s.k} : Shape{s.k, s.n}; }
+
+class GemmTest : public testing::TestWithParam<std::tuple<DType, bool, bool>> {};
+
+// k up to 784 with integers in [-4, 4] \ {0}: |sums| <= 16 * 784 < 2^24, alpha and beta are powers of two: all
+// exact in fp32. |2 ab| >= 2 > |0.25 c|, so even the 1x1x1 result is never zero.
+TEST_P(GemmTest, SmallIntegersMatchNaiveProductExactly) {
+  const auto [dtype, trans_a, trans_b] = GetParam();
+  Generator gen(test::test_seed());
+  for (const GemmShape s : {GemmShape{1, 1, 1}, GemmShape{3, 5, 7}, GemmShape{17, 9, 33}, GemmShape{64, 10, 784}}) {
+    SCOPED_TRACE(testing::Message() << "m=" << s.m << " n=" << s.n << " k=" << s.k);
+    const Tensor a = test::random_nonzero_integers(a_shape(s, trans_a), dtype, gen, 4);
+    const Tensor b = test::random_nonzero_integers(b_shape(s, trans_b), dtype, gen, 4);
+    const Tensor c = test::random_nonzero_integers({s.m, s.n}, dtype, gen, 4);
+    ASSERT_FALSE(test::all_zero(a) || test::all_zero(b)) << "inputs must not be all zero";
+    const auto expected = naive_gemm(test::values(a), trans_a, test::values(b), trans_b, test::values(c), s, 2.0, -0.25);
+    ops::gemm(a, trans_a, b, trans_b, c, 2.0, -0.25);
+    EXPECT_FALSE(test::all_zero(expected));
+    EXPECT_EQ(test::values(c), expected);
+  }
+}
+
+TEST_P(GemmTest, BetaZeroIgnoresNaNInC) {
+  const auto [dtype, trans_a, trans_b] = GetParam();
+  Generator gen(test::test_seed());
+  const GemmShape s{13, 7, 29};
+  const Tensor a = test::random_nonzero_integers(a_shape(s, trans_a), dtype, gen, 3);
+  const Tensor b = test::random_nonzero_integers(b_shape(s, trans_b), dtype, gen, 3);
+  const Tensor c = test::poisoned({s.m, s.n}, dtype);
+  const auto expected =
+      naive_gemm(test::values(a), trans_a, test::values(b), trans_b, std::vector<double>(13 * 7, 0.0), s, 1.0, 0.0);
+  ops::gemm(a, trans_a, b, trans_b, c, 1.0, 0.0);
+  ASSERT_TRUE(test::all_finite(c)) << "NaN in c leaked through beta = 0";
+  EXPECT_FALSE(test::all_zero(c));
+  EXPECT_EQ(test::values(c), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransposes, GemmTest,
+                         testing::Combine(testing::Values(DType::kF32, DType::kF64), testing::Bool(), testing::Bool()),
+                         [](const testing::TestParamInfo<GemmTest::ParamType>& param_info) {
+                           return std::string(dtype_name(std::get<0>(param_info.param))) +
+                                  (std::get<1>(param_info.param) ? "_At" : "_A") + (std::get<2>(param_info.param) ? "_Bt" : "_B");
+                         });
+
+TEST(Gemm, EmptyInnerDimensionGivesBetaTimesC) {
+  const Tensor a = Tensor::empty({3, 0}, DType::kF32);
+  const Tensor b = Tensor::empty({0, 2}, DType::kF32);
+  const Tensor poisoned = test::poisoned({3, 2}, DType::kF32);
+  ops::gemm(a, false, b, false, poisoned, 1.0, 0.0);
+  EXPECT_EQ(test::values(poisoned), std::vector<double>(6, 0.0));
+  const Tensor c = Tensor::full({3, 2}, 1.5, DType::kF32);
+  ops::gemm(a, false, b, false, c, 1.0, 2.0);
+  EXPECT_EQ(test::values(c), std::vector<double>(6, 3.0));
+}
+
+// Random reals in fp32 against the double reference: K = 1000 terms, each rounded once or twice;
+// the norm-wise error of such sums is ~sqrt(K) * 2^-24 ~ 2e-6, so 1e-5 holds with margin.
+TEST(Gemm, RandomRealsCloseToDoubleReference) {
+  Generator gen(test::test_seed());
+  const GemmShape s{31, 47, 1000};
+  const Tensor a = test::random_uniform({s.m, s.k}, DType::kF32, gen);
+  const Tensor b = test::random_uniform({s.n, s.k}, DType::kF32, gen);
+  const Tensor c = test::random_uniform({s.m, s.n}, DType::kF32, gen);
+  const auto expected = naive_gemm(test::values(a), false, test::values(b), true, test::values(c), s, 0.3, 0.7);
+  ops::gemm(a, false, b, true, c, 0.3, 0.7);
+  EXPECT_LE(test::relative_error(test::values(c), expected), 1e-5);
+}
+
+}  // namespace
+}  // namespace sprintnet
