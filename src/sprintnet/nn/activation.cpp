@@ -1,0 +1,37 @@
+#include "sprintnet/nn/activation.h"
+
+#include "sprintnet/ops/ops.h"
+
+namespace sprintnet::nn {
+
+Tensor ActivationModule::forward(const Tensor& input) {
+  Tensor output = Tensor::empty(input.shape(), input.dtype(), input.device());
+  ops::activation_forward(act_, input, output);
+  if (training_) {
+    saved_input_ = input;
+    saved_output_ = output;
+  }
+  return output;
+}
+
+Tensor ActivationModule::backward(const Tensor& grad_output) {
+  SN_CHECK(saved_input_.defined(), "{}::backward without a forward in training mode", ops::activation_name(act_));
+  Tensor grad_input = Tensor::empty(grad_output.shape(), grad_output.dtype(), grad_output.device());
+  ops::activation_backward(act_, saved_input_, saved_output_, grad_output, grad_input);
+  saved_input_ = saved_output_ = Tensor();
+  return grad_input;
+}
+
+std::string ActivationModule::describe() const {
+  switch (act_) {
+    case Activation::kReLU: return "ReLU()";
+    case Activation::kGELU: return "GELU()";
+    case Activation::kTanh: return "Tanh()";
+    case Activation::kSigmoid: return "Sigmoid()";
+    case Activation::kSiLU: return "SiLU()";
+    case Activation::kIdentity: return "Identity()";
+  }
+  return "?";
+}
+
+}  // namespace sprintnet::nn

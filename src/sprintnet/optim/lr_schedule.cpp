@@ -1,0 +1,68 @@
+#include "sprintnet/optim/lr_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "sprintnet/core/error.h"
+
+namespace sprintnet::optim {
+namespace {
+
+// Cosine interpolation from `start` (fraction 0) to `end` (fraction 1).
+double cosine_anneal(double start, double end, double fraction) {
+  return end + (start - end) * (1.0 + std::cos(std::numbers::pi * fraction)) / 2.0;
+}
+
+}  // namespace
+
+LrSchedule::LrSchedule(const ScheduleConfig& config, double base_lr, std::int64_t steps_per_epoch,
+                       std::int64_t total_steps)
+    : config_(config), base_lr_(base_lr), steps_per_epoch_(std::max<std::int64_t>(steps_per_epoch, 1)),
+      total_steps_(std::max<std::int64_t>(total_steps, 1)) {
+  SN_CHECK(config.type == "constant" || config.type == "step" || config.type == "cosine" || config.type == "onecycle",
+           "schedule.type: unknown schedule '{}' (expected constant, step, cosine or onecycle)", config.type);
+  SN_CHECK(config.step_size >= 1, "schedule.step_size: must be >= 1, got {}", config.step_size);
+  SN_CHECK(config.warmup_steps >= 0 && config.warmup_steps < total_steps_ + 1,
+           "schedule.warmup_steps: {} is not in [0, {}] (the run's total steps)", config.warmup_steps, total_steps_);
+}
+
+double LrSchedule::base_value(std::int64_t step) const {
+  const ScheduleConfig& c = config_;
+  if (c.type == "step") {
+    const std::int64_t epoch = step / steps_per_epoch_;
+    return base_lr_ * std::pow(c.gamma, static_cast<double>(epoch / c.step_size));
+  }
+  if (c.type == "cosine") {
+    // The last step that runs is total_steps - 1: that one gets min_lr.
+    const double span = static_cast<double>(std::max<std::int64_t>(total_steps_ - 1 - c.warmup_steps, 1));
+    const double t = static_cast<double>(std::clamp<std::int64_t>(step - c.warmup_steps, 0, total_steps_));
+    return cosine_anneal(base_lr_, c.min_lr, std::min(t / span, 1.0));
+  }
+  if (c.type == "onecycle") {
+    const double initial = base_lr_ / c.div_factor, final_lr = initial / c.final_div_factor;
+    const double rise_end = c.pct_start * static_cast<double>(total_steps_) - 1.0;
+    const double fall_end = static_cast<double>(total_steps_) - 1.0;
+    const double s = static_cast<double>(step);
+    if (s <= rise_end) return cosine_anneal(initial, base_lr_, rise_end > 0.0 ? s / rise_end : 1.0);
+    return cosine_anneal(base_lr_, final_lr, std::min((s - rise_end) / std::max(fall_end - rise_end, 1.0), 1.0));
+  }
+  return base_lr_;
+}
+
+double LrSchedule::lr_at(std::int64_t step) const {
+  double lr = base_value(step);
+  if (step < config_.warmup_steps) {
+    const double progress = static_cast<double>(step) / static_cast<double>(config_.warmup_steps);
+    lr *= config_.warmup_start_factor + (1.0 - config_.warmup_start_factor) * progress;
+  }
+  return lr;
+}
+
+std::string LrSchedule::describe() const {
+  std::string out = config_.type;
+  if (config_.warmup_steps > 0) out += fmt::format(" with {} warm-up steps", config_.warmup_steps);
+  return out;
+}
+
+}  // namespace sprintnet::optim

@@ -1,0 +1,33 @@
+#pragma once
+// Learning-rate schedules, evaluated per optimizer step on the host (the value
+// is a kernel argument, so a schedule costs no device work).
+//   constant  lr
+//   step      lr * gamma^floor(epoch / step_size)                      (torch StepLR, stepped per epoch)
+//   cosine    min_lr + (lr - min_lr) * (1 + cos(pi * t / T)) / 2       (CosineAnnealingLR over the steps after warm-up)
+//   onecycle  torch OneCycleLR, cosine annealing, two phases, max_lr = lr (momentum is not cycled)
+// A linear warm-up (torch LinearLR from warmup_start_factor to 1) multiplies
+// any of them during the first warmup_steps steps.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sprintnet/io/config.h"
+
+namespace sprintnet::optim {
+
+class LrSchedule {
+ public:
+  LrSchedule(const ScheduleConfig& config, double base_lr, std::int64_t steps_per_epoch, std::int64_t total_steps);
+  // The learning rate for 0-based optimizer step `step`.
+  double lr_at(std::int64_t step) const;
+  std::string describe() const;
+
+ private:
+  double base_value(std::int64_t step) const;
+
+  ScheduleConfig config_;
+  double base_lr_;
+  std::int64_t steps_per_epoch_, total_steps_;
+};
+
+}  // namespace sprintnet::optim

@@ -1,0 +1,147 @@
+// Learning-rate schedules against torch.optim.lr_scheduler's formulas.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "nn/error_message.h"
+#include "sprintnet/optim/lr_schedule.h"
+
+namespace sprintnet {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Closed forms in double against the same in double: rounding only.
+constexpr double kTolerance = 1e-15;
+
+ScheduleConfig schedule(std::string type) {
+  ScheduleConfig config;
+  config.type = std::move(type);
+  return config;
+}
+
+TEST(LrSchedule, Constant) {
+  const optim::LrSchedule s(schedule("constant"), 0.1, 10, 100);
+  for (std::int64_t step : {0, 1, 50, 99}) EXPECT_EQ(s.lr_at(step), 0.1) << step;
+  EXPECT_EQ(s.describe(), "constant");
+}
+
+TEST(LrSchedule, StepDecaysByGammaEveryStepSizeEpochs) {
+  // torch StepLR stepped per epoch: lr * gamma^floor(epoch / step_size); 10 steps per epoch.
+  ScheduleConfig config = schedule("step");
+  config.step_size = 2;
+  config.gamma = 0.5;
+  const optim::LrSchedule s(config, 0.1, 10, 100);
+  EXPECT_DOUBLE_EQ(s.lr_at(0), 0.1);
+  EXPECT_DOUBLE_EQ(s.lr_at(19), 0.1);  // last step of epoch 1
+  EXPECT_DOUBLE_EQ(s.lr_at(20), 0.05);
+  EXPECT_DOUBLE_EQ(s.lr_at(39), 0.05);
+  EXPECT_DOUBLE_EQ(s.lr_at(40), 0.025);
+  EXPECT_DOUBLE_EQ(s.lr_at(99), 0.1 * std::pow(0.5, 4));
+}
+
+TEST(LrSchedule, CosineStartsAtLrAndFallsMonotonically) {
+  ScheduleConfig config = schedule("cosine");
+  config.min_lr = 0.001;
+  const optim::LrSchedule s(config, 0.1, 10, 101);
+  EXPECT_EQ(s.lr_at(0), 0.1);
+  for (std::int64_t step = 1; step < 101; ++step) EXPECT_LT(s.lr_at(step), s.lr_at(step - 1)) << step;
+  for (std::int64_t step = 0; step < 101; ++step) EXPECT_GE(s.lr_at(step), config.min_lr - kTolerance) << step;
+}
+
+// schedule.min_lr is the cosine schedule's final learning rate: reached on the last step that
+// runs (total_steps - 1), with the midpoint (lr + min_lr) / 2 halfway through.
+TEST(LrSchedule, CosineReachesMinLrOnTheLastStep) {
+  ScheduleConfig config = schedule("cosine");
+  config.min_lr = 0.001;
+  const optim::LrSchedule s(config, 0.1, 10, 101);  // steps 0..100
+  EXPECT_NEAR(s.lr_at(50), (0.1 + 0.001) / 2, kTolerance);
+  EXPECT_NEAR(s.lr_at(100), 0.001, kTolerance);
+
+  // With a warm-up the cosine runs over the steps after it: steps 10..110.
+  config.warmup_steps = 10;
+  const optim::LrSchedule warm(config, 0.1, 10, 111);
+  EXPECT_NEAR(warm.lr_at(10), 0.1, kTolerance);
+  EXPECT_NEAR(warm.lr_at(60), (0.1 + 0.001) / 2, kTolerance);
+  EXPECT_NEAR(warm.lr_at(110), 0.001, kTolerance);
+}
+
+TEST(LrSchedule, LinearWarmupFromStartFactorToLr) {
+  // torch LinearLR(start_factor, end_factor = 1, total_iters = warmup_steps):
+  // factor(step) = start + (1 - start) * step / warmup_steps, then 1.
+  ScheduleConfig config = schedule("constant");
+  config.warmup_steps = 10;
+  config.warmup_start_factor = 0.1;
+  const optim::LrSchedule s(config, 0.2, 10, 100);
+  EXPECT_NEAR(s.lr_at(0), 0.02, kTolerance);
+  EXPECT_NEAR(s.lr_at(5), 0.2 * (0.1 + 0.9 * 0.5), kTolerance);
+  EXPECT_NEAR(s.lr_at(9), 0.2 * (0.1 + 0.9 * 0.9), kTolerance);
+  EXPECT_EQ(s.lr_at(10), 0.2);
+  EXPECT_EQ(s.lr_at(99), 0.2);
+  EXPECT_EQ(s.describe(), "constant with 10 warm-up steps");
+
+  // The warm-up multiplies the other schedules too: step decay in its first epoch is lr itself.
+  config.type = "step";
+  const optim::LrSchedule step(config, 0.2, 10, 100);
+  EXPECT_NEAR(step.lr_at(5), 0.2 * (0.1 + 0.9 * 0.5), kTolerance);
+  config.type = "cosine";
+  const optim::LrSchedule cosine(config, 0.2, 10, 100);
+  EXPECT_NEAR(cosine.lr_at(5), 0.2 * (0.1 + 0.9 * 0.5), kTolerance);
+}
+
+// torch.optim.lr_scheduler.OneCycleLR (anneal_strategy="cos", three_phase=False), written
+// out from its documented phases: rise from max_lr/div_factor to max_lr until step
+// pct_start*total - 1, then fall to initial/final_div_factor at step total - 1.
+double torch_one_cycle(double max_lr, double pct_start, double div_factor, double final_div_factor,
+                       std::int64_t total, std::int64_t step) {
+  const double initial = max_lr / div_factor, minimum = initial / final_div_factor;
+  const double rise_end = pct_start * static_cast<double>(total) - 1.0, fall_end = static_cast<double>(total) - 1.0;
+  const auto anneal = [](double start, double end, double pct) {
+    return end + (start - end) / 2.0 * (std::cos(std::numbers::pi * pct) + 1.0);
+  };
+  const double s = static_cast<double>(step);
+  if (s <= rise_end) return anneal(initial, max_lr, s / rise_end);
+  return anneal(max_lr, minimum, (s - rise_end) / (fall_end - rise_end));
+}
+
+TEST(LrSchedule, OneCycleMatchesTorch) {
+  ScheduleConfig config = schedule("onecycle");  // pct_start 0.3, div_factor 25, final_div_factor 1e4
+  const optim::LrSchedule s(config, 0.1, 10, 100);
+  EXPECT_NEAR(s.lr_at(0), 0.1 / 25, kTolerance);
+  EXPECT_NEAR(s.lr_at(29), 0.1, kTolerance);  // pct_start * total - 1
+  EXPECT_LT(s.lr_at(28), 0.1);
+  EXPECT_LT(s.lr_at(30), 0.1);
+  EXPECT_NEAR(s.lr_at(99), 0.1 / 25 / 1e4, kTolerance);
+  for (std::int64_t step = 0; step < 100; ++step) {
+    EXPECT_NEAR(s.lr_at(step), torch_one_cycle(0.1, 0.3, 25, 1e4, 100, step), kTolerance) << step;
+  }
+
+  // A peak between two steps (pct_start * total - 1 = 11.5) and other factors.
+  config.pct_start = 0.25;
+  config.div_factor = 10;
+  config.final_div_factor = 100;
+  const optim::LrSchedule odd(config, 0.3, 10, 50);
+  for (std::int64_t step = 0; step < 50; ++step) {
+    EXPECT_NEAR(odd.lr_at(step), torch_one_cycle(0.3, 0.25, 10, 100, 50, step), kTolerance) << step;
+  }
+}
+
+TEST(LrSchedule, BadConfigErrorsNameTheKey) {
+  const std::string type = test::error_message([] { optim::LrSchedule(schedule("linear"), 0.1, 10, 100); });
+  EXPECT_THAT(type, HasSubstr("schedule.type"));
+  EXPECT_THAT(type, HasSubstr("'linear'"));
+
+  ScheduleConfig config = schedule("cosine");
+  config.warmup_steps = 101;
+  const std::string warmup = test::error_message([&] { optim::LrSchedule(config, 0.1, 10, 100); });
+  EXPECT_THAT(warmup, HasSubstr("schedule.warmup_steps"));
+  EXPECT_THAT(warmup, HasSubstr("101"));
+  config.warmup_steps = -1;
+  EXPECT_THAT(test::error_message([&] { optim::LrSchedule(config, 0.1, 10, 100); }),
+              HasSubstr("schedule.warmup_steps"));
+}
+
+}  // namespace
+}  // namespace sprintnet
