@@ -1,0 +1,12 @@
+#pragma once
+// Each subcommand registers its options on the CLI11 app and runs when chosen.
+// A command returns the process exit code; errors are thrown as sprintnet::Error
+// and main() turns them into one line on stderr and exit code 1.
+#include <CLI/CLI.hpp>
+
+namespace sprintnet::cli {
+
+void add_train_command(CLI::App& app);
+void add_config_command(CLI::App& app);
+
+}  // namespace sprintnet::cli

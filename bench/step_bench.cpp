@@ -1,0 +1,77 @@
+// Times sprintnet training steps (forward, loss, backward, SGD-momentum update)
+// for an LxHxB MLP (L linear layers, L-1 hidden of width H, batch B) on random
+// MNIST-shaped data, through the same eager API the Trainer uses. Prints one
+// JSON line per config: median time per step over repeats, samples/s, and the
+// time of a 468-step MNIST epoch.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "sprintnet/nn/loss.h"
+#include "sprintnet/nn/mlp.h"
+#include "sprintnet/ops/cpu/cpu_backend.h"
+#include "sprintnet/optim/optimizer.h"
+#include "support_bench.h"
+
+using namespace sprintnet;
+
+int main(int argc, char** argv) {
+  CLI::App app{"sprintnet training-step benchmark"};
+  std::vector<std::string> configs{"4x784x128", "3x256x128"};
+  std::string device_name = "cpu";
+  int threads = 0, steps = 50, repeats = 5, warmup = 10;
+  app.add_option("--config", configs, "LxHxB configs, e.g. 4x784x128")->expected(1, -1);
+  app.add_option("--device", device_name, "cpu or cuda");
+  app.add_option("--threads", threads, "CPU threads (0 = all cores)");
+  app.add_option("--steps", steps, "steps per timed repeat");
+  app.add_option("--repeats", repeats, "timed repeats (the median is reported)");
+  app.add_option("--warmup", warmup, "untimed steps first");
+  CLI11_PARSE(app, argc, argv);
+
+  const Device device = parse_device(device_name);
+  set_cpu_threads(threads);
+  constexpr std::int64_t kInputs = 784, kClasses = 10, kStepsPerEpoch = 468;
+  for (const std::string& text : configs) {
+    const bench::MlpShape shape = bench::parse_shape(text);
+    nn::MlpSpec spec{kInputs, std::vector<std::int64_t>(static_cast<std::size_t>(shape.layers - 1), shape.width),
+                     kClasses};
+    Generator gen(0);
+    auto model = nn::make_mlp(spec, gen, device);
+    nn::CrossEntropyLoss criterion;
+    optim::SGD optimizer(model->parameters(), {.lr = 0.01, .momentum = 0.9});
+    const Tensor x = bench::random_tensor({shape.batch, kInputs}, gen, device);
+    const Tensor y = bench::random_labels(shape.batch, kClasses, gen, device);
+    auto step = [&] {
+      optimizer.zero_grad();
+      criterion.forward(model->forward(x), y);
+      model->backward(criterion.backward());
+      optimizer.step();
+    };
+    for (int i = 0; i < warmup; ++i) step();
+    backend_for(device).synchronize();
+    std::vector<double> per_step_s;
+    for (int r = 0; r < repeats; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < steps; ++i) step();
+      backend_for(device).synchronize();
+      per_step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps);
+    }
+    std::sort(per_step_s.begin(), per_step_s.end());
+    const double median = per_step_s[per_step_s.size() / 2];
+    nlohmann::json row = {{"system", "sprintnet"},
+                          {"device", device.str()},
+                          {"threads", device.is_cpu() ? cpu_threads() : 0},
+                          {"config", text},
+                          {"step_ms", median * 1e3},
+                          {"epoch_ms", median * 1e3 * kStepsPerEpoch},
+                          {"samples_per_s", static_cast<double>(shape.batch) / median},
+                          {"gflops", nn::mlp_train_flops(spec, shape.batch) / median / 1e9}};
+    std::printf("%s\n", row.dump().c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""PyTorch reference for bench/step_bench: the same LxHxB MLP, the same step
+(zero_grad, forward, cross_entropy, backward, SGD momentum 0.9), random data,
+eager mode. Prints one JSON line per config in step_bench's format."""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+
+def build(layers, width, inputs=784, classes=10):
+    mods, w = [], inputs
+    for _ in range(layers - 1):
+        mods += [nn.Linear(w, width), nn.ReLU()]
+        w = width
+    mods.append(nn.Linear(w, classes))
+    return nn.Sequential(*mods)
+
+
+def flops(layers, width, batch, inputs=784, classes=10):
+    widths = [inputs] + [width] * (layers - 1) + [classes]
+    total = 0.0
+    for i in range(layers):
+        gemm = 2.0 * batch * widths[i] * widths[i + 1]
+        total += gemm * (2 if i == 0 else 3)
+    return total
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--config", nargs="+", default=["4x784x128", "3x256x128"])
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=10)
+    a = p.parse_args()
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    dev = torch.device(a.device)
+    for text in a.config:
+        layers, width, batch = (int(v) for v in text.split("x"))
+        torch.manual_seed(0)
+        model = build(layers, width).to(dev)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x = torch.randn(batch, 784, device=dev)
+        y = torch.randint(0, 10, (batch,), device=dev)
+
+        def step():
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        def sync():
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+
+        for _ in range(a.warmup):
+            step()
+        sync()
+        times = []
+        for _ in range(a.repeats):
+            t0 = time.perf_counter()
+            for _ in range(a.steps):
+                step()
+            sync()
+            times.append((time.perf_counter() - t0) / a.steps)
+        med = statistics.median(times)
+        print(json.dumps({"system": "pytorch-eager", "device": str(dev), "threads": torch.get_num_threads(),
+                          "config": text, "step_ms": med * 1e3, "epoch_ms": med * 1e3 * 468,
+                          "samples_per_s": batch / med, "gflops": flops(layers, width, batch) / med / 1e9,
+                          "torch": torch.__version__}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

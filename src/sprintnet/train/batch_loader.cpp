@@ -1,0 +1,54 @@
+#include "sprintnet/train/batch_loader.h"
+
+#include <numeric>
+
+#include "sprintnet/core/random.h"
+#include "sprintnet/ops/ops.h"
+
+namespace sprintnet::train {
+
+BatchLoader::BatchLoader(const Dataset& data, const Normalization& norm, const LoaderOptions& options, Device device,
+                         DType dtype)
+    : images_(data.images.to(device)), labels_(data.labels.to(device)), norm_(norm), options_(options),
+      samples_(data.size()), features_(data.images.size(1)), device_(device), dtype_(dtype) {
+  SN_CHECK(options.batch_size >= 1, "batch size must be >= 1, got {}", options.batch_size);
+  SN_CHECK(samples_ >= 1, "dataset '{}' is empty", data.name);
+  SN_CHECK(!options.drop_last || samples_ >= options.batch_size,
+           "dataset '{}' has {} samples, fewer than one batch of {} (with drop_last)", data.name, samples_,
+           options.batch_size);
+  full_batch_ = {Tensor::empty({options.batch_size, features_}, dtype, device),
+                 Tensor::empty({options.batch_size}, DType::kI32, device)};
+  start_epoch(0);
+}
+
+std::int64_t BatchLoader::batches_per_epoch() const {
+  const std::int64_t full = samples_ / options_.batch_size;
+  return options_.drop_last || samples_ % options_.batch_size == 0 ? full : full + 1;
+}
+
+void BatchLoader::start_epoch(std::int64_t epoch) {
+  std::vector<std::int32_t> order;
+  if (options_.shuffle) {
+    order = epoch_permutation(options_.seed, static_cast<std::uint64_t>(epoch), samples_);
+  } else {
+    order.resize(static_cast<std::size_t>(samples_));
+    std::iota(order.begin(), order.end(), 0);
+  }
+  order_ = Tensor::from_vector(order, {samples_}, device_);
+}
+
+Batch BatchLoader::batch(std::int64_t index) {
+  SN_CHECK(index >= 0 && index < batches_per_epoch(), "batch {} out of range [0, {})", index, batches_per_epoch());
+  const std::int64_t begin = index * options_.batch_size;
+  const std::int64_t end = std::min(samples_, begin + options_.batch_size);
+  const Tensor indices = order_.slice_rows(begin, end);
+  Batch out = end - begin == options_.batch_size
+                  ? full_batch_
+                  : Batch{Tensor::empty({end - begin, features_}, dtype_, device_),
+                          Tensor::empty({end - begin}, DType::kI32, device_)};
+  ops::gather_rows_u8(images_, indices, out.inputs, norm_.scale, norm_.shift);
+  ops::gather_labels(labels_, indices, out.labels);
+  return out;
+}
+
+}  // namespace sprintnet::train

@@ -1,0 +1,53 @@
+#pragma once
+// Feeds a training or evaluation loop with batches on the training device.
+// The uint8 images go to the device once; each batch is gathered and
+// normalised there (ops::gather_rows_u8), so the host only supplies the
+// epoch's sample order (a Philox permutation, see core/random.h).
+#include <cstdint>
+#include <vector>
+
+#include "sprintnet/core/tensor.h"
+#include "sprintnet/data/dataset.h"
+
+namespace sprintnet::train {
+
+struct Batch {
+  Tensor inputs;  // [B, D], float
+  Tensor labels;  // [B], int32
+};
+
+struct LoaderOptions {
+  std::int64_t batch_size = 128;
+  bool shuffle = true;
+  bool drop_last = true;
+  std::uint64_t seed = 0;
+};
+
+class BatchLoader {
+ public:
+  BatchLoader(const Dataset& data, const Normalization& norm, const LoaderOptions& options, Device device,
+              DType dtype = DType::kF32);
+
+  std::int64_t batches_per_epoch() const;
+  std::int64_t samples() const { return samples_; }
+  // Samples one epoch visits (fewer than samples() when drop_last drops a partial batch).
+  std::int64_t samples_per_epoch() const { return std::min(samples_, batches_per_epoch() * options_.batch_size); }
+  Device device() const { return device_; }
+  // Fixes the order of epoch `epoch` (0-based); batches then come from batch().
+  void start_epoch(std::int64_t epoch);
+  // Batch `index` of the current epoch, 0 <= index < batches_per_epoch().
+  // The returned tensors are reused by the next call of the same batch size.
+  Batch batch(std::int64_t index);
+
+ private:
+  Tensor images_, labels_;   // on the device: uint8 [N, D] and int32 [N]
+  Tensor order_;             // int32 [N] sample order of this epoch, on the device
+  Normalization norm_;
+  LoaderOptions options_;
+  std::int64_t samples_, features_;
+  Device device_;
+  DType dtype_;
+  Batch full_batch_;         // reused buffers for full-size batches
+};
+
+}  // namespace sprintnet::train

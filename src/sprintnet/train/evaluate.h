@@ -1,0 +1,22 @@
+#pragma once
+// Loss and accuracy of a model over a whole dataset, in eval mode. The sums
+// accumulate on the device and are read once at the end.
+#include <cstdint>
+
+#include "sprintnet/nn/loss.h"
+#include "sprintnet/nn/module.h"
+#include "sprintnet/train/batch_loader.h"
+
+namespace sprintnet::train {
+
+struct EvalResult {
+  double loss = 0.0;      // mean over samples
+  double accuracy = 0.0;  // fraction in [0, 1]
+  std::int64_t samples = 0;
+  std::int64_t correct = 0;
+};
+
+// loss_type: "cross_entropy" or "mse" (label smoothing is a training device, not used here).
+EvalResult evaluate(nn::Module& model, BatchLoader& loader, std::string_view loss_type);
+
+}  // namespace sprintnet::train

@@ -1,0 +1,13 @@
+#pragma once
+// Where a run's files go: <output.dir>/<output.name>, the name defaulting to
+// <dataset>-<UTC timestamp>; an existing directory is never reused (a numeric
+// suffix is added), so one run can't overwrite another's results.
+#include <filesystem>
+
+#include "sprintnet/io/config.h"
+
+namespace sprintnet::train {
+
+std::filesystem::path create_run_directory(const Config& config);
+
+}  // namespace sprintnet::train

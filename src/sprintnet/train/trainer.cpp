@@ -1,0 +1,162 @@
+#include "sprintnet/train/trainer.h"
+
+#include <cmath>
+#include <iostream>
+
+#include "sprintnet/io/atomic_file.h"
+#include "sprintnet/io/metrics_writer.h"
+#include "sprintnet/io/safetensors.h"
+#include "sprintnet/ops/cpu/cpu_backend.h"
+#include "sprintnet/ops/ops.h"
+#include "sprintnet/optim/make_optimizer.h"
+#include "sprintnet/train/run_directory.h"
+
+namespace sprintnet::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Separate Philox streams for the weights and the data order, so changing the
+// model does not change the batch order and vice versa.
+constexpr std::uint64_t kInitStream = 1;
+constexpr std::uint64_t kShuffleSeedSalt = 0x9E3779B97F4A7C15ULL;
+
+}  // namespace
+
+Device resolve_device(const DeviceConfig& config) {
+  const Device device = parse_device(config.name);
+  if (device.is_cuda()) {
+    const int count = cuda_device_count();
+    SN_CHECK(count > 0, "device.name = \"{}\": {}", config.name, cuda_unavailable_reason());
+    SN_CHECK(device.index < count, "device.name = \"{}\": only {} CUDA device(s)", config.name, count);
+  }
+  return device;
+}
+
+DType resolve_precision(const DeviceConfig& config, Device device) {
+  if (config.precision == "auto" || config.precision == "fp32") return DType::kF32;
+  SN_CHECK(!device.is_cpu(), "device.precision = \"{}\" needs a GPU; the CPU backend computes in fp32 (use \"auto\")",
+           config.precision);
+  SN_FAIL("device.precision = \"{}\" is not available yet on {}: use \"fp32\" or \"auto\"", config.precision,
+          device.str());
+}
+
+Trainer::Trainer(Config config) : config_(std::move(config)), start_(Clock::now()) {
+  device_ = resolve_device(config_.device);
+  const DType dtype = resolve_precision(config_.device, device_);
+  set_cpu_threads(static_cast<int>(config_.device.threads));
+
+  data_ = load_train_test(config_.data);
+  norm_ = make_normalization(data_.train, config_.data.normalize);
+
+  spec_.inputs = data_.train.images.size(1);
+  spec_.hidden = config_.model.hidden;
+  spec_.outputs = data_.train.num_classes;
+  spec_.activation = ops::parse_activation(config_.model.activation);
+  spec_.bias = config_.model.bias;
+  spec_.init = nn::parse_init(config_.model.init);
+  Generator init_gen(config_.seed, kInitStream);
+  model_ = nn::make_mlp(spec_, init_gen, device_, dtype);
+
+  loss_ = nn::make_loss(config_.loss.type, config_.loss.label_smoothing);
+  optimizer_ = optim::make_optimizer(config_.optim, model_->parameters());
+
+  const LoaderOptions train_options{config_.train.batch_size, config_.train.shuffle, config_.train.drop_last,
+                                    config_.seed ^ kShuffleSeedSalt};
+  train_loader_ = std::make_unique<BatchLoader>(data_.train, norm_, train_options, device_, dtype);
+  const LoaderOptions test_options{std::min(config_.train.eval_batch_size, data_.test.size()), false, false, 0};
+  test_loader_ = std::make_unique<BatchLoader>(data_.test, norm_, test_options, device_, dtype);
+
+  const std::int64_t steps = train_loader_->batches_per_epoch();
+  schedule_ = std::make_unique<optim::LrSchedule>(config_.schedule, config_.optim.lr, steps,
+                                                  steps * config_.train.epochs);
+}
+
+Trainer::~Trainer() = default;
+
+std::string Trainer::describe() const {
+  return fmt::format("{} train / {} test samples of {} ({} classes), {}\n{}\n{}, {}, batch {}, {} epochs, lr schedule {}",
+                     data_.train.size(), data_.test.size(), config_.data.dataset, data_.train.num_classes,
+                     device_.is_cpu() ? fmt::format("cpu ({} threads)", cpu_threads()) : device_.str(),
+                     model_->describe(), optimizer_->describe(), loss_->describe(), config_.train.batch_size,
+                     config_.train.epochs, schedule_->describe());
+}
+
+EpochRecord Trainer::train_epoch(std::int64_t epoch, ProgressBar& progress) {
+  model_->train();
+  train_loader_->start_epoch(epoch - 1);
+  const std::int64_t steps = train_loader_->batches_per_epoch();
+  // Per-step mean losses summed on the device; read only when progress is shown.
+  const Tensor loss_sum = Tensor::zeros({1}, DType::kF32, device_);
+  const bool show_progress = resolve_progress_mode(config_.output.progress, stderr_is_terminal()) != ProgressMode::kNone;
+  const auto start = Clock::now();
+  for (std::int64_t b = 0; b < steps; ++b) {
+    optimizer_->set_lr(schedule_->lr_at(step_));
+    const Batch batch = train_loader_->batch(b);
+    optimizer_->zero_grad();
+    const Tensor logits = model_->forward(batch.inputs);
+    const Tensor loss = loss_->forward(logits, batch.labels);
+    model_->backward(loss_->backward());
+    optimizer_->step();
+    ops::axpy(loss_sum, loss);
+    ++step_;
+    if (show_progress && ((b + 1) % config_.train.log_every == 0 || b + 1 == steps)) {
+      const double elapsed = seconds_since(start);
+      progress.update(epoch, b + 1, loss_sum.item() / static_cast<double>(b + 1),
+                      static_cast<double>((b + 1) * config_.train.batch_size) / std::max(elapsed, 1e-9));
+    }
+  }
+  backend_for(device_).synchronize();
+  EpochRecord record;
+  record.epoch = epoch;
+  record.step = step_;
+  record.epoch_time_s = seconds_since(start);
+  record.train_loss = loss_sum.item() / static_cast<double>(steps);
+  record.samples_per_s = static_cast<double>(train_loader_->samples_per_epoch()) / record.epoch_time_s;
+  record.lr = optimizer_->lr();
+  return record;
+}
+
+TrainSummary Trainer::fit() {
+  TrainSummary summary;
+  summary.run_dir = create_run_directory(config_);
+  write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
+  MetricsWriter metrics(summary.run_dir, config_.output.csv);
+  const ProgressMode mode = resolve_progress_mode(config_.output.progress, stderr_is_terminal());
+  ProgressBar progress(std::cerr, mode, train_loader_->batches_per_epoch(), config_.train.epochs);
+
+  for (std::int64_t epoch = 1; epoch <= config_.train.epochs; ++epoch) {
+    EpochRecord record = train_epoch(epoch, progress);
+    const bool last = epoch == config_.train.epochs;
+    if (last || (config_.train.eval_every > 0 && epoch % config_.train.eval_every == 0)) {
+      summary.final_test = evaluate(*model_, *test_loader_, config_.loss.type);
+      record.test_loss = summary.final_test.loss;
+      record.test_accuracy = summary.final_test.accuracy;
+    }
+    summary.train_time_s += record.epoch_time_s;
+    metrics.write({record.step, record.epoch, record.train_loss, record.test_loss, record.test_accuracy,
+                   record.epoch_time_s, record.samples_per_s, record.lr});
+    std::string line = fmt::format("epoch {}/{}: train loss {:.4f}", epoch, config_.train.epochs, record.train_loss);
+    if (record.test_accuracy) {
+      line += fmt::format(", test loss {:.4f}, test accuracy {:.2f} %", *record.test_loss, 100.0 * *record.test_accuracy);
+    }
+    line += fmt::format(", {:.2f} s, {:.0f} samples/s", record.epoch_time_s, record.samples_per_s);
+    progress.finish_epoch(line);
+    summary.epochs.push_back(record);
+    SN_CHECK(std::isfinite(record.train_loss),
+             "training diverged: the train loss of epoch {} is {} (try a lower optim.lr); metrics so far are in {}",
+             epoch, record.train_loss, summary.run_dir.string());
+  }
+
+  TensorList weights;
+  for (auto& [name, param] : model_->named_parameters()) weights.emplace_back(name, param->value);
+  save_safetensors(summary.run_dir / "model.safetensors", weights, {{"format", "pt"}, {"producer", "sprintnet"}});
+  summary.wall_time_s = seconds_since(start_);
+  return summary;
+}
+
+}  // namespace sprintnet::train

@@ -1,0 +1,74 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "sprintnet/train/batch_loader.h"
+#include "support/test_util.h"
+
+namespace sprintnet::train {
+namespace {
+
+// A tiny dataset whose pixel values encode the sample index, so a batch shows which samples it holds.
+Dataset indexed_dataset(std::int64_t n, std::int64_t features) {
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(n * features));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t f = 0; f < features; ++f) pixels[static_cast<std::size_t>(i * features + f)] = static_cast<std::uint8_t>(i);
+    labels[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % 3);
+  }
+  Dataset d;
+  d.name = "indexed";
+  d.images = Tensor::from_vector(pixels, {n, features});
+  d.labels = Tensor::from_vector(labels, {n});
+  d.sample_shape = {features};
+  d.num_classes = 3;
+  return d;
+}
+
+TEST(BatchLoader, EveryEpochVisitsEachSampleOnceInANewOrder) {
+  const Dataset data = indexed_dataset(100, 4);
+  BatchLoader loader(data, Normalization{1.0, 0.0}, {.batch_size = 10, .shuffle = true, .drop_last = true, .seed = 3},
+                     Device::cpu());
+  ASSERT_EQ(loader.batches_per_epoch(), 10);
+  std::vector<std::vector<int>> orders;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    loader.start_epoch(epoch);
+    std::vector<int> seen;
+    for (std::int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+      const Batch batch = loader.batch(b);
+      const auto x = batch.inputs.to_vector<float>();
+      const auto y = batch.labels.to_vector<std::int32_t>();
+      for (std::int64_t r = 0; r < 10; ++r) {
+        const int sample = static_cast<int>(x[static_cast<std::size_t>(r * 4)]);
+        EXPECT_EQ(y[static_cast<std::size_t>(r)], sample % 3);  // labels travel with their images
+        seen.push_back(sample);
+      }
+    }
+    orders.push_back(seen);
+    std::sort(seen.begin(), seen.end());
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)], i);
+  }
+  EXPECT_NE(orders[0], orders[1]);
+}
+
+TEST(BatchLoader, DropLastAndPartialBatches) {
+  const Dataset data = indexed_dataset(25, 2);
+  BatchLoader keep(data, Normalization{}, {.batch_size = 10, .shuffle = false, .drop_last = false}, Device::cpu());
+  EXPECT_EQ(keep.batches_per_epoch(), 3);
+  EXPECT_EQ(keep.batch(2).inputs.size(0), 5);
+  EXPECT_EQ(keep.samples_per_epoch(), 25);
+  BatchLoader drop(data, Normalization{}, {.batch_size = 10, .shuffle = false, .drop_last = true}, Device::cpu());
+  EXPECT_EQ(drop.batches_per_epoch(), 2);
+  EXPECT_EQ(drop.samples_per_epoch(), 20);
+  EXPECT_THROW(drop.batch(2), Error);
+}
+
+TEST(BatchLoader, NormalisesWithScaleAndShift) {
+  const Dataset data = indexed_dataset(4, 1);
+  BatchLoader loader(data, Normalization{0.5, -1.0}, {.batch_size = 4, .shuffle = false}, Device::cpu());
+  EXPECT_EQ(loader.batch(0).inputs.to_vector<float>(), (std::vector<float>{-1.0f, -0.5f, 0.0f, 0.5f}));
+}
+
+}  // namespace
+}  // namespace sprintnet::train

@@ -1,0 +1,106 @@
+// End-to-end training on a slice of the real MNIST (scripts/get-data puts it
+// in data/; `make test` runs that first), and bit-for-bit determinism.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "sprintnet/io/safetensors.h"
+#include "sprintnet/train/trainer.h"
+#include "support/test_util.h"
+
+namespace sprintnet::train {
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Config small_mnist_config(const std::string& run_name, std::vector<std::string> extra = {}) {
+  std::vector<std::string> overrides = {
+      fmt::format("data.dir=\"{}\"", test::data_dir().string()),
+      "data.train_limit=20000",
+      "data.test_limit=2000",
+      "model.hidden=[64]",
+      "train.epochs=3",
+      "device.name=\"cpu\"",
+      fmt::format("output.dir=\"{}\"", test::temp_dir("trainer").string()),
+      fmt::format("output.name=\"{}\"", run_name),
+      "output.progress=\"none\"",
+  };
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  return config_from_overrides(overrides);
+}
+
+TEST(Trainer, LearnsMnistSlice) {
+  Trainer trainer(small_mnist_config("learns"));
+  const TrainSummary summary = trainer.fit();
+  ASSERT_EQ(summary.epochs.size(), 3u);
+  // 20k samples, 3 epochs (468 steps) of a 784-64-10 MLP: measured 93.8-95.2 % on the first
+  // 2000 test images over seeds 0-2; 92 % leaves room for seed-to-seed variation while
+  // catching any real learning failure (chance is 10 %).
+  EXPECT_GT(summary.final_test.accuracy, 0.92);
+  EXPECT_LT(summary.epochs[2].train_loss, summary.epochs[0].train_loss);
+  EXPECT_TRUE(std::filesystem::exists(summary.run_dir / "metrics.jsonl"));
+  EXPECT_TRUE(std::filesystem::exists(summary.run_dir / "metrics.csv"));
+  EXPECT_TRUE(std::filesystem::exists(summary.run_dir / "config.toml"));
+  const SafetensorsFile weights = load_safetensors(summary.run_dir / "model.safetensors");
+  ASSERT_EQ(weights.tensors.size(), 4u);
+  EXPECT_EQ(weights.tensors[0].first, "0.weight");
+  EXPECT_EQ(weights.tensors[0].second.shape(), (Shape{64, 784}));
+  EXPECT_EQ(weights.tensors[3].first, "2.bias");
+}
+
+TEST(Trainer, SoftmaxRegressionWithoutHiddenLayers) {
+  Trainer trainer(small_mnist_config("softmax", {"model.hidden=[]", "optim.lr=0.01"}));
+  EXPECT_EQ(trainer.model().size(), 1u);
+  const TrainSummary summary = trainer.fit();
+  // Softmax regression on the same slice: measured 88.5-88.7 % over seeds 0-2.
+  EXPECT_GT(summary.final_test.accuracy, 0.86);
+}
+
+TEST(Trainer, SameConfigAndSeedGiveIdenticalResults) {
+  const TrainSummary a = Trainer(small_mnist_config("det-a", {"train.epochs=1"})).fit();
+  const TrainSummary b = Trainer(small_mnist_config("det-b", {"train.epochs=1"})).fit();
+  ASSERT_EQ(a.epochs.size(), b.epochs.size());
+  EXPECT_EQ(a.epochs[0].train_loss, b.epochs[0].train_loss);
+  EXPECT_EQ(a.final_test.loss, b.final_test.loss);
+  EXPECT_EQ(read_file(a.run_dir / "model.safetensors"), read_file(b.run_dir / "model.safetensors"));
+  const TrainSummary c = Trainer(small_mnist_config("det-c", {"train.epochs=1", "seed=1"})).fit();
+  EXPECT_NE(a.epochs[0].train_loss, c.epochs[0].train_loss);
+}
+
+TEST(Trainer, RunDirectoriesAreNeverReused) {
+  Config config = small_mnist_config("same-name", {"train.epochs=1", "data.train_limit=512", "data.test_limit=100"});
+  const TrainSummary first = Trainer(config).fit();
+  const TrainSummary second = Trainer(config).fit();
+  EXPECT_NE(first.run_dir, second.run_dir);
+}
+
+TEST(Trainer, DivergenceIsReportedWithTheKeyToChange) {
+  Config config = small_mnist_config("diverge", {"train.epochs=1", "data.train_limit=1024", "optim.lr=1e30",
+                                                 "optim.momentum=0.0"});
+  Trainer trainer(config);
+  try {
+    trainer.fit();
+    FAIL() << "training with lr 1e30 should diverge";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("optim.lr"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Trainer, AskingForCudaWithoutAGpuNamesTheKey) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
+  try {
+    Trainer trainer(small_mnist_config("nocuda", {"device.name=\"cuda\""}));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("device.name"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sprintnet::train
