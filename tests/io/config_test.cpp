@@ -45,7 +45,7 @@ TEST(ConfigSchema, RangesAndChoicesAreTheDocumentedOnes) {
       {"train.log_every", "must be >= 1"},
       {"device.name", "must be one of: auto, cpu, cuda, cuda:N"},
       {"device.precision", "must be one of: auto, fp32, tf32, bf16, fp16"},
-      {"device.allocator", "must be one of: caching, async"},
+      {"device.allocator", "must be one of: auto, caching, async"},
       {"device.threads", "must be >= 0"},
       {"loss.type", "must be one of: cross_entropy, mse"},
       {"loss.label_smoothing", "must be in [0, 1)"},

@@ -41,8 +41,8 @@ struct TrainConfig {
 
 struct DeviceConfig {
   std::string name = "auto";        // auto, cpu, cuda, cuda:N
-  std::string precision = "auto";   // auto (bf16 on GPU, fp32 on CPU), fp32, tf32, bf16, fp16
-  std::string allocator = "caching";  // CUDA memory: caching (ours) or async (cudaMallocAsync pool)
+  std::string precision = "auto";   // auto (best supported: fp32 today), fp32, tf32, bf16, fp16
+  std::string allocator = "auto";   // CUDA memory: caching (ours), async (cudaMallocAsync pool), auto (ALLOCATOR_TYPE)
   std::int64_t threads = 0;         // CPU threads (0 = all cores)
 };
 

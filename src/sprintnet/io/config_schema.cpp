@@ -186,11 +186,13 @@ const std::vector<ConfigKey>& keys() {
           "where to run: `auto` = the first GPU when one is usable, else the CPU; `cuda:N` = GPU number N",
           one_of({"auto", "cpu", "cuda", "cuda:N"})),
       key("device.precision", &Config::device, &DeviceConfig::precision,
-          "matrix-multiply precision; `auto` = bf16 on a GPU, fp32 on the CPU",
+          "matrix-multiply precision; `auto` = the best the device supports (fp32 today on both backends; "
+          "the CPU supports only fp32)",
           one_of({"auto", "fp32", "tf32", "bf16", "fp16"})),
       key("device.allocator", &Config::device, &DeviceConfig::allocator,
-          "GPU memory: `caching` (sprintnet's caching allocator) or `async` (CUDA's cudaMallocAsync pool)",
-          one_of({"caching", "async"})),
+          "GPU memory: `caching` (sprintnet's caching allocator), `async` (CUDA's cudaMallocAsync pool), or "
+          "`auto` = the environment variable ALLOCATOR_TYPE (`cuda` selects async), else caching",
+          one_of({"auto", "caching", "async"})),
       key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = all cores)", at_least(0)),
 
       key("loss.type", &Config::loss, &LossConfig::type,

@@ -6,9 +6,11 @@
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/io/safetensors.h"
+#include "sprintnet/memory/cuda_allocator.h"
 #include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/optim/make_optimizer.h"
+#include "sprintnet/train/model_io.h"
 #include "sprintnet/train/run_directory.h"
 
 namespace sprintnet::train {
@@ -47,6 +49,9 @@ DType resolve_precision(const DeviceConfig& config, Device device) {
 
 Trainer::Trainer(Config config) : config_(std::move(config)), start_(Clock::now()) {
   device_ = resolve_device(config_.device);
+  if (device_.is_cuda() && config_.device.allocator != "auto") {
+    set_cuda_allocator_kind(parse_cuda_allocator_kind(config_.device.allocator));
+  }
   const DType dtype = resolve_precision(config_.device, device_);
   set_cpu_threads(static_cast<int>(config_.device.threads));
 
@@ -152,9 +157,8 @@ TrainSummary Trainer::fit() {
              epoch, record.train_loss, summary.run_dir.string());
   }
 
-  TensorList weights;
-  for (auto& [name, param] : model_->named_parameters()) weights.emplace_back(name, param->value);
-  save_safetensors(summary.run_dir / "model.safetensors", weights, {{"format", "pt"}, {"producer", "sprintnet"}});
+  save_safetensors(summary.run_dir / "model.safetensors", model_weights(*model_),
+                   {{"format", "pt"}, {"producer", "sprintnet"}});
   summary.wall_time_s = seconds_since(start_);
   return summary;
 }

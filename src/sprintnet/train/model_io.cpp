@@ -1,0 +1,37 @@
+#include "sprintnet/train/model_io.h"
+
+#include <map>
+
+#include "sprintnet/ops/ops.h"
+
+namespace sprintnet::train {
+
+TensorList model_weights(nn::Module& model) {
+  TensorList out;
+  for (auto& [name, param] : model.named_parameters()) out.emplace_back(name, param->value);
+  return out;
+}
+
+void load_model_weights(nn::Module& model, const TensorList& weights, std::string_view origin) {
+  std::map<std::string, const Tensor*> by_name;
+  for (const auto& [name, tensor] : weights) {
+    SN_CHECK(by_name.emplace(name, &tensor).second, "{}: tensor '{}' appears twice", origin, name);
+  }
+  const nn::NamedParameters params = model.named_parameters();
+  for (const auto& [name, param] : params) {
+    auto it = by_name.find(name);
+    SN_CHECK(it != by_name.end(), "{}: no tensor '{}' for the model's parameter of shape {}", origin, name,
+             shape_str(param->value.shape()));
+    const Tensor& source = *it->second;
+    SN_CHECK(source.shape() == param->value.shape(), "{}: tensor '{}' has shape {}, the model expects {}", origin,
+             name, shape_str(source.shape()), shape_str(param->value.shape()));
+    SN_CHECK(source.dtype() == param->value.dtype(), "{}: tensor '{}' is {}, the model expects {}", origin, name,
+             dtype_name(source.dtype()), dtype_name(param->value.dtype()));
+    ops::copy(param->value, source.to(param->value.device()));
+    by_name.erase(it);
+  }
+  SN_CHECK(by_name.empty(), "{}: tensor '{}' matches no parameter of the model", origin,
+           by_name.empty() ? "" : by_name.begin()->first);
+}
+
+}  // namespace sprintnet::train

@@ -1,0 +1,18 @@
+#pragma once
+// A model's weights as named tensors and back, by torch.nn.Sequential names
+// ("0.weight", "0.bias", ...). Loading demands an exact match: every parameter
+// present once with its shape and dtype, and no stray tensor, so a checkpoint
+// of another architecture is rejected with the name that differs.
+#include <string_view>
+
+#include "sprintnet/io/safetensors.h"
+#include "sprintnet/nn/module.h"
+
+namespace sprintnet::train {
+
+// The parameter values (shared, not copied), in parameter order.
+TensorList model_weights(nn::Module& model);
+// Copies `weights` into the model's parameters (any device); `origin` names the source in errors.
+void load_model_weights(nn::Module& model, const TensorList& weights, std::string_view origin);
+
+}  // namespace sprintnet::train
