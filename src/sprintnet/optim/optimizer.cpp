@@ -1,6 +1,7 @@
 #include "sprintnet/optim/optimizer.h"
 
 #include <cmath>
+#include <limits>
 
 #include "sprintnet/ops/ops.h"
 
@@ -23,7 +24,53 @@ NamedTensors name_state(const std::vector<Tensor>& tensors, std::string_view nam
   return out;
 }
 
+// A counter read from a checkpoint must lie in [low, high].
+void check_counter(const Counters& counters, const std::string& name, std::int64_t low, std::int64_t high,
+                   std::string_view origin) {
+  const std::int64_t value = counters.at(name);
+  SN_CHECK(value >= low && value <= high, "{}: optimizer counter '{}' is {}, expected a value in [{}, {}]", origin,
+           name, value, low, high);
+}
+
 }  // namespace
+
+void Optimizer::load_state(const NamedTensors& tensors, const Counters& counters, std::string_view origin) {
+  // Everything is checked before anything is changed, so a rejected state leaves the optimizer as it was.
+  std::map<std::string, const Tensor*> by_name;
+  for (const auto& [name, tensor] : tensors) {
+    SN_CHECK(by_name.emplace(name, &tensor).second, "{}: optimizer state '{}' appears twice", origin, name);
+  }
+  std::vector<std::pair<Tensor, const Tensor*>> copies;  // (destination, source)
+  for (const auto& [name, target] : state()) {
+    const auto it = by_name.find(name);
+    SN_CHECK(it != by_name.end(), "{}: no optimizer state '{}' ({} {}), which {} needs", origin, name,
+             dtype_name(target.dtype()), shape_str(target.shape()), describe());
+    const Tensor& source = *it->second;
+    SN_CHECK(source.shape() == target.shape() && source.dtype() == target.dtype(),
+             "{}: optimizer state '{}' is {} {}, {} expects {} {}", origin, name, dtype_name(source.dtype()),
+             shape_str(source.shape()), describe(), dtype_name(target.dtype()), shape_str(target.shape()));
+    copies.emplace_back(target, &source);
+    by_name.erase(it);
+  }
+  SN_CHECK(by_name.empty(), "{}: optimizer state '{}' is not part of {} (saved by another optimizer?)", origin,
+           by_name.empty() ? "" : by_name.begin()->first, describe());
+
+  const Counters expected = this->counters();
+  for (const auto& [name, value] : expected) {
+    SN_CHECK(counters.count(name) == 1, "{}: no optimizer counter '{}', which {} needs", origin, name, describe());
+  }
+  for (const auto& [name, value] : counters) {
+    SN_CHECK(expected.count(name) == 1, "{}: optimizer counter '{}' is not part of {} (saved by another optimizer?)",
+             origin, name, describe());
+  }
+  set_counters(counters, origin);
+  for (auto& [target, source] : copies) ops::copy(target, source->to(target.device()));
+}
+
+void Optimizer::set_counters(const Counters& counters, std::string_view origin) {
+  check_counter(counters, "steps", 0, std::numeric_limits<std::int64_t>::max(), origin);
+  steps_ = counters.at("steps");
+}
 
 Optimizer::Optimizer(std::vector<nn::Parameter*> params, double lr) : params_(std::move(params)), lr_(lr) {
   set_lr(lr);
@@ -65,6 +112,22 @@ void SGD::step() {
 
 NamedTensors SGD::state() { return name_state(momentum_, "momentum_buffer"); }
 
+Counters SGD::counters() const {
+  Counters out = Optimizer::counters();
+  for (std::size_t i = 0; i < params_.size(); ++i) out[fmt::format("{}.momentum_started", i)] = momentum_started_[i];
+  return out;
+}
+
+void SGD::set_counters(const Counters& counters, std::string_view origin) {
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    check_counter(counters, fmt::format("{}.momentum_started", i), 0, 1, origin);
+  }
+  Optimizer::set_counters(counters, origin);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    momentum_started_[i] = counters.at(fmt::format("{}.momentum_started", i)) == 1;
+  }
+}
+
 std::string SGD::describe() const {
   return fmt::format("SGD(lr={}, momentum={}, dampening={}, weight_decay={}, nesterov={})", lr_, options_.momentum,
                      options_.dampening, options_.weight_decay, options_.nesterov);
@@ -97,6 +160,23 @@ NamedTensors Adam::state() {
   NamedTensors out = name_state(exp_avg_, "exp_avg");
   for (auto& entry : name_state(exp_avg_sq_, "exp_avg_sq")) out.push_back(std::move(entry));
   return out;
+}
+
+Counters Adam::counters() const {
+  Counters out = Optimizer::counters();
+  for (std::size_t i = 0; i < params_.size(); ++i) out[fmt::format("{}.step", i)] = param_steps_[i];
+  return out;
+}
+
+void Adam::set_counters(const Counters& counters, std::string_view origin) {
+  // A parameter is updated at most once per step; everything is checked before anything is set.
+  check_counter(counters, "steps", 0, std::numeric_limits<std::int64_t>::max(), origin);
+  const std::int64_t steps = counters.at("steps");
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    check_counter(counters, fmt::format("{}.step", i), 0, steps, origin);
+  }
+  Optimizer::set_counters(counters, origin);
+  for (std::size_t i = 0; i < params_.size(); ++i) param_steps_[i] = counters.at(fmt::format("{}.step", i));
 }
 
 std::string Adam::describe() const {

@@ -2,8 +2,11 @@
 // Optimizers with torch.optim's semantics. Parameters whose gradient is empty
 // (has_grad false, like PyTorch's grad None) are skipped. State tensors live
 // on the parameters' device and are exposed by name for checkpoints.
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,6 +16,8 @@
 namespace sprintnet::optim {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+// Integer state by name: step counts and per-parameter flags.
+using Counters = std::map<std::string, std::int64_t>;
 
 class Optimizer {
  public:
@@ -29,9 +34,19 @@ class Optimizer {
   std::int64_t steps_taken() const { return steps_; }
   // State tensors named "<param index>.<state name>", e.g. "0.momentum_buffer".
   virtual NamedTensors state() { return {}; }
+  // The integer state beside state(): "steps" (steps_taken) and per-parameter counters
+  // such as SGD's "0.momentum_started" (0 or 1) and Adam's "0.step". With state() it is
+  // everything a checkpoint needs to continue bit-exactly.
+  virtual Counters counters() const { return {{"steps", steps_}}; }
+  // Restores what state() and counters() exported from an optimizer of the same type over
+  // parameters of the same shapes. Every name must be present with its shape and dtype and
+  // nothing else may be; `origin` names the source in errors.
+  void load_state(const NamedTensors& tensors, const Counters& counters, std::string_view origin);
   virtual std::string describe() const = 0;
 
  protected:
+  // Sets the counters, whose names load_state() has matched with counters().
+  virtual void set_counters(const Counters& counters, std::string_view origin);
   Optimizer(std::vector<nn::Parameter*> params, double lr);
   std::vector<nn::Parameter*> params_;
   double lr_;
@@ -51,7 +66,11 @@ class SGD final : public Optimizer {
   SGD(std::vector<nn::Parameter*> params, const SgdOptions& options);
   void step() override;
   NamedTensors state() override;
+  Counters counters() const override;
   std::string describe() const override;
+
+ protected:
+  void set_counters(const Counters& counters, std::string_view origin) override;
 
  private:
   SgdOptions options_;
@@ -73,7 +92,11 @@ class Adam : public Optimizer {
   Adam(std::vector<nn::Parameter*> params, const AdamOptions& options, bool decoupled = false);
   void step() override;
   NamedTensors state() override;
+  Counters counters() const override;
   std::string describe() const override;
+
+ protected:
+  void set_counters(const Counters& counters, std::string_view origin) override;
 
  private:
   AdamOptions options_;

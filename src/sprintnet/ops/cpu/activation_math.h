@@ -2,6 +2,7 @@
 // Scalar activation functions and their derivatives, shared by the CPU kernels
 // and (as the definition of record) documented against PyTorch:
 // GELU is the exact erf form (torch.nn.GELU(approximate='none')).
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -18,7 +19,7 @@ template <typename T>
 T activate(Activation act, T x) {
   switch (act) {
     case Activation::kIdentity: return x;
-    case Activation::kReLU: return x > T(0) ? x : T(0);
+    case Activation::kReLU: return std::max(x, T(0));  // a max instruction, not a branch
     case Activation::kGELU: return T(0.5) * x * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
     case Activation::kTanh: return std::tanh(x);
     case Activation::kSigmoid: return sigmoid(x);

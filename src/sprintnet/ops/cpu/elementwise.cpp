@@ -1,3 +1,4 @@
+#include <type_traits>
 #include <vector>
 
 #include "sprintnet/ops/cpu/activation_math.h"
@@ -13,8 +14,9 @@ void CpuBackend::axpy(const Tensor& y, const Tensor& x, double alpha) {
     T* out = y.data<T>();
     const T* in = x.data<T>();
     const T a = static_cast<T>(alpha);
-#pragma omp parallel for schedule(static) if (n >= cpu::kParallelMinElements)
-    for (std::int64_t i = 0; i < n; ++i) out[i] += a * in[i];
+    cpu::parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) out[i] += a * in[i];
+    });
   });
 }
 
@@ -24,10 +26,15 @@ void CpuBackend::add_bias(const Tensor& y, const Tensor& bias) {
     const std::int64_t rows = y.size(0), cols = y.size(1);
     T* out = y.data<T>();
     const T* b = bias.data<T>();
-#pragma omp parallel for schedule(static) if (rows * cols >= cpu::kParallelMinElements)
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t c = 0; c < cols; ++c) out[r * cols + c] += b[c];
-    }
+    cpu::parallel_chunks(
+        rows,
+        [&](std::int64_t r0, std::int64_t r1) {
+          for (std::int64_t r = r0; r < r1; ++r) {
+            T* row = out + r * cols;
+            for (std::int64_t c = 0; c < cols; ++c) row[c] += b[c];
+          }
+        },
+        rows * cols);
   });
 }
 
@@ -56,14 +63,35 @@ void CpuBackend::sum_rows(const Tensor& x, const Tensor& out, double beta) {
   });
 }
 
+namespace {
+
+// Calls fn with the activation as a compile-time constant, so each loop below is
+// compiled once per activation with no branch inside it (and vectorises).
+template <typename Fn>
+void with_activation(Activation act, Fn&& fn) {
+  switch (act) {
+    case Activation::kIdentity: fn(std::integral_constant<Activation, Activation::kIdentity>{}); return;
+    case Activation::kReLU: fn(std::integral_constant<Activation, Activation::kReLU>{}); return;
+    case Activation::kGELU: fn(std::integral_constant<Activation, Activation::kGELU>{}); return;
+    case Activation::kTanh: fn(std::integral_constant<Activation, Activation::kTanh>{}); return;
+    case Activation::kSigmoid: fn(std::integral_constant<Activation, Activation::kSigmoid>{}); return;
+    case Activation::kSiLU: fn(std::integral_constant<Activation, Activation::kSiLU>{}); return;
+  }
+}
+
+}  // namespace
+
 void CpuBackend::activation_forward(Activation act, const Tensor& x, const Tensor& y) {
   cpu::dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const std::int64_t n = x.numel();
     const T* in = x.data<T>();
     T* out = y.data<T>();
-#pragma omp parallel for schedule(static) if (n >= cpu::kParallelMinElements)
-    for (std::int64_t i = 0; i < n; ++i) out[i] = cpu::activate(act, in[i]);
+    with_activation(act, [&](auto kind) {
+      cpu::parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) out[i] = cpu::activate(kind.value, in[i]);
+      });
+    });
   });
 }
 
@@ -76,8 +104,11 @@ void CpuBackend::activation_backward(Activation act, const Tensor& x, const Tens
     const T* out = y.data<T>();
     const T* g = dy.data<T>();
     T* dg = dx.data<T>();
-#pragma omp parallel for schedule(static) if (n >= cpu::kParallelMinElements)
-    for (std::int64_t i = 0; i < n; ++i) dg[i] = cpu::activate_derivative(act, in[i], out[i]) * g[i];
+    with_activation(act, [&](auto kind) {
+      cpu::parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) dg[i] = cpu::activate_derivative(kind.value, in[i], out[i]) * g[i];
+      });
+    });
   });
 }
 

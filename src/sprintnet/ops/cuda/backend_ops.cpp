@@ -185,6 +185,8 @@ void CudaBackend::adam_step(const Tensor& param, const Tensor& grad, const Tenso
                       .beta1 = static_cast<float>(h.beta1),
                       .beta2 = static_cast<float>(h.beta2),
                       .eps = static_cast<float>(h.eps),
+                      .one_minus_beta1 = static_cast<float>(1.0 - h.beta1),
+                      .one_minus_beta2 = static_cast<float>(1.0 - h.beta2),
                       .weight_decay = static_cast<float>(h.weight_decay),
                       .decoupled_keep = static_cast<float>(1.0 - h.lr * h.weight_decay),
                       .decoupled = h.decoupled};

@@ -65,6 +65,7 @@ struct AdamScalars {
   float step_size;       // lr / (1 - beta1^step)
   float bias2_sqrt;      // sqrt(1 - beta2^step)
   float beta1, beta2, eps;
+  float one_minus_beta1, one_minus_beta2;  // computed in double: 1 - float(0.999) is 1.3e-5 relative off
   float weight_decay;    // Adam: added to the gradient
   float decoupled_keep;  // AdamW: 1 - lr * weight_decay
   bool decoupled;

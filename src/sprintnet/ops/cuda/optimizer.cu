@@ -30,8 +30,8 @@ __global__ void adam_step_kernel(float* param, const float* grad, float* exp_avg
     } else {
       g += s.weight_decay * p;
     }
-    const float m = s.beta1 * exp_avg[i] + (1.0f - s.beta1) * g;
-    const float v = s.beta2 * exp_avg_sq[i] + (1.0f - s.beta2) * g * g;
+    const float m = s.beta1 * exp_avg[i] + s.one_minus_beta1 * g;
+    const float v = s.beta2 * exp_avg_sq[i] + s.one_minus_beta2 * g * g;
     exp_avg[i] = m;
     exp_avg_sq[i] = v;
     param[i] = p - s.step_size * m / (sqrtf(v) / s.bias2_sqrt + s.eps);
