@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "sprintnet 0.1.0");
   sprintnet::cli::add_train_command(app);
+  sprintnet::cli::add_eval_command(app);
+  sprintnet::cli::add_predict_command(app);
   sprintnet::cli::add_config_command(app);
   try {
     app.parse(argc, argv);

@@ -1,10 +1,14 @@
 // sprintnet train CONFIG [--set key=value ...]
+// sprintnet train --resume RUN_DIR [CONFIG] [--set train.epochs=N ...]
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "sprintnet/io/config.h"
+#include "sprintnet/train/resume.h"
 #include "sprintnet/train/trainer.h"
 
 namespace sprintnet::cli {
@@ -12,22 +16,36 @@ namespace sprintnet::cli {
 void add_train_command(CLI::App& app) {
   struct Options {
     std::string config_path;
+    std::string resume_dir;
     std::vector<std::string> overrides;
     bool quiet = false;
   };
   auto options = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("train", "Train a model described by a TOML config");
-  cmd->add_option("config", options->config_path, "TOML config file (see docs/CONFIG.md)")->required();
+  CLI::App* cmd = app.add_subcommand("train", "Train a model described by a TOML config, or resume a run");
+  cmd->add_option("config", options->config_path,
+                  "TOML config file (see docs/CONFIG.md); optional with --resume, where it must match the "
+                  "checkpoint's config except in the keys docs/CHECKPOINTS.md lists");
+  cmd->add_option("--resume", options->resume_dir,
+                  "Continue the run in this directory from its latest checkpoint, with the config stored there "
+                  "(extend it with --set train.epochs=N)");
   cmd->add_option("--set", options->overrides, "Override a config key, e.g. --set optim.lr=0.1 (repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("-q,--quiet", options->quiet, "Print only the final summary line");
   cmd->callback([options] {
-    Config config = load_config(options->config_path, options->overrides);
-    if (options->quiet) config.output.progress = "none";
-    train::Trainer trainer(config);
-    if (!options->quiet) std::printf("%s\n", trainer.describe().c_str());
+    std::unique_ptr<train::Trainer> trainer;
+    if (options->resume_dir.empty()) {
+      SN_CHECK(!options->config_path.empty(), "train needs a CONFIG file, or --resume RUN_DIR to continue a run");
+      Config config = load_config(options->config_path, options->overrides);
+      if (options->quiet) config.output.progress = "none";
+      trainer = std::make_unique<train::Trainer>(config);
+    } else {
+      train::ResumePlan plan = train::plan_resume(options->resume_dir, options->config_path, options->overrides);
+      if (options->quiet) plan.config.output.progress = "none";
+      trainer = std::make_unique<train::Trainer>(plan);
+    }
+    if (!options->quiet) std::printf("%s\n", trainer->describe().c_str());
     std::fflush(stdout);
-    const train::TrainSummary summary = trainer.fit();
+    const train::TrainSummary summary = trainer->fit();
     std::printf("sprintnet: %lld epochs in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
                 static_cast<long long>(summary.epochs.size()), summary.wall_time_s, summary.train_time_s,
                 100.0 * summary.final_test.accuracy, summary.final_test.loss, summary.run_dir.string().c_str());

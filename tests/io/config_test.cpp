@@ -24,7 +24,7 @@ TEST(ConfigSchema, KeysAreUniqueInKnownTablesDocumentedAndDefaultsValid) {
   }
   EXPECT_TRUE(check_config_consistency(Config{}).empty());
   // One key per field of the structs in config.h (count them there when adding one).
-  EXPECT_EQ(names.size(), 1u + 9 + 4 + 7 + 4 + 2 + 9 + 9 + 4);
+  EXPECT_EQ(names.size(), 1u + 9 + 4 + 7 + 4 + 2 + 9 + 9 + 4 + 2);
 }
 
 TEST(ConfigSchema, RangesAndChoicesAreTheDocumentedOnes) {
@@ -67,6 +67,8 @@ TEST(ConfigSchema, RangesAndChoicesAreTheDocumentedOnes) {
       {"schedule.div_factor", "must be > 0"},
       {"schedule.final_div_factor", "must be > 0"},
       {"output.progress", "must be one of: auto, bar, plain, none"},
+      {"checkpoint.every_epochs", "must be >= 0"},
+      {"checkpoint.keep_last", "must be >= 0"},
   };
   for (const auto& [name, allowed] : expected) {
     const ConfigKey* key = find_config_key(name);

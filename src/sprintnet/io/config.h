@@ -82,6 +82,11 @@ struct OutputConfig {
   std::string progress = "auto";  // auto (bar on a terminal), bar, plain, none
 };
 
+struct CheckpointConfig {
+  std::int64_t every_epochs = 1;  // write a checkpoint every N epochs (0 = only after the last)
+  std::int64_t keep_last = 3;     // checkpoints kept in the run directory (0 = all)
+};
+
 struct Config {
   std::uint64_t seed = 0;
   DataConfig data;
@@ -92,6 +97,7 @@ struct Config {
   OptimConfig optim;
   ScheduleConfig schedule;
   OutputConfig output;
+  CheckpointConfig checkpoint;
 };
 
 // Reads a TOML file, applies "key=value" overrides (dotted keys, TOML values;

@@ -130,6 +130,7 @@ const std::vector<ConfigTable>& tables() {
       {"optim", "The optimizer; update rules follow PyTorch's SGD, Adam and AdamW."},
       {"schedule", "The learning rate over the run, updated every step."},
       {"output", "What the run writes and shows."},
+      {"checkpoint", "Snapshots of the run that `sprintnet train --resume` continues from (docs/CHECKPOINTS.md)."},
   };
   return kTables;
 }
@@ -243,6 +244,11 @@ const std::vector<ConfigKey>& keys() {
       key("output.progress", &Config::output, &OutputConfig::progress,
           "progress on stderr: `auto` = a bar on a terminal, plain lines otherwise; `none` = epoch summaries only",
           one_of({"auto", "bar", "plain", "none"})),
+
+      key("checkpoint.every_epochs", &Config::checkpoint, &CheckpointConfig::every_epochs,
+          "write a checkpoint every N epochs, and always after the last (0 = only after the last)", at_least(0)),
+      key("checkpoint.keep_last", &Config::checkpoint, &CheckpointConfig::keep_last,
+          "how many of the newest checkpoints to keep; older ones are deleted (0 = keep all)", at_least(0)),
   };
   return kKeys;
 }

@@ -2,8 +2,10 @@
 
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <iterator>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -11,14 +13,74 @@
 #include <nlohmann/json.hpp>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/io/atomic_file.h"
 
 namespace sprintnet {
 namespace {
 
-std::ofstream open_for_writing(const std::filesystem::path& path) {
-  std::ofstream out(path, std::ios::out | std::ios::trunc);
+std::ofstream open_for_writing(const std::filesystem::path& path, bool append) {
+  std::ofstream out(path, std::ios::out | (append ? std::ios::app : std::ios::trunc));
   SN_CHECK(out.is_open(), "cannot open metrics file '{}' for writing: {}", path.string(), std::strerror(errno));
   return out;
+}
+
+std::string csv_header() { return fmt::format("{}", fmt::join(kMetricsColumns, ",")); }
+
+std::vector<std::string> read_lines(const std::filesystem::path& path) {
+  std::vector<std::string> lines;
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) return lines;
+  std::ifstream in(path, std::ios::binary);
+  SN_CHECK(in.is_open(), "cannot open metrics file '{}': {}", path.string(), std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  SN_CHECK(!in.bad(), "cannot read metrics file '{}': {}", path.string(), std::strerror(errno));
+  // Only newline-terminated lines are complete; text after the last newline is a row cut off by a kill.
+  for (std::size_t begin = 0, end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    lines.push_back(text.substr(begin, end - begin));
+  }
+  return lines;
+}
+
+std::optional<std::int64_t> jsonl_row_epoch(const std::string& line) {
+  const auto json = nlohmann::json::parse(line, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("epoch") || !json["epoch"].is_number_integer()) {
+    return std::nullopt;
+  }
+  return json["epoch"].get<std::int64_t>();
+}
+
+std::optional<std::int64_t> csv_row_epoch(const std::string& line) {
+  // "step,epoch,...": the second field.
+  const auto first = line.find(',');
+  if (first == std::string::npos) return std::nullopt;
+  const auto second = line.find(',', first + 1);
+  if (second == std::string::npos) return std::nullopt;
+  std::int64_t epoch = 0;
+  const char* begin = line.data() + first + 1;
+  const char* end = line.data() + second;
+  const auto [ptr, ec] = std::from_chars(begin, end, epoch);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return epoch;
+}
+
+// Rewrites `path` with its leading rows up to epoch `last_epoch` (rows are in epoch order, so
+// the first later or unreadable row ends what is kept); the first `header_lines` lines are kept as they are.
+template <typename EpochOf>
+void keep_rows_up_to(const std::filesystem::path& path, std::size_t header_lines, std::int64_t last_epoch,
+                     EpochOf epoch_of) {
+  const std::vector<std::string> lines = read_lines(path);
+  std::string kept;
+  std::size_t kept_lines = 0;
+  for (const std::string& line : lines) {
+    if (kept_lines >= header_lines) {
+      const std::optional<std::int64_t> epoch = epoch_of(line);
+      if (!epoch || *epoch > last_epoch) break;
+    }
+    kept += line;
+    kept += '\n';
+    ++kept_lines;
+  }
+  write_text_file_atomically(path, kept);
 }
 
 void flush_checked(std::ofstream& out, const std::filesystem::path& path) {
@@ -56,13 +118,34 @@ std::string to_csv(const Field& field) {
 }  // namespace
 
 MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv)
-    : jsonl_path_(run_dir / "metrics.jsonl"), jsonl_(open_for_writing(jsonl_path_)) {
+    : MetricsWriter(run_dir, csv, OpenMode::kCreate) {}
+
+MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv, OpenMode mode)
+    : jsonl_path_(run_dir / "metrics.jsonl"), jsonl_(open_for_writing(jsonl_path_, mode == OpenMode::kAppend)) {
   if (csv) {
     csv_path_ = run_dir / "metrics.csv";
-    csv_ = open_for_writing(csv_path_);
-    csv_ << fmt::format("{}\n", fmt::join(kMetricsColumns, ","));
-    flush_checked(csv_, csv_path_);
+    csv_ = open_for_writing(csv_path_, mode == OpenMode::kAppend);
+    if (mode == OpenMode::kCreate) {
+      csv_ << csv_header() << '\n';
+      flush_checked(csv_, csv_path_);
+    }
   }
+}
+
+MetricsWriter MetricsWriter::resume(const std::filesystem::path& run_dir, bool csv, std::int64_t last_epoch) {
+  keep_rows_up_to(run_dir / "metrics.jsonl", 0, last_epoch, jsonl_row_epoch);
+  if (csv) {
+    const std::filesystem::path csv_path = run_dir / "metrics.csv";
+    const std::vector<std::string> lines = read_lines(csv_path);
+    if (lines.empty()) {
+      write_text_file_atomically(csv_path, csv_header() + '\n');
+    } else {
+      SN_CHECK(lines[0] == csv_header(), "cannot append to metrics file '{}': its header is '{}', expected '{}'",
+               csv_path.string(), lines[0], csv_header());
+      keep_rows_up_to(csv_path, 1, last_epoch, csv_row_epoch);
+    }
+  }
+  return MetricsWriter(run_dir, csv, OpenMode::kAppend);
 }
 
 void MetricsWriter::write(const MetricsRow& row) {

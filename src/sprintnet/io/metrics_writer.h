@@ -30,6 +30,11 @@ class MetricsWriter {
   // Creates (truncating) run_dir/metrics.jsonl and, when `csv`, run_dir/metrics.csv
   // with its header. run_dir must exist. Throws sprintnet::Error naming the path.
   MetricsWriter(const std::filesystem::path& run_dir, bool csv);
+  // Reopens the files of a run resumed after epoch `last_epoch`: the rows of epochs up to it
+  // are kept byte for byte, later rows (written by a run that died after its last checkpoint)
+  // and a partial last line are dropped, and new rows are appended. A missing file starts
+  // empty (the CSV with its header); a CSV with another header is an error naming the file.
+  static MetricsWriter resume(const std::filesystem::path& run_dir, bool csv, std::int64_t last_epoch);
 
   // Appends one row to each file and flushes. Missing values are JSON null and
   // empty CSV fields; doubles are written in the shortest form that reads back
@@ -37,6 +42,9 @@ class MetricsWriter {
   void write(const MetricsRow& row);
 
  private:
+  enum class OpenMode { kCreate, kAppend };
+  MetricsWriter(const std::filesystem::path& run_dir, bool csv, OpenMode mode);
+
   std::filesystem::path jsonl_path_;
   std::filesystem::path csv_path_;
   std::ofstream jsonl_;

@@ -10,6 +10,7 @@
 #include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/optim/make_optimizer.h"
+#include "sprintnet/train/checkpoint.h"
 #include "sprintnet/train/model_io.h"
 #include "sprintnet/train/run_directory.h"
 
@@ -47,7 +48,11 @@ DType resolve_precision(const DeviceConfig& config, Device device) {
           device.str());
 }
 
-Trainer::Trainer(Config config) : config_(std::move(config)), start_(Clock::now()) {
+Trainer::Trainer(Config config) : Trainer(std::move(config), nullptr) {}
+
+Trainer::Trainer(const ResumePlan& plan) : Trainer(plan.config, &plan) {}
+
+Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(config)), start_(Clock::now()) {
   device_ = resolve_device(config_.device);
   if (device_.is_cuda() && config_.device.allocator != "auto") {
     set_cuda_allocator_kind(parse_cuda_allocator_kind(config_.device.allocator));
@@ -79,16 +84,62 @@ Trainer::Trainer(Config config) : config_(std::move(config)), start_(Clock::now(
   const std::int64_t steps = train_loader_->batches_per_epoch();
   schedule_ = std::make_unique<optim::LrSchedule>(config_.schedule, config_.optim.lr, steps,
                                                   steps * config_.train.epochs);
+  if (plan != nullptr) {
+    restore(plan->checkpoint);
+    resume_run_dir_ = plan->run_dir;
+  }
+}
+
+void Trainer::restore(const Checkpoint& checkpoint) {
+  const std::string weights_file = (checkpoint.dir / kCheckpointModelFileName).string();
+  const std::string state_file = (checkpoint.dir / kCheckpointStateFileName).string();
+  SN_CHECK(checkpoint.epoch < config_.train.epochs, "{}: the run has already trained {} of train.epochs = {} epochs",
+           state_file, checkpoint.epoch, config_.train.epochs);
+  // The step count is a pure function of the data size and batch size, which must not have changed.
+  const std::int64_t steps = steps_per_epoch();
+  SN_CHECK(checkpoint.step == checkpoint.epoch * steps,
+           "{}: step {} is not {} epochs of {} steps: the training data or batch size differs from the run's",
+           state_file, checkpoint.step, checkpoint.epoch, steps);
+  SN_CHECK(checkpoint.optimizer_type == config_.optim.type, "{}: optimizer state of '{}', the config asks for '{}'",
+           state_file, checkpoint.optimizer_type, config_.optim.type);
+  const auto optimizer_steps = checkpoint.optimizer_counters.find("steps");
+  SN_CHECK(optimizer_steps == checkpoint.optimizer_counters.end() || optimizer_steps->second == checkpoint.step,
+           "{}: the optimizer took {} steps, the run {}", state_file, optimizer_steps->second, checkpoint.step);
+  load_model_weights(*model_, checkpoint.weights, weights_file);
+  optimizer_->load_state(checkpoint.optimizer_state, checkpoint.optimizer_counters, state_file);
+  step_ = checkpoint.step;
+  start_epoch_ = checkpoint.epoch;
+}
+
+Metadata Trainer::weights_metadata() const { return {{"format", "pt"}, {"producer", "sprintnet"}}; }
+
+void Trainer::save_checkpoint(const std::filesystem::path& run_dir, std::int64_t epoch) {
+  Checkpoint checkpoint;
+  checkpoint.epoch = epoch;
+  checkpoint.step = step_;
+  checkpoint.config = config_;
+  checkpoint.weights = model_weights(*model_);
+  checkpoint.weights_metadata = weights_metadata();
+  checkpoint.optimizer_type = config_.optim.type;
+  checkpoint.optimizer_state = optimizer_->state();
+  checkpoint.optimizer_counters = optimizer_->counters();
+  write_checkpoint(run_dir, checkpoint, config_.checkpoint.keep_last);
 }
 
 Trainer::~Trainer() = default;
 
 std::string Trainer::describe() const {
+  std::string resuming;
+  if (!resume_run_dir_.empty()) {
+    resuming = fmt::format("\nresuming {} after epoch {} of {} (step {})", resume_run_dir_.string(), start_epoch_,
+                           config_.train.epochs, step_);
+  }
   return fmt::format("{} train / {} test samples of {} ({} classes), {}\n{}\n{}, {}, batch {}, {} epochs, lr schedule {}",
                      data_.train.size(), data_.test.size(), config_.data.dataset, data_.train.num_classes,
                      device_.is_cpu() ? fmt::format("cpu ({} threads)", cpu_threads()) : device_.str(),
                      model_->describe(), optimizer_->describe(), loss_->describe(), config_.train.batch_size,
-                     config_.train.epochs, schedule_->describe());
+                     config_.train.epochs, schedule_->describe()) +
+         resuming;
 }
 
 EpochRecord Trainer::train_epoch(std::int64_t epoch, ProgressBar& progress) {
@@ -128,13 +179,16 @@ EpochRecord Trainer::train_epoch(std::int64_t epoch, ProgressBar& progress) {
 
 TrainSummary Trainer::fit() {
   TrainSummary summary;
-  summary.run_dir = create_run_directory(config_);
+  const bool resumed = !resume_run_dir_.empty();
+  summary.run_dir = resumed ? resume_run_dir_ : create_run_directory(config_);
+  // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
   write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
-  MetricsWriter metrics(summary.run_dir, config_.output.csv);
+  MetricsWriter metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_)
+                                  : MetricsWriter(summary.run_dir, config_.output.csv);
   const ProgressMode mode = resolve_progress_mode(config_.output.progress, stderr_is_terminal());
   ProgressBar progress(std::cerr, mode, train_loader_->batches_per_epoch(), config_.train.epochs);
 
-  for (std::int64_t epoch = 1; epoch <= config_.train.epochs; ++epoch) {
+  for (std::int64_t epoch = start_epoch_ + 1; epoch <= config_.train.epochs; ++epoch) {
     EpochRecord record = train_epoch(epoch, progress);
     const bool last = epoch == config_.train.epochs;
     if (last || (config_.train.eval_every > 0 && epoch % config_.train.eval_every == 0)) {
@@ -155,10 +209,15 @@ TrainSummary Trainer::fit() {
     SN_CHECK(std::isfinite(record.train_loss),
              "training diverged: the train loss of epoch {} is {} (try a lower optim.lr); metrics so far are in {}",
              epoch, record.train_loss, summary.run_dir.string());
+    // The final weights go first: a run killed before its last checkpoint redoes the last epoch
+    // on resume and rewrites them identically.
+    if (last) {
+      save_safetensors(summary.run_dir / "model.safetensors", model_weights(*model_), weights_metadata());
+    }
+    const std::int64_t every = config_.checkpoint.every_epochs;
+    if (last || (every > 0 && epoch % every == 0)) save_checkpoint(summary.run_dir, epoch);
+    if (epoch_callback_) epoch_callback_(record);
   }
-
-  save_safetensors(summary.run_dir / "model.safetensors", model_weights(*model_),
-                   {{"format", "pt"}, {"producer", "sprintnet"}});
   summary.wall_time_s = seconds_since(start_);
   return summary;
 }

@@ -5,7 +5,10 @@
 //   <output.dir>/<output.name>/config.toml      the resolved config (every key)
 //                              metrics.jsonl    one row per epoch (and metrics.csv)
 //                              model.safetensors final weights, PyTorch nn.Sequential names
-// Same config and seed give bit-identical numbers on the CPU.
+//                              checkpoints/     every checkpoint.every_epochs epochs and after the
+//                                               last (train/checkpoint.h, docs/CHECKPOINTS.md)
+// Same config and seed give bit-identical numbers on the CPU, and so does a run
+// resumed from a checkpoint (train/resume.h) on the same device and threads.
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -22,6 +25,7 @@
 #include "sprintnet/optim/optimizer.h"
 #include "sprintnet/train/batch_loader.h"
 #include "sprintnet/train/evaluate.h"
+#include "sprintnet/train/resume.h"
 
 namespace sprintnet::train {
 
@@ -46,22 +50,37 @@ struct TrainSummary {
 class Trainer {
  public:
   explicit Trainer(Config config);
+  // Continues plan.run_dir from plan.checkpoint with plan.config: weights, optimizer state and
+  // step counter are restored, and fit() runs the remaining epochs, appending to the run's
+  // metrics. Throws naming the checkpoint file when it does not fit the model or optimizer.
+  explicit Trainer(const ResumePlan& plan);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
+  // Trains the epochs after start_epoch(). The summary lists only the epochs this call trained.
   TrainSummary fit();
+  // Called after each epoch's metrics row, final weights and checkpoint are written. A callback
+  // may throw to end the run there (the tests use this to stand in for a kill).
+  void on_epoch_end(std::function<void(const EpochRecord&)> callback) { epoch_callback_ = std::move(callback); }
 
   const Config& config() const { return config_; }
   nn::Sequential& model() { return *model_; }
   Device device() const { return device_; }
   const nn::MlpSpec& spec() const { return spec_; }
   std::int64_t steps_per_epoch() const { return train_loader_->batches_per_epoch(); }
+  // Epochs completed before fit(): 0, or the epoch of the checkpoint a resumed run continues from.
+  std::int64_t start_epoch() const { return start_epoch_; }
   // A human-readable description of the model, optimizer, data and device.
   std::string describe() const;
 
  private:
+  Trainer(Config config, const ResumePlan* plan);
   EpochRecord train_epoch(std::int64_t epoch, ProgressBar& progress);
+  void restore(const Checkpoint& checkpoint);
+  void save_checkpoint(const std::filesystem::path& run_dir, std::int64_t epoch);
+  // Metadata of the weights files (<run>/model.safetensors and each checkpoint's).
+  Metadata weights_metadata() const;
 
   Config config_;
   std::chrono::steady_clock::time_point start_;
@@ -75,6 +94,9 @@ class Trainer {
   std::unique_ptr<BatchLoader> train_loader_, test_loader_;
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::int64_t step_ = 0;
+  std::int64_t start_epoch_ = 0;
+  std::filesystem::path resume_run_dir_;  // empty unless resuming
+  std::function<void(const EpochRecord&)> epoch_callback_;
 };
 
 // The device a config asks for, resolved ("auto" → first GPU, else CPU), with

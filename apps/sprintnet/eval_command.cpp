@@ -1,0 +1,127 @@
+// sprintnet eval CHECKPOINT [--data IMAGES LABELS | --split test|train] [--csv FILE] ...
+// Loss, accuracy, per-class accuracy and the confusion matrix of a trained model.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "sprintnet/io/atomic_file.h"
+#include "sprintnet/train/inference.h"
+
+namespace sprintnet::cli {
+namespace {
+
+std::string class_label(const std::vector<std::string>& names, std::int64_t c) {
+  return names.empty() ? std::to_string(c) : fmt::format("{} {}", c, names[static_cast<std::size_t>(c)]);
+}
+
+std::string per_class_table(const train::ConfusionMatrix& confusion, const std::vector<std::string>& names) {
+  std::size_t label_width = std::string_view("class").size();
+  for (std::int64_t c = 0; c < confusion.classes; ++c)
+    label_width = std::max(label_width, class_label(names, c).size());
+  std::string out =
+      fmt::format("{:<{}}  {:>8}  {:>8}  {:>9}\n", "class", label_width, "samples", "correct", "accuracy");
+  for (std::int64_t c = 0; c < confusion.classes; ++c) {
+    const double accuracy = confusion.class_accuracy(c);
+    out += fmt::format("{:<{}}  {:>8}  {:>8}  {:>9}\n", class_label(names, c), label_width, confusion.class_total(c),
+                       confusion.at(c, c), std::isnan(accuracy) ? "-" : fmt::format("{:.2f} %", 100.0 * accuracy));
+  }
+  return out;
+}
+
+// Rows: true class; columns: predicted class; every column as wide as its widest entry.
+std::string confusion_table(const train::ConfusionMatrix& confusion) {
+  const std::string corner = "true\\pred";
+  std::size_t width = std::to_string(confusion.classes - 1).size();
+  for (const std::int64_t count : confusion.counts) width = std::max(width, std::to_string(count).size());
+  std::string out = fmt::format("{:<{}}", corner, corner.size());
+  for (std::int64_t p = 0; p < confusion.classes; ++p) out += fmt::format(" {:>{}}", p, width);
+  out += '\n';
+  for (std::int64_t t = 0; t < confusion.classes; ++t) {
+    out += fmt::format("{:<{}}", t, corner.size());
+    for (std::int64_t p = 0; p < confusion.classes; ++p) out += fmt::format(" {:>{}}", confusion.at(t, p), width);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string confusion_csv(const train::ConfusionMatrix& confusion) {
+  std::string out = "true/predicted";
+  for (std::int64_t p = 0; p < confusion.classes; ++p) out += fmt::format(",{}", p);
+  out += '\n';
+  for (std::int64_t t = 0; t < confusion.classes; ++t) {
+    out += std::to_string(t);
+    for (std::int64_t p = 0; p < confusion.classes; ++p) out += fmt::format(",{}", confusion.at(t, p));
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  struct Options {
+    std::string checkpoint;
+    std::vector<std::string> data;
+    std::string split = "test";
+    std::string config_path;
+    std::vector<std::string> overrides;
+    std::string csv_path;
+    std::string device = "auto";
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* cmd =
+      app.add_subcommand("eval", "Evaluate a trained model: loss, accuracy, per-class accuracy, confusion matrix");
+  cmd->add_option("checkpoint", options->checkpoint,
+                  "Run directory of `sprintnet train`, a checkpoint directory, or a .safetensors file")
+      ->type_name("CHECKPOINT")
+      ->required();
+  CLI::Option* data_option = cmd->add_option("--data", options->data, "IDX image and label files to evaluate on")
+                                 ->expected(2)
+                                 ->type_name("PATH");
+  cmd->add_option("--split", options->split,
+                  "Split of the config's data set (data.test_limit / data.train_limit apply)")
+      ->check(CLI::IsMember({"test", "train"}))
+      ->excludes(data_option)
+      ->capture_default_str();
+  cmd->add_option("--config", options->config_path,
+                  "The config the model was trained with (default: config.toml beside the weights)")
+      ->type_name("FILE");
+  cmd->add_option("--set", options->overrides, "Override a config key, e.g. --set data.dir=/data (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  cmd->add_option("--csv", options->csv_path, "Also write the confusion matrix as CSV to FILE")->type_name("FILE");
+  cmd->add_option("--device", options->device, "Where to evaluate: auto, cpu, cuda, cuda:N")->capture_default_str();
+  cmd->callback([options] {
+    train::LoadOptions load;
+    if (!options->config_path.empty()) load.config = options->config_path;
+    load.overrides = options->overrides;
+    load.device = options->device;
+    train::LoadedModel model = train::load_model(options->checkpoint, load);
+    const Dataset data = options->data.empty() ? train::load_split(model, options->split)
+                                               : train::load_idx_for_model(model, options->data[0], options->data[1]);
+    const train::Evaluation evaluation = train::evaluate_dataset(model, data);
+    const train::EvalResult& result = evaluation.result;
+    const std::vector<std::string> names = options->data.empty()
+                                               ? train::class_names(model.config.data.dataset, model.num_classes())
+                                               : std::vector<std::string>{};
+
+    std::printf("model %s (%s)\n", model.files.weights.string().c_str(), train::model_summary(model).c_str());
+    std::printf("data  %s: %lld samples, on %s\n\n", data.name.c_str(), static_cast<long long>(result.samples),
+                model.device.str().c_str());
+    std::printf("loss %.4f (%s), accuracy %.2f %% (%lld / %lld)\n\n", result.loss, model.config.loss.type.c_str(),
+                100.0 * result.accuracy, static_cast<long long>(result.correct),
+                static_cast<long long>(result.samples));
+    std::printf("per-class accuracy\n%s\n", per_class_table(evaluation.confusion, names).c_str());
+    std::printf("confusion matrix (rows: true class, columns: predicted class)\n%s",
+                confusion_table(evaluation.confusion).c_str());
+    if (!options->csv_path.empty()) {
+      write_text_file_atomically(options->csv_path, confusion_csv(evaluation.confusion));
+      std::printf("\nconfusion matrix written to %s\n", options->csv_path.c_str());
+    }
+  });
+}
+
+}  // namespace sprintnet::cli

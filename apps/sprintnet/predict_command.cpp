@@ -1,0 +1,197 @@
+// sprintnet predict CHECKPOINT INPUT... [--top-k 3] [--json] [--invert]
+// Classifies PNG/PGM images, or every image of IDX files, with a trained model.
+// Image conversion (gray, alpha, resizing) is described in data/image.h.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "sprintnet/data/idx.h"
+#include "sprintnet/data/image.h"
+#include "sprintnet/train/inference.h"
+
+namespace sprintnet::cli {
+namespace {
+
+// One image to classify: where it came from and its pixels at the model's size.
+struct Input {
+  std::string file;
+  std::optional<std::int64_t> index;  // position inside an IDX file
+  std::vector<std::uint8_t> pixels;
+};
+
+std::vector<std::uint8_t> file_head(const std::string& path) {
+  constexpr std::size_t kHeadBytes = 8;
+  std::vector<std::uint8_t> head(kHeadBytes);
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return head;
+}
+
+// Every image of an IDX file ([N, H, W], or one [H, W] image), converted like an image file.
+void append_idx_images(const std::string& path, const ImageOptions& options, std::vector<Input>& inputs) {
+  const IdxArray array = read_idx(path);
+  SN_CHECK(array.type == IdxType::kU8, "{}: IDX images must be uint8, this file holds {}", path,
+           idx_type_name(array.type));
+  SN_CHECK(array.dims.size() >= 2, "{}: an IDX file of one dimension holds values, not images (is it a label file?)",
+           path);
+  SN_CHECK(array.dims.size() <= 3,
+           "{}: IDX images must be [count, height, width] or [height, width], this file is {}-D", path,
+           array.dims.size());
+  const std::int64_t height = array.dims[array.dims.size() - 2];
+  const std::int64_t width = array.dims.back();
+  const std::int64_t count = array.numel() / (height * width);
+  const auto pixels = static_cast<std::size_t>(height * width);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::span<const std::uint8_t> image(&array.bytes[static_cast<std::size_t>(i) * pixels], pixels);
+    inputs.push_back({path, i, gray_bytes_for_model(image, height, width, options, fmt::format("{}[{}]", path, i))});
+  }
+}
+
+// MNIST-style data is light on dark: a mostly light image is probably dark ink on paper.
+void warn_if_mostly_light(const Input& input) {
+  constexpr double kLightMeanPixel = 127.5;
+  double sum = 0.0;
+  for (const std::uint8_t p : input.pixels) sum += p;
+  const double mean = input.pixels.empty() ? 0.0 : sum / static_cast<double>(input.pixels.size());
+  if (mean > kLightMeanPixel) {
+    std::fprintf(stderr,
+                 "sprintnet: warning: %s is mostly light (mean pixel %.0f of 255) but the model was trained on light "
+                 "shapes on a dark background: pass --invert if it is dark ink on light paper\n",
+                 input.file.c_str(), mean);
+  }
+}
+
+std::string input_name(const Input& input) {
+  return input.index ? fmt::format("{}[{}]", input.file, *input.index) : input.file;
+}
+
+std::string class_text(const std::vector<std::string>& names, std::int64_t label) {
+  return names.empty() ? std::to_string(label) : fmt::format("{} ({})", label, names[static_cast<std::size_t>(label)]);
+}
+
+void print_text(const std::vector<Input>& inputs, const std::vector<train::Prediction>& predictions,
+                const std::vector<std::string>& names, std::int64_t top_k) {
+  std::size_t name_width = std::string_view("input").size();
+  std::size_t class_width = std::string_view("class").size();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    name_width = std::max(name_width, input_name(inputs[i]).size());
+    class_width = std::max(class_width, class_text(names, predictions[i].label).size());
+  }
+  std::printf("%s\n", fmt::format("{:<{}}  {:<{}}  top-{} (class probability)", "input", name_width, "class",
+                                  class_width, top_k)
+                          .c_str());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    std::string top;
+    for (const train::ClassProbability& entry : predictions[i].top) {
+      top += fmt::format("{}{} {:.2f} %", top.empty() ? "" : ",  ", class_text(names, entry.label),
+                         100.0 * entry.probability);
+    }
+    std::printf("%s\n", fmt::format("{:<{}}  {:<{}}  {}", input_name(inputs[i]), name_width,
+                                    class_text(names, predictions[i].label), class_width, top)
+                            .c_str());
+  }
+}
+
+void print_json(const train::LoadedModel& model, const std::vector<Input>& inputs,
+                const std::vector<train::Prediction>& predictions, const std::vector<std::string>& names) {
+  nlohmann::ordered_json out;
+  out["checkpoint"] = model.files.weights.string();
+  out["predictions"] = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    nlohmann::ordered_json entry;
+    entry["input"] = inputs[i].file;
+    if (inputs[i].index) entry["index"] = *inputs[i].index;
+    entry["class"] = predictions[i].label;
+    if (!names.empty()) entry["name"] = names[static_cast<std::size_t>(predictions[i].label)];
+    entry["top_k"] = nlohmann::ordered_json::array();
+    for (const train::ClassProbability& top : predictions[i].top) {
+      nlohmann::ordered_json item = {{"class", top.label}, {"probability", top.probability}};
+      if (!names.empty()) item["name"] = names[static_cast<std::size_t>(top.label)];
+      entry["top_k"].push_back(item);
+    }
+    out["predictions"].push_back(entry);
+  }
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
+}  // namespace
+
+void add_predict_command(CLI::App& app) {
+  struct Options {
+    std::string checkpoint;
+    std::vector<std::string> inputs;
+    std::int64_t top_k = 3;
+    bool json = false;
+    bool invert = false;
+    std::string config_path;
+    std::vector<std::string> overrides;
+    std::string device = "auto";
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("predict", "Classify images (PNG, PGM, or IDX files) with a trained model");
+  cmd->footer(
+      fmt::format("Images are converted the MNIST way: colour to gray (BT.601 luma), transparent pixels\n"
+                  "treated as the background (black; white with --invert), and resized to the model's input\n"
+                  "size (area averaging when shrinking, bilinear when growing). MNIST digits are white on\n"
+                  "black: use --invert for dark drawings on light paper. An aspect ratio more than {}x\n"
+                  "off the model's is refused rather than squashed.",
+                  kMaxAspectDistortion));
+  cmd->add_option("checkpoint", options->checkpoint,
+                  "Run directory of `sprintnet train`, a checkpoint directory, or a .safetensors file")
+      ->type_name("CHECKPOINT")
+      ->required();
+  cmd->add_option("inputs", options->inputs, "PNG or PGM (P2/P5) images, or IDX image files (every image in them)")
+      ->type_name("INPUT")
+      ->required();
+  cmd->add_option("-k,--top-k", options->top_k, "How many of the most likely classes to list")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--json", options->json, "Print one JSON document instead of a table");
+  cmd->add_flag("--invert", options->invert, "The images are dark ink on light paper (MNIST is light on dark)");
+  cmd->add_option("--config", options->config_path,
+                  "The config the model was trained with (default: config.toml beside the weights)")
+      ->type_name("FILE");
+  cmd->add_option("--set", options->overrides, "Override a config key, e.g. --set data.dir=/data (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  cmd->add_option("--device", options->device, "Where to run: auto, cpu, cuda, cuda:N")->capture_default_str();
+  cmd->callback([options] {
+    train::LoadOptions load;
+    if (!options->config_path.empty()) load.config = options->config_path;
+    load.overrides = options->overrides;
+    load.device = options->device;
+    train::LoadedModel model = train::load_model(options->checkpoint, load);
+    SN_CHECK(model.sample_shape.size() == 2, "the model takes inputs of shape {}, not 2-D images",
+             shape_str(model.sample_shape));
+    const ImageOptions image_options{model.sample_shape[0], model.sample_shape[1], options->invert};
+
+    std::vector<Input> inputs;
+    for (const std::string& path : options->inputs) {
+      if (detect_image_file_kind(file_head(path)) == ImageFileKind::kIdx) {
+        append_idx_images(path, image_options, inputs);
+      } else {
+        inputs.push_back({path, std::nullopt, load_image_for_model(path, image_options)});
+        if (!options->invert) warn_if_mostly_light(inputs.back());
+      }
+    }
+    std::vector<std::uint8_t> pixels;
+    pixels.reserve(inputs.size() * static_cast<std::size_t>(model.spec.inputs));
+    for (const Input& input : inputs) pixels.insert(pixels.end(), input.pixels.begin(), input.pixels.end());
+    const Tensor images = Tensor::from_vector(pixels, {static_cast<std::int64_t>(inputs.size()), model.spec.inputs});
+    const std::vector<train::Prediction> predictions = train::predict(model, images, options->top_k);
+    const std::vector<std::string> names = train::class_names(model.config.data.dataset, model.num_classes());
+    if (options->json) {
+      print_json(model, inputs, predictions, names);
+    } else {
+      print_text(inputs, predictions, names, std::min(options->top_k, model.num_classes()));
+    }
+  });
+}
+
+}  // namespace sprintnet::cli

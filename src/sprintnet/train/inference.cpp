@@ -1,0 +1,386 @@
+#include "sprintnet/train/inference.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "sprintnet/ops/cpu/cpu_backend.h"
+#include "sprintnet/ops/ops.h"
+#include "sprintnet/train/checkpoint.h"
+#include "sprintnet/train/model_io.h"
+#include "sprintnet/train/trainer.h"
+
+namespace sprintnet::train {
+namespace {
+
+inline constexpr std::string_view kWeightsFileName = "model.safetensors";
+inline constexpr std::string_view kConfigFileName = "config.toml";
+
+bool is_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+// The newest complete checkpoint's weights, for a hint when a run has no final weights.
+std::optional<std::filesystem::path> newest_checkpoint_weights(const std::filesystem::path& run_dir) {
+  try {
+    const std::vector<std::filesystem::path> checkpoints = list_checkpoints(run_dir);
+    if (!checkpoints.empty()) return checkpoints.back() / kCheckpointModelFileName;
+  } catch (const Error&) {
+    // No checkpoints/ folder: no hint.
+  }
+  return std::nullopt;
+}
+
+double parse_double(const std::string& text, std::string_view key, std::string_view origin) {
+  double value = 0.0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  SN_CHECK(ec == std::errc() && end == text.data() + text.size() && std::isfinite(value),
+           "{}: metadata '{}' = \"{}\" is not a number", origin, key, text);
+  return value;
+}
+
+Shape parse_sample_shape(const std::string& text, std::string_view origin) {
+  Shape shape;
+  const char* p = text.data();
+  const char* const end = text.data() + text.size();
+  while (true) {
+    std::int64_t extent = 0;
+    const auto [next, ec] = std::from_chars(p, end, extent);
+    SN_CHECK(ec == std::errc() && extent >= 1, "{}: metadata '{}' = \"{}\" is not a shape like 28x28", origin,
+             kMetadataSampleShape, text);
+    shape.push_back(extent);
+    p = next;
+    if (p == end) break;
+    SN_CHECK(*p == 'x', "{}: metadata '{}' = \"{}\" is not a shape like 28x28", origin, kMetadataSampleShape, text);
+    ++p;
+  }
+  return shape;
+}
+
+std::string metadata_value(const Metadata& metadata, std::string_view key) {
+  const auto it = metadata.find(std::string(key));
+  return it == metadata.end() ? std::string() : it->second;
+}
+
+// The output width, from the weights of the last Linear (index 2 * hidden layers in the
+// Sequential), after checking that the weights hold as many layers as the config describes.
+std::int64_t output_width(const SafetensorsFile& weights, const ModelConfig& model, std::string_view origin) {
+  constexpr std::string_view kWeightSuffix = ".weight";
+  std::vector<std::string> layers;
+  for (const auto& [name, tensor] : weights.tensors) {
+    if (name.ends_with(kWeightSuffix)) layers.push_back(fmt::format("{} {}", name, shape_str(tensor.shape())));
+  }
+  std::string hidden;
+  for (const std::int64_t width : model.hidden) hidden += fmt::format("{}{}", hidden.empty() ? "" : ", ", width);
+  SN_CHECK(layers.size() == model.hidden.size() + 1,
+           "{}: the weights hold {} linear layer(s) ({}) but the config's model.hidden = [{}] describes {}; were "
+           "they trained with another config?",
+           origin, layers.size(), fmt::join(layers, ", "), hidden, model.hidden.size() + 1);
+  const std::string name = fmt::format("{}.weight", 2 * model.hidden.size());
+  for (const auto& [tensor_name, tensor] : weights.tensors) {
+    if (tensor_name != name) continue;
+    SN_CHECK(tensor.dim() == 2 && tensor.size(0) >= 1, "{}: tensor '{}' has shape {}, expected [classes, inputs]",
+             origin, name, shape_str(tensor.shape()));
+    return tensor.size(0);
+  }
+  SN_FAIL("{}: no tensor '{}' for the output layer (the weights hold {})", origin, name, fmt::join(layers, ", "));
+}
+
+// What the Trainer computed from the training set: the normalization and the sample shape.
+void recompute_from_training_data(LoadedModel& loaded, bool need_normalization, bool need_shape) {
+  try {
+    const Config& config = loaded.config;
+    SN_CHECK(config.data.train_limit >= 0, "data.train_limit = {} is negative", config.data.train_limit);
+    const DatasetFiles files = dataset_files(config.data);
+    const Dataset train = load_idx_dataset(files.train_images, files.train_labels, 0, config.data.train_limit);
+    if (need_normalization) loaded.normalization = make_normalization(train, config.data.normalize);
+    if (need_shape) loaded.sample_shape = train.sample_shape;
+  } catch (const Error& e) {
+    SN_FAIL(
+        "{}: the checkpoint does not record its input {}, so it is recomputed from the training data the config "
+        "names, which failed: {}",
+        loaded.files.weights.string(), need_normalization ? "normalization" : "image shape", e.what());
+  }
+}
+
+void check_matches_model(const Dataset& data, const LoadedModel& model) {
+  SN_CHECK(data.images.size(1) == model.spec.inputs,
+           "{} holds samples of shape {} ({} values), the model takes {} inputs (samples of shape {})", data.name,
+           shape_str(data.sample_shape), data.images.size(1), model.spec.inputs, shape_str(model.sample_shape));
+}
+
+std::int64_t eval_batch_size(const LoadedModel& model, std::int64_t samples) {
+  return std::max<std::int64_t>(1, std::min(model.config.train.eval_batch_size, samples));
+}
+
+}  // namespace
+
+Metadata inference_metadata(const Normalization& norm, const Shape& sample_shape) {
+  std::string shape;
+  for (std::size_t i = 0; i < sample_shape.size(); ++i) shape += fmt::format("{}{}", i ? "x" : "", sample_shape[i]);
+  // fmt's "{}" writes the shortest text that reads back as the same double.
+  return {{std::string(kMetadataNormalizationScale), fmt::format("{}", norm.scale)},
+          {std::string(kMetadataNormalizationShift), fmt::format("{}", norm.shift)},
+          {std::string(kMetadataSampleShape), shape}};
+}
+
+CheckpointFiles find_checkpoint_files(const std::filesystem::path& checkpoint,
+                                      const std::optional<std::filesystem::path>& config) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(checkpoint, ec);
+  SN_CHECK(std::filesystem::exists(status), "checkpoint {}: no such file or directory", checkpoint.string());
+  CheckpointFiles files;
+  if (std::filesystem::is_directory(status)) {
+    files.weights = checkpoint / kWeightsFileName;
+    if (!is_file(files.weights)) {
+      const auto latest = newest_checkpoint_weights(checkpoint);
+      SN_FAIL(
+          "checkpoint {}: no {} in this directory ({}); pass a run directory of `sprintnet train` or a "
+          ".safetensors file",
+          checkpoint.string(), kWeightsFileName,
+          latest ? fmt::format("training may not have finished: the latest checkpoint is {}", latest->string())
+                 : std::string("it is not a finished run directory"));
+    }
+  } else {
+    files.weights = checkpoint;
+  }
+
+  if (config) {
+    SN_CHECK(is_file(*config), "config {}: no such file", config->string());
+    files.config = *config;
+    return files;
+  }
+  const std::filesystem::path folder = files.weights.parent_path();
+  std::vector<std::filesystem::path> tried = {folder / kConfigFileName};
+  // <run>/checkpoints/epoch-NNNN/model.safetensors: the run's config is two levels up.
+  if (folder.parent_path().filename() == kCheckpointsDirName) {
+    tried.push_back(folder.parent_path().parent_path() / kConfigFileName);
+  }
+  for (const auto& candidate : tried) {
+    if (is_file(candidate)) {
+      files.config = candidate;
+      return files;
+    }
+  }
+  std::string tried_list;
+  for (const auto& candidate : tried)
+    tried_list += fmt::format("{}{}", tried_list.empty() ? "" : ", ", candidate.string());
+  SN_FAIL("checkpoint {}: no config found (looked for {}); pass the config it was trained with (--config FILE)",
+          checkpoint.string(), tried_list);
+}
+
+LoadedModel load_model(const std::filesystem::path& checkpoint, const LoadOptions& options) {
+  LoadedModel loaded;
+  loaded.files = find_checkpoint_files(checkpoint, options.config);
+  loaded.config = load_config(loaded.files.config, options.overrides);
+  const std::string origin = loaded.files.weights.string();
+  const SafetensorsFile weights = load_safetensors(loaded.files.weights);
+
+  const std::string scale = metadata_value(weights.metadata, kMetadataNormalizationScale);
+  const std::string shift = metadata_value(weights.metadata, kMetadataNormalizationShift);
+  const std::string shape = metadata_value(weights.metadata, kMetadataSampleShape);
+  const bool has_normalization = !scale.empty() && !shift.empty();
+  if (has_normalization) {
+    loaded.normalization = {parse_double(scale, kMetadataNormalizationScale, origin),
+                            parse_double(shift, kMetadataNormalizationShift, origin)};
+  } else if (loaded.config.data.normalize == "unit") {
+    loaded.normalization = make_normalization(Dataset{}, "unit");  // needs no pixels
+  }
+  if (!shape.empty()) loaded.sample_shape = parse_sample_shape(shape, origin);
+  const bool need_normalization = !has_normalization && loaded.config.data.normalize != "unit";
+  if (need_normalization || shape.empty()) recompute_from_training_data(loaded, need_normalization, shape.empty());
+
+  loaded.spec.inputs = shape_numel(loaded.sample_shape);
+  loaded.spec.hidden = loaded.config.model.hidden;
+  loaded.spec.outputs = output_width(weights, loaded.config.model, origin);
+  loaded.spec.activation = ops::parse_activation(loaded.config.model.activation);
+  loaded.spec.bias = loaded.config.model.bias;
+  loaded.spec.init = nn::parse_init(loaded.config.model.init);
+
+  DeviceConfig device_config = loaded.config.device;
+  device_config.name = options.device;
+  loaded.device = resolve_device(device_config);
+  set_cpu_threads(static_cast<int>(loaded.config.device.threads));
+  // The initial values are overwritten at once; the generator only has to exist.
+  Generator unused(loaded.config.seed);
+  loaded.model = nn::make_mlp(loaded.spec, unused, loaded.device, DType::kF32);
+  load_model_weights(*loaded.model, weights.tensors, origin);
+  loaded.model->eval();
+  return loaded;
+}
+
+std::string model_summary(LoadedModel& model) {
+  std::string widths = std::to_string(model.spec.inputs);
+  for (const std::int64_t h : model.spec.hidden) widths += fmt::format("-{}", h);
+  widths += fmt::format("-{}", model.spec.outputs);
+  return fmt::format("MLP {} ({}), {} parameters", widths, ops::activation_name(model.spec.activation),
+                     model.model->parameter_count());
+}
+
+ConfusionMatrix::ConfusionMatrix(std::int64_t num_classes)
+    : classes(num_classes), counts(static_cast<std::size_t>(num_classes * num_classes), 0) {}
+
+std::int64_t ConfusionMatrix::at(std::int64_t truth, std::int64_t predicted) const {
+  SN_CHECK(truth >= 0 && truth < classes && predicted >= 0 && predicted < classes,
+           "confusion matrix cell ({}, {}) is outside {} classes", truth, predicted, classes);
+  return counts[static_cast<std::size_t>(truth * classes + predicted)];
+}
+
+void ConfusionMatrix::add(std::int64_t truth, std::int64_t predicted) {
+  SN_CHECK(truth >= 0 && truth < classes && predicted >= 0 && predicted < classes,
+           "confusion matrix cell ({}, {}) is outside {} classes", truth, predicted, classes);
+  ++counts[static_cast<std::size_t>(truth * classes + predicted)];
+}
+
+std::int64_t ConfusionMatrix::total() const { return std::accumulate(counts.begin(), counts.end(), std::int64_t{0}); }
+
+std::int64_t ConfusionMatrix::correct() const {
+  std::int64_t sum = 0;
+  for (std::int64_t c = 0; c < classes; ++c) sum += at(c, c);
+  return sum;
+}
+
+std::int64_t ConfusionMatrix::class_total(std::int64_t truth) const {
+  std::int64_t sum = 0;
+  for (std::int64_t p = 0; p < classes; ++p) sum += at(truth, p);
+  return sum;
+}
+
+double ConfusionMatrix::class_accuracy(std::int64_t truth) const {
+  const std::int64_t n = class_total(truth);
+  return n == 0 ? std::numeric_limits<double>::quiet_NaN()
+                : static_cast<double>(at(truth, truth)) / static_cast<double>(n);
+}
+
+Evaluation evaluate_with_confusion(nn::Module& model, BatchLoader& loader, std::string_view loss_type,
+                                   std::int64_t classes) {
+  const bool was_training = model.is_training();
+  model.eval();
+  loader.start_epoch(0);
+  const Device device = loader.device();
+  // As in train::evaluate: per-batch sums added into fp32 on the device.
+  const Tensor loss_sum = Tensor::zeros({1}, DType::kF32, device);
+  const Tensor correct = Tensor::zeros({1}, DType::kI32, device);
+  Evaluation out{{}, ConfusionMatrix(classes)};
+  for (std::int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+    const Batch batch = loader.batch(b);
+    const Tensor logits = model.forward(batch.inputs);
+    SN_CHECK(logits.dim() == 2 && logits.size(1) == classes, "the model gives logits of shape {}, expected [N, {}]",
+             shape_str(logits.shape()), classes);
+    if (loss_type == "mse") {
+      ops::mse_one_hot(logits, batch.labels, loss_sum, 1.0 / static_cast<double>(classes), nullptr, 0.0);
+    } else {
+      ops::cross_entropy(logits, batch.labels, 0.0, loss_sum, 1.0, nullptr, 0.0);
+    }
+    ops::count_correct(logits, batch.labels, correct);
+    const std::vector<float> host_logits = logits.to_vector<float>();
+    const std::vector<std::int32_t> labels = batch.labels.to_vector<std::int32_t>();
+    for (std::size_t r = 0; r < labels.size(); ++r) {
+      const float* row = &host_logits[r * static_cast<std::size_t>(classes)];
+      // First maximum wins, as ops::count_correct decides.
+      std::int64_t best = 0;
+      for (std::int64_t c = 1; c < classes; ++c) {
+        if (row[c] > row[best]) best = c;
+      }
+      out.confusion.add(labels[r], best);
+    }
+  }
+  model.train(was_training);
+  out.result.samples = loader.samples();
+  out.result.correct = static_cast<std::int64_t>(correct.item());
+  out.result.loss = loss_sum.item() / static_cast<double>(out.result.samples);
+  out.result.accuracy = static_cast<double>(out.result.correct) / static_cast<double>(out.result.samples);
+  return out;
+}
+
+Evaluation evaluate_dataset(LoadedModel& model, const Dataset& data) {
+  check_matches_model(data, model);
+  const LoaderOptions options{eval_batch_size(model, data.size()), false, false, 0};
+  BatchLoader loader(data, model.normalization, options, model.device, DType::kF32);
+  return evaluate_with_confusion(*model.model, loader, model.config.loss.type, model.num_classes());
+}
+
+Dataset load_split(const LoadedModel& model, std::string_view split) {
+  SN_CHECK(split == "test" || split == "train", "split \"{}\" is not known; accepted: test, train", split);
+  const DataConfig& config = model.config.data;
+  const DatasetFiles files = dataset_files(config);
+  const bool test = split == "test";
+  const std::int64_t limit = test ? config.test_limit : config.train_limit;
+  SN_CHECK(limit >= 0, "data.{}_limit = {} is negative (0 keeps every sample)", split, limit);
+  Dataset data = load_idx_dataset(test ? files.test_images : files.train_images,
+                                  test ? files.test_labels : files.train_labels, model.num_classes(), limit);
+  data.name = fmt::format("{}/{}", config.dataset, split);
+  check_matches_model(data, model);
+  return data;
+}
+
+Dataset load_idx_for_model(const LoadedModel& model, const std::filesystem::path& images,
+                           const std::filesystem::path& labels) {
+  Dataset data = load_idx_dataset(images, labels, model.num_classes());
+  data.name = images.string();
+  check_matches_model(data, model);
+  return data;
+}
+
+std::vector<std::string> class_names(std::string_view dataset, std::int64_t classes) {
+  // Fashion-MNIST's label order, from its README.
+  static const std::vector<std::string> kFashionMnist = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                         "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  if (dataset == "fashion-mnist" && classes == static_cast<std::int64_t>(kFashionMnist.size())) return kFashionMnist;
+  return {};
+}
+
+std::vector<Prediction> predict(LoadedModel& model, const Tensor& images, std::int64_t top_k) {
+  SN_CHECK(top_k >= 1, "top-k must be at least 1, got {}", top_k);
+  SN_CHECK(images.dtype() == DType::kU8 && images.dim() == 2, "predict takes uint8 images [N, D], got {} {}",
+           dtype_name(images.dtype()), shape_str(images.shape()));
+  SN_CHECK(images.size(1) == model.spec.inputs, "predict: images of {} values, the model takes {} inputs",
+           images.size(1), model.spec.inputs);
+  const std::int64_t n = images.size(0);
+  if (n == 0) return {};
+  const std::int64_t classes = model.num_classes();
+  const auto k = static_cast<std::size_t>(std::min(top_k, classes));
+
+  // Through the same loader as evaluation, so the inputs are normalised on the device exactly as in training.
+  const Dataset data{"predict inputs", images, Tensor::zeros({n}, DType::kI32), model.sample_shape, classes};
+  BatchLoader loader(data, model.normalization, {eval_batch_size(model, n), false, false, 0}, model.device,
+                     DType::kF32);
+  model.model->eval();
+  std::vector<Prediction> out;
+  out.reserve(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> order(static_cast<std::size_t>(classes));
+  for (std::int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+    const Batch batch = loader.batch(b);
+    const std::vector<float> logits = model.model->forward(batch.inputs).to_vector<float>();
+    for (std::int64_t r = 0; r < batch.inputs.size(0); ++r) {
+      const float* row = &logits[static_cast<std::size_t>(r * classes)];
+      SN_CHECK(std::all_of(row, row + classes, [](float v) { return std::isfinite(v); }),
+               "the model's output for input {} is not finite (are the weights?)", out.size());
+      // Ranked by logit (equal logits: lower class first, as the argmax); the probabilities follow the same order.
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [row](std::int64_t a, std::int64_t c) { return row[a] > row[c]; });
+      Prediction prediction;
+      prediction.label = order[0];
+      const double max_logit = row[order[0]];
+      prediction.probabilities.resize(static_cast<std::size_t>(classes));
+      double sum = 0.0;
+      for (std::size_t c = 0; c < prediction.probabilities.size(); ++c) {
+        prediction.probabilities[c] = std::exp(static_cast<double>(row[c]) - max_logit);
+        sum += prediction.probabilities[c];
+      }
+      for (double& p : prediction.probabilities) p /= sum;
+      for (std::size_t i = 0; i < k; ++i) {
+        prediction.top.push_back({order[i], prediction.probabilities[static_cast<std::size_t>(order[i])]});
+      }
+      out.push_back(std::move(prediction));
+    }
+  }
+  return out;
+}
+
+}  // namespace sprintnet::train

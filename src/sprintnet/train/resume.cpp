@@ -1,0 +1,72 @@
+#include "sprintnet/train/resume.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sprintnet/core/error.h"
+#include "sprintnet/io/config_schema.h"
+
+namespace sprintnet::train {
+namespace {
+
+// They say how long the run goes on, where it computes and what it shows, not what the epochs
+// up to the checkpoint computed. output.dir and output.name are ignored: a resumed run stays in
+// RUN_DIR. (Bit-exact continuation needs the same device and thread count as before.)
+constexpr std::string_view kResumableKeys[] = {
+    "train.epochs",       "train.eval_every",         "train.eval_batch_size", "train.log_every",
+    "device.name",        "device.allocator",         "device.threads",        "output.dir",
+    "output.name",        "output.progress",          "checkpoint.every_epochs", "checkpoint.keep_last",
+};
+
+bool is_resumable(std::string_view key) {
+  return std::find(std::begin(kResumableKeys), std::end(kResumableKeys), key) != std::end(kResumableKeys);
+}
+
+// "optim.lr (0.05 in the checkpoint, 0.1 now)" for each key that differs but may not.
+std::vector<std::string> forbidden_changes(const Config& checkpoint, const Config& resumed) {
+  std::vector<std::string> out;
+  for (const ConfigKey& key : config_schema()) {
+    const ConfigValue before = key.get(checkpoint), after = key.get(resumed);
+    if (before != after && !is_resumable(key.name)) {
+      out.push_back(fmt::format("{} ({} in the checkpoint, {} now)", key.name, format_toml_value(before),
+                                format_toml_value(after)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const std::string_view> resumable_config_keys() { return kResumableKeys; }
+
+ResumePlan plan_resume(const std::filesystem::path& run_dir, const std::filesystem::path& config_path,
+                       const std::vector<std::string>& overrides) {
+  ResumePlan plan;
+  plan.run_dir = run_dir;
+  plan.checkpoint = read_checkpoint(latest_checkpoint(run_dir));
+  const std::filesystem::path& dir = plan.checkpoint.dir;
+  if (config_path.empty()) {
+    plan.config = load_config(dir / kCheckpointConfigFileName, overrides);
+  } else {
+    plan.config = load_config(config_path, overrides);
+  }
+
+  const std::vector<std::string> changes = forbidden_changes(plan.checkpoint.config, plan.config);
+  SN_CHECK(changes.empty(),
+           "cannot resume from {}: {} changes {}; these keys shape what the run computes, so only {} may change "
+           "when resuming",
+           dir.string(), config_path.empty() ? std::string("--set") : config_path.string(), fmt::join(changes, ", "),
+           fmt::join(kResumableKeys, ", "));
+
+  const std::int64_t done = plan.checkpoint.epoch;
+  SN_CHECK(plan.config.train.epochs != done,
+           "run {} has already trained its {} epochs (checkpoint {}); to train longer, resume with "
+           "--set train.epochs=N with N > {}",
+           run_dir.string(), done, dir.filename().string(), done);
+  SN_CHECK(plan.config.train.epochs > done, "train.epochs = {} is fewer than the {} epochs run {} has trained",
+           plan.config.train.epochs, done, run_dir.string());
+  return plan;
+}
+
+}  // namespace sprintnet::train

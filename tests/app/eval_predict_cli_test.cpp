@@ -1,0 +1,221 @@
+// `sprintnet eval` and `sprintnet predict` run as a user runs them: exit
+// codes, what they print, the CSV and JSON they write, and that the numbers
+// are the library's. One 784-32-10 model is trained on a 2000-sample slice of
+// MNIST for the whole suite; the inputs are test images written as PNG, PGM
+// and IDX files.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stb/stb_image_write.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sprintnet/data/idx.h"
+#include "sprintnet/train/inference.h"
+#include "sprintnet/train/trainer.h"
+#include "support/test_util.h"
+
+namespace sprintnet::train {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr std::int64_t kTestSamples = 500;
+constexpr std::int64_t kIdxImages = 5;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs the sprintnet binary with `arguments` (already quoted where needed).
+CliResult run_cli(const std::string& arguments, const fs::path& dir) {
+  const fs::path out = dir / "stdout.txt";
+  const fs::path err = dir / "stderr.txt";
+  const std::string command =
+      fmt::format("'{}' {} > '{}' 2> '{}'", SPRINTNET_CLI_PATH, arguments, out.string(), err.string());
+  const int status = std::system(command.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
+}
+
+class EvalPredictCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(test::temp_dir("eval-predict-cli"));
+    const std::uint64_t seed = test::test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    Trainer trainer(config_from_overrides({
+        fmt::format("seed={}", seed),
+        fmt::format("data.dir=\"{}\"", test::data_dir().string()),
+        "data.train_limit=2000",
+        fmt::format("data.test_limit={}", kTestSamples),
+        "model.hidden=[32]",
+        "train.epochs=1",
+        "device.name=\"cpu\"",
+        "device.threads=1",
+        fmt::format("output.dir=\"{}\"", dir_->string()),
+        "output.name=\"run\"",
+        "output.progress=\"none\"",
+    }));
+    run_ = new fs::path(trainer.fit().run_dir);
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete run_;
+    delete dir_;
+  }
+
+  // The first `count` test images and labels, as the library loads them.
+  static Dataset test_images(std::int64_t count) {
+    LoadOptions options;
+    options.device = "cpu";
+    options.overrides = {fmt::format("data.test_limit={}", count)};
+    return load_split(load_model(*run_, options), "test");
+  }
+
+  static fs::path* dir_;
+  static fs::path* run_;
+};
+
+fs::path* EvalPredictCli::dir_ = nullptr;
+fs::path* EvalPredictCli::run_ = nullptr;
+
+TEST_F(EvalPredictCli, EvalPrintsTheMatrixAndWritesItAsCsv) {
+  const fs::path csv = *dir_ / "confusion.csv";
+  const CliResult result =
+      run_cli(fmt::format("eval '{}' --device cpu --csv '{}'", run_->string(), csv.string()), *dir_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr(fmt::format("mnist/test: {} samples", kTestSamples)));
+  EXPECT_THAT(result.out, HasSubstr("per-class accuracy"));
+  EXPECT_THAT(result.out, HasSubstr("confusion matrix"));
+
+  // The CSV holds exactly the library's confusion matrix.
+  LoadOptions options;
+  options.device = "cpu";
+  LoadedModel model = load_model(*run_, options);
+  const Evaluation evaluation = evaluate_dataset(model, load_split(model, "test"));
+  EXPECT_THAT(result.out, HasSubstr(fmt::format("accuracy {:.2f} % ({} / {})", 100.0 * evaluation.result.accuracy,
+                                                evaluation.result.correct, kTestSamples)));
+  std::ifstream in(csv);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, "true/predicted,0,1,2,3,4,5,6,7,8,9");
+  for (std::int64_t t = 0; t < 10; ++t) {
+    ASSERT_TRUE(std::getline(in, line)) << "row " << t;
+    std::string expected = std::to_string(t);
+    for (std::int64_t p = 0; p < 10; ++p) expected += fmt::format(",{}", evaluation.confusion.at(t, p));
+    EXPECT_EQ(line, expected);
+  }
+  EXPECT_FALSE(std::getline(in, line)) << "extra line: " << line;
+}
+
+TEST_F(EvalPredictCli, EvalTakesExplicitIdxFiles) {
+  const Dataset data = test_images(100);
+  write_idx(*dir_ / "images.idx", IdxType::kU8, {100, 28, 28}, data.images.to_vector<std::uint8_t>());
+  std::vector<std::uint8_t> labels;
+  for (const std::int32_t label : data.labels.span<std::int32_t>()) labels.push_back(static_cast<std::uint8_t>(label));
+  write_idx(*dir_ / "labels.idx", IdxType::kU8, {100}, labels);
+  const CliResult result = run_cli(fmt::format("eval '{}' --device cpu --data '{}' '{}'", run_->string(),
+                                               (*dir_ / "images.idx").string(), (*dir_ / "labels.idx").string()),
+                                   *dir_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("images.idx: 100 samples"));
+}
+
+TEST_F(EvalPredictCli, EvalErrorsExitNonZero) {
+  CliResult result = run_cli(fmt::format("eval '{}'", (*dir_ / "missing").string()), *dir_);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("no such file"));
+  result = run_cli(fmt::format("eval '{}' --split validation", run_->string()), *dir_);
+  EXPECT_NE(result.exit_code, 0);  // a usage error: CLI11's own exit code
+  result = run_cli(fmt::format("eval '{}' --csv '{}'", run_->string(), (*dir_ / "no-dir" / "x.csv").string()), *dir_);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("x.csv"));
+}
+
+TEST_F(EvalPredictCli, PredictJsonCoversPngPgmAndIdxInputs) {
+  const Dataset data = test_images(kIdxImages);
+  const std::vector<std::uint8_t> pixels = data.images.to_vector<std::uint8_t>();
+  const fs::path png = *dir_ / "digit.png";
+  ASSERT_EQ(stbi_write_png(png.c_str(), 28, 28, 1, pixels.data(), 28), 1);
+  const fs::path pgm = *dir_ / "digit.pgm";
+  {
+    std::ofstream out(pgm, std::ios::binary);
+    out << "P5\n28 28\n255\n";
+    out.write(reinterpret_cast<const char*>(pixels.data() + 28 * 28), 28 * 28);
+  }
+  const fs::path idx = *dir_ / "five.idx";
+  write_idx(idx, IdxType::kU8, {kIdxImages, 28, 28}, pixels);
+
+  const CliResult result = run_cli(fmt::format("predict '{}' '{}' '{}' '{}' --json --device cpu", run_->string(),
+                                               png.string(), pgm.string(), idx.string()),
+                                   *dir_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  const auto& predictions = json.at("predictions");
+  ASSERT_EQ(predictions.size(), 2u + kIdxImages);
+  EXPECT_EQ(predictions[0].at("input"), png.string());
+  EXPECT_FALSE(predictions[0].contains("index"));
+  EXPECT_EQ(predictions[2].at("input"), idx.string());
+  EXPECT_EQ(predictions[2].at("index"), 0);
+
+  // The library's predictions for the same pixels: PNG and PGM carry them unchanged.
+  LoadOptions options;
+  options.device = "cpu";
+  LoadedModel model = load_model(*run_, options);
+  const std::vector<Prediction> expected = predict(model, data.images, 3);
+  EXPECT_EQ(predictions[0].at("class"), expected[0].label);
+  EXPECT_EQ(predictions[1].at("class"), expected[1].label);
+  for (std::int64_t i = 0; i < kIdxImages; ++i) {
+    const auto& entry = predictions[static_cast<std::size_t>(2 + i)];
+    EXPECT_EQ(entry.at("class"), expected[static_cast<std::size_t>(i)].label) << "image " << i;
+    const auto& top = entry.at("top_k");
+    ASSERT_EQ(top.size(), 3u);
+    EXPECT_EQ(top[0].at("class"), entry.at("class"));
+    double sum = 0.0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      // Another process with another batch size (7 images, here 5): BLAS may round differently.
+      EXPECT_NEAR(top[k].at("probability").get<double>(), expected[static_cast<std::size_t>(i)].top[k].probability,
+                  1e-6);
+      if (k > 0) {
+        EXPECT_LE(top[k].at("probability").get<double>(), top[k - 1].at("probability").get<double>());
+      }
+      sum += top[k].at("probability").get<double>();
+    }
+    EXPECT_LE(sum, 1.0 + 1e-9);  // three of ten probabilities; 1e-9 for rounding
+  }
+}
+
+TEST_F(EvalPredictCli, PredictPrintsATableAndRejectsBadInputs) {
+  const fs::path pgm = *dir_ / "flat.pgm";
+  std::ofstream(pgm) << "P2 2 2 1\n0 1\n1 0\n";  // resized from 2x2 to 28x28
+  CliResult result = run_cli(fmt::format("predict '{}' '{}' -k 2 --device cpu", run_->string(), pgm.string()), *dir_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("top-2"));
+  EXPECT_THAT(result.out, HasSubstr("flat.pgm"));
+
+  const fs::path corrupt = *dir_ / "corrupt.png";
+  std::ofstream(corrupt, std::ios::binary) << "\x89PNG\r\n\x1a\nnot really a png";
+  result = run_cli(fmt::format("predict '{}' '{}' '{}'", run_->string(), pgm.string(), corrupt.string()), *dir_);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr(corrupt.string()));
+  result = run_cli(fmt::format("predict '{}' '{}'", run_->string(), (*dir_ / "absent.png").string()), *dir_);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("absent.png"));
+  result = run_cli(fmt::format("predict '{}' '{}' --top-k 0", run_->string(), pgm.string()), *dir_);
+  EXPECT_NE(result.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace sprintnet::train

@@ -1,0 +1,464 @@
+// Checkpoints and resume: a run interrupted and resumed writes exactly what the
+// uninterrupted run writes; checkpoints are pruned and scheduled as configured;
+// damaged, foreign or half-written checkpoints are rejected or ignored with
+// messages naming the file; and the `sprintnet train --resume` command line.
+// Runs on a 2000-sample slice of MNIST with a 784-32-10 MLP, one CPU thread
+// (bit-exact resume needs the same thread count; one thread is also the
+// fastest on a shared two-core machine).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sprintnet/io/metrics_writer.h"
+#include "sprintnet/io/safetensors.h"
+#include "sprintnet/optim/optimizer.h"
+#include "sprintnet/train/checkpoint.h"
+#include "sprintnet/train/resume.h"
+#include "sprintnet/train/trainer.h"
+#include "support/test_util.h"
+
+namespace sprintnet::train {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+// Thrown from an epoch callback: the run stops there as if it had been killed.
+struct SimulatedKill {};
+
+constexpr std::int64_t kEpochs = 5;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> read_lines(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// TOML integers are signed, so the random seed is kept below 2^63.
+std::uint64_t run_seed() {
+  return test::test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+}
+
+std::vector<std::string> tiny_overrides(const fs::path& out_dir, const std::string& name) {
+  return {
+      fmt::format("seed={}", run_seed()),
+      fmt::format("data.dir=\"{}\"", test::data_dir().string()),
+      "data.train_limit=2000",
+      "data.test_limit=500",
+      "model.hidden=[32]",
+      fmt::format("train.epochs={}", kEpochs),
+      "device.name=\"cpu\"",
+      "device.threads=1",
+      fmt::format("output.dir=\"{}\"", out_dir.string()),
+      fmt::format("output.name=\"{}\"", name),
+      "output.progress=\"none\"",
+  };
+}
+
+Config tiny_config(const fs::path& out_dir, const std::string& name, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> overrides = tiny_overrides(out_dir, name);
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  return config_from_overrides(overrides);
+}
+
+// Trains `config` and stops after epoch `kill_after`, as a killed run would. Returns the run directory.
+fs::path train_until_killed(const Config& config, std::int64_t kill_after) {
+  Trainer trainer(config);
+  trainer.on_epoch_end([kill_after](const EpochRecord& record) {
+    if (record.epoch == kill_after) throw SimulatedKill{};
+  });
+  EXPECT_THROW(trainer.fit(), SimulatedKill);
+  return fs::path(config.output.dir) / config.output.name;
+}
+
+TrainSummary resume(const fs::path& run_dir, const std::vector<std::string>& overrides = {}) {
+  Trainer trainer(plan_resume(run_dir, {}, overrides));
+  return trainer.fit();
+}
+
+// A metrics row without the fields that measure time: those are the only ones a resumed run may change.
+nlohmann::json without_timings(const std::string& line) {
+  nlohmann::json row = nlohmann::json::parse(line);
+  row.erase("epoch_time_s");
+  row.erase("samples_per_s");
+  return row;
+}
+
+std::vector<std::string> csv_without_timings(const std::vector<std::string>& lines) {
+  std::vector<std::string> out;
+  for (const std::string& line : lines) {
+    std::vector<std::string> fields;
+    std::stringstream row(line);
+    for (std::string field; std::getline(row, field, ',');) fields.push_back(field);
+    EXPECT_EQ(fields.size(), 8u) << line;
+    if (fields.size() == 8u) fields.erase(fields.begin() + 5, fields.begin() + 7);  // epoch_time_s, samples_per_s
+    out.push_back(fmt::format("{}", fmt::join(fields, ",")));
+  }
+  return out;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+void expect_same_tensors(const TensorList& a, const TensorList& b, std::string_view what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  ASSERT_FALSE(a.empty()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first) << what;
+    EXPECT_TRUE(same_bytes(a[i].second, b[i].second)) << what << ": tensor " << a[i].first << " differs";
+    EXPECT_FALSE(test::all_zero(a[i].second)) << what << ": tensor " << a[i].first << " is all zero";
+  }
+}
+
+struct ResumeCase {
+  const char* name;
+  std::vector<std::string> overrides;
+  std::int64_t kill_after;   // the run dies after this epoch's metrics row (and checkpoint, when one is due)
+  bool partial_metrics_row;  // and mid-way through writing the next metrics row
+};
+
+void PrintTo(const ResumeCase& c, std::ostream* os) { *os << c.name; }
+
+class ResumeIsBitExact : public ::testing::TestWithParam<ResumeCase> {};
+
+TEST_P(ResumeIsBitExact, MetricsWeightsAndOptimizerStateMatchTheUninterruptedRun) {
+  const ResumeCase& c = GetParam();
+  const fs::path out = test::temp_dir(fmt::format("resume-{}", c.name));
+  const TrainSummary full = Trainer(tiny_config(out, "full", c.overrides)).fit();
+
+  const fs::path run = train_until_killed(tiny_config(out, "cut", c.overrides), c.kill_after);
+  ASSERT_EQ(read_lines(run / "metrics.jsonl").size(), static_cast<std::size_t>(c.kill_after));
+  if (c.partial_metrics_row) std::ofstream(run / "metrics.jsonl", std::ios::app) << "{\"step\":4";
+  const fs::path resumed_from = latest_checkpoint(run);
+  EXPECT_EQ(resumed_from.filename(), "epoch-0002") << "every case resumes after epoch 2 of 5";
+  const TrainSummary resumed = resume(run);
+  ASSERT_EQ(resumed.epochs.size(), static_cast<std::size_t>(kEpochs - 2));
+  EXPECT_EQ(resumed.run_dir, run);
+  EXPECT_EQ(resumed.final_test.loss, full.final_test.loss);
+  EXPECT_EQ(resumed.final_test.accuracy, full.final_test.accuracy);
+
+  // Every row, the resumed epochs included, as the uninterrupted run wrote it (timings aside).
+  const auto full_rows = read_lines(full.run_dir / "metrics.jsonl");
+  const auto resumed_rows = read_lines(run / "metrics.jsonl");
+  ASSERT_EQ(full_rows.size(), static_cast<std::size_t>(kEpochs));
+  ASSERT_EQ(resumed_rows.size(), full_rows.size());
+  for (std::size_t i = 0; i < full_rows.size(); ++i) {
+    EXPECT_EQ(without_timings(resumed_rows[i]), without_timings(full_rows[i])) << "metrics row " << i;
+  }
+  EXPECT_EQ(csv_without_timings(read_lines(run / "metrics.csv")),
+            csv_without_timings(read_lines(full.run_dir / "metrics.csv")));
+  // The run learned something, so identical rows are not identical by being trivial.
+  EXPECT_LT(nlohmann::json::parse(full_rows.back())["train_loss"].get<double>(),
+            0.5 * nlohmann::json::parse(full_rows.front())["train_loss"].get<double>());
+
+  EXPECT_EQ(read_file(run / "model.safetensors"), read_file(full.run_dir / "model.safetensors"));
+  const Checkpoint a = read_checkpoint(latest_checkpoint(full.run_dir));
+  const Checkpoint b = read_checkpoint(latest_checkpoint(run));
+  EXPECT_EQ(a.epoch, kEpochs);
+  EXPECT_EQ(b.epoch, kEpochs);
+  EXPECT_EQ(a.step, b.step);
+  expect_same_tensors(a.weights, b.weights, "final weights");
+  expect_same_tensors(a.optimizer_state, b.optimizer_state, "final optimizer state");
+  EXPECT_EQ(a.optimizer_counters, b.optimizer_counters);
+  // The checkpoint it resumed from is older: training went on from it.
+  EXPECT_FALSE(same_bytes(read_checkpoint(resumed_from.parent_path() / "epoch-0004").weights[0].second,
+                          b.weights[0].second));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Checkpoint, ResumeIsBitExact,
+    ::testing::Values(
+        // Momentum buffers and their "started" flags carry over.
+        ResumeCase{"sgd_momentum", {"optim.type=\"sgd\"", "optim.momentum=0.9", "optim.nesterov=true"}, 2, false},
+        // Adam's moments and per-parameter step counts carry over, and the cosine schedule and its
+        // warm-up depend on the step. Checkpoints every 2 epochs and a kill after epoch 3 leave a
+        // metrics row (and half of another) past the checkpoint, which the resume must drop.
+        ResumeCase{"adamw_cosine",
+                   {"optim.type=\"adamw\"", "optim.lr=0.003", "optim.weight_decay=0.01", "schedule.type=\"cosine\"",
+                    "schedule.warmup_steps=10", "schedule.min_lr=0.0001", "checkpoint.every_epochs=2",
+                    "checkpoint.keep_last=0"},
+                   3, true}),
+    [](const ::testing::TestParamInfo<ResumeCase>& param_info) { return std::string(param_info.param.name); });
+
+std::vector<std::string> names_of(const std::vector<fs::path>& dirs) {
+  std::vector<std::string> names;
+  for (const fs::path& dir : dirs) names.push_back(dir.filename().string());
+  return names;
+}
+
+TEST(Checkpoint, KeepLastAndEveryEpochsDecideWhichCheckpointsExist) {
+  const fs::path out = test::temp_dir("checkpoint-schedule");
+  using Names = std::vector<std::string>;
+  const auto checkpoints_of = [&](const std::string& name, std::vector<std::string> overrides) {
+    const TrainSummary summary = Trainer(tiny_config(out, name, overrides)).fit();
+    EXPECT_EQ(latest_checkpoint(summary.run_dir).filename(), "epoch-0005") << name;
+    return names_of(list_checkpoints(summary.run_dir));
+  };
+  EXPECT_EQ(checkpoints_of("keep2", {"checkpoint.keep_last=2"}), (Names{"epoch-0004", "epoch-0005"}));
+  EXPECT_EQ(checkpoints_of("keep-all", {"checkpoint.keep_last=0"}),
+            (Names{"epoch-0001", "epoch-0002", "epoch-0003", "epoch-0004", "epoch-0005"}));
+  // Every 2 epochs, and always after the last.
+  EXPECT_EQ(checkpoints_of("every2", {"checkpoint.every_epochs=2", "checkpoint.keep_last=0"}),
+            (Names{"epoch-0002", "epoch-0004", "epoch-0005"}));
+  EXPECT_EQ(checkpoints_of("end-only", {"checkpoint.every_epochs=0"}), (Names{"epoch-0005"}));
+}
+
+TEST(Checkpoint, WeightsFileHoldsOnlyTheModelSoPyTorchLoadsItStrictly) {
+  const fs::path out = test::temp_dir("checkpoint-files");
+  const fs::path run = Trainer(tiny_config(out, "run", {"train.epochs=1"})).fit().run_dir;
+  const fs::path dir = latest_checkpoint(run);
+  const SafetensorsFile weights = load_safetensors(dir / kCheckpointModelFileName);
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : weights.tensors) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"}));
+  EXPECT_EQ(weights.metadata.at("format"), "pt");
+  EXPECT_EQ(load_safetensors(run / "model.safetensors").metadata, weights.metadata) << "the final weights alike";
+  const SafetensorsFile state = load_safetensors(dir / kCheckpointStateFileName);
+  EXPECT_EQ(state.metadata.at("format"), kCheckpointStateFormat);
+  EXPECT_EQ(state.metadata.at("epoch"), "1");
+  EXPECT_EQ(state.metadata.at("step"), "15");  // 2000 samples / 128 per batch, the last partial batch dropped
+  EXPECT_EQ(state.metadata.at("optimizer"), "sgd");
+  EXPECT_EQ(state.metadata.at("optimizer.0.momentum_started"), "1");
+  EXPECT_EQ(state.metadata.at("config"), read_file(dir / kCheckpointConfigFileName));
+  EXPECT_EQ(state.tensors.size(), 4u);  // one momentum buffer per parameter
+}
+
+TEST(Checkpoint, DamagedStateFileIsRejectedNamingIt) {
+  const fs::path out = test::temp_dir("checkpoint-damaged");
+  const fs::path run = train_until_killed(tiny_config(out, "run"), 2);
+  const fs::path state = latest_checkpoint(run) / kCheckpointStateFileName;
+  const std::string bytes = read_file(state);
+
+  std::ofstream(state, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  EXPECT_THAT([&] { plan_resume(run, {}, {}); }, ThrowsMessage<Error>(HasSubstr(state.string())));
+  std::ofstream(state, std::ios::binary | std::ios::trunc) << bytes.substr(0, 5);
+  EXPECT_THAT([&] { plan_resume(run, {}, {}); }, ThrowsMessage<Error>(HasSubstr(state.string())));
+  fs::remove(state);
+  EXPECT_THAT([&] { plan_resume(run, {}, {}); },
+              ThrowsMessage<Error>(HasSubstr(fmt::format("{} is missing", kCheckpointStateFileName))));
+  // The original bytes resume: the rejections were about the damage.
+  std::ofstream(state, std::ios::binary | std::ios::trunc) << bytes;
+  EXPECT_EQ(resume(run).epochs.size(), static_cast<std::size_t>(kEpochs - 2));
+}
+
+TEST(Checkpoint, LeftoversOfAKilledWriteAreIgnoredAndCleanedUp) {
+  const fs::path out = test::temp_dir("checkpoint-leftover");
+  const fs::path run = train_until_killed(tiny_config(out, "run", {"checkpoint.keep_last=0"}), 2);
+  const fs::path checkpoints = run / kCheckpointsDirName;
+  // Killed while writing epoch 3: a half-written temporary directory.
+  const fs::path temporary = checkpoints / ".epoch-0003.tmp.12345";
+  fs::create_directories(temporary);
+  std::ofstream(temporary / kCheckpointStateFileName) << "half a file";
+  const fs::path latest_temporary = checkpoints / ".latest.tmp.12345.0";
+  std::ofstream(latest_temporary) << "epoch-00";
+  // Killed after renaming epoch 4's directory but before pointing `latest` at it (from an earlier life).
+  fs::copy(checkpoints / "epoch-0002", checkpoints / "epoch-0004", fs::copy_options::recursive);
+  EXPECT_EQ(latest_checkpoint(run).filename(), "epoch-0002");
+
+  const TrainSummary resumed = resume(run);
+  EXPECT_EQ(resumed.epochs.front().epoch, 3);
+  EXPECT_FALSE(fs::exists(temporary));
+  EXPECT_FALSE(fs::exists(latest_temporary));
+  EXPECT_EQ(names_of(list_checkpoints(run)),
+            (std::vector<std::string>{"epoch-0001", "epoch-0002", "epoch-0003", "epoch-0004", "epoch-0005"}));
+  // epoch-0004 was rewritten by the resumed run, not kept from the copy of epoch 2.
+  EXPECT_EQ(read_checkpoint(checkpoints / "epoch-0004").epoch, 4);
+}
+
+TEST(Checkpoint, ResumingFailsCleanlyWithoutACheckpointToResume) {
+  const fs::path out = test::temp_dir("checkpoint-none");
+  EXPECT_THAT([&] { plan_resume(out / "no-such-run", {}, {}); },
+              ThrowsMessage<Error>(HasSubstr((out / "no-such-run").string() + " does not exist")));
+  fs::create_directories(out / "empty-run");
+  EXPECT_THAT([&] { plan_resume(out / "empty-run", {}, {}); }, ThrowsMessage<Error>(HasSubstr("no checkpoint")));
+
+  const fs::path run = train_until_killed(tiny_config(out, "run", {"train.epochs=2"}), 2);
+  EXPECT_THAT([&] { plan_resume(run, {}, {}); },
+              ThrowsMessage<Error>(HasSubstr("--set train.epochs=N with N > 2")));
+  EXPECT_THAT([&] { plan_resume(run, {}, {"train.epochs=1"}); }, ThrowsMessage<Error>(HasSubstr("fewer than")));
+}
+
+TEST(Checkpoint, ConfigsThatChangeWhatTheRunComputesAreRefusedNamingTheKey) {
+  const fs::path out = test::temp_dir("checkpoint-config");
+  const fs::path run = train_until_killed(tiny_config(out, "run"), 2);
+  EXPECT_THAT([&] { plan_resume(run, {}, {"optim.lr=0.1"}); },
+              ThrowsMessage<Error>(HasSubstr("optim.lr (0.05 in the checkpoint, 0.1 now)")));
+  // A config file whose model differs from the checkpoint's.
+  std::string toml = read_file(run / "config.toml");
+  const auto hidden = toml.find("hidden = [32]");
+  ASSERT_NE(hidden, std::string::npos);
+  toml.replace(hidden, std::string("hidden = [32]").size(), "hidden = [16]");
+  const fs::path config_file = out / "other-model.toml";
+  std::ofstream(config_file) << toml;
+  EXPECT_THAT([&] { plan_resume(run, config_file, {}); },
+              ThrowsMessage<Error>(HasSubstr("model.hidden ([32] in the checkpoint, [16] now)")));
+  // The config.toml of the checkpoint itself edited: it no longer matches the state it came with.
+  const fs::path checkpoint_config = latest_checkpoint(run) / kCheckpointConfigFileName;
+  std::ofstream(checkpoint_config) << toml;
+  EXPECT_THAT([&] { plan_resume(run, {}, {}); }, ThrowsMessage<Error>(HasSubstr(checkpoint_config.string())));
+}
+
+TEST(Checkpoint, WeightsOrStateOfAnotherModelOrOptimizerAreRejectedNamingTheFile) {
+  const fs::path out = test::temp_dir("checkpoint-foreign");
+  const fs::path run = train_until_killed(tiny_config(out, "run"), 2);
+  const ResumePlan plan = plan_resume(run, {}, {});
+  const fs::path dir = plan.checkpoint.dir;
+
+  ResumePlan other_weights = plan;
+  Generator gen(test::test_seed());
+  other_weights.checkpoint.weights[0].second = test::random_uniform({16, 784}, DType::kF32, gen);
+  EXPECT_THAT([&] { Trainer trainer(other_weights); },
+              ThrowsMessage<Error>(AllOf(HasSubstr((dir / kCheckpointModelFileName).string()), HasSubstr("0.weight"),
+                                         HasSubstr("[16, 784]"))));
+
+  // The state of an AdamW over the same model, offered to the run's SGD.
+  nn::MlpSpec spec;
+  spec.inputs = 784;
+  spec.hidden = {32};
+  spec.outputs = 10;
+  auto model = nn::make_mlp(spec, gen, Device::cpu(), DType::kF32);
+  optim::AdamW adamw(model->parameters(), optim::AdamOptions{});
+  ResumePlan other_optimizer = plan;
+  other_optimizer.checkpoint.optimizer_state = adamw.state();
+  other_optimizer.checkpoint.optimizer_counters = adamw.counters();
+  other_optimizer.checkpoint.optimizer_counters["steps"] = plan.checkpoint.step;
+  const std::string state_file = (dir / kCheckpointStateFileName).string();
+  EXPECT_THAT([&] { Trainer trainer(other_optimizer); },
+              ThrowsMessage<Error>(AllOf(HasSubstr(state_file), HasSubstr("momentum_buffer"))));
+  other_optimizer.checkpoint.optimizer_type = "adamw";
+  EXPECT_THAT([&] { Trainer trainer(other_optimizer); },
+              ThrowsMessage<Error>(AllOf(HasSubstr(state_file), HasSubstr("'adamw'"))));
+  EXPECT_NO_THROW(Trainer trainer(plan));
+}
+
+TEST(Checkpoint, OptimizerStateLoadChecksNamesShapesAndCountersBeforeChangingAnything) {
+  Generator gen(test::test_seed());
+  nn::MlpSpec spec;
+  spec.inputs = 6;
+  spec.hidden = {4};
+  spec.outputs = 3;
+  auto model = nn::make_mlp(spec, gen, Device::cpu(), DType::kF32);
+  optim::SGD sgd(model->parameters(), optim::SgdOptions{0.1, 0.9, 0.0, 0.0, false});
+  optim::NamedTensors saved;
+  for (const auto& [name, tensor] : sgd.state()) {
+    saved.emplace_back(name, test::random_uniform(tensor.shape(), tensor.dtype(), gen));
+  }
+  optim::Counters counters = sgd.counters();
+  counters["steps"] = 7;
+  for (auto& [name, value] : counters) {
+    if (name.ends_with("momentum_started")) value = 1;
+  }
+
+  optim::Counters bad_flag = counters;
+  bad_flag["1.momentum_started"] = 2;
+  EXPECT_THAT([&] { sgd.load_state(saved, bad_flag, "test.safetensors"); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("test.safetensors"), HasSubstr("1.momentum_started"))));
+  optim::NamedTensors wrong_shape = saved;
+  wrong_shape[2].second = test::random_uniform({5}, DType::kF32, gen);
+  EXPECT_THAT([&] { sgd.load_state(wrong_shape, counters, "test.safetensors"); },
+              ThrowsMessage<Error>(HasSubstr(wrong_shape[2].first)));
+  EXPECT_EQ(sgd.steps_taken(), 0) << "a rejected state must leave the optimizer as it was";
+  EXPECT_TRUE(test::all_zero(sgd.state()[0].second));
+
+  sgd.load_state(saved, counters, "test.safetensors");
+  EXPECT_EQ(sgd.steps_taken(), 7);
+  EXPECT_EQ(sgd.counters(), counters);
+  expect_same_tensors(sgd.state(), saved, "loaded SGD state");
+}
+
+TEST(Checkpoint, ResumedMetricsKeepEarlierRowsByteForByte) {
+  const fs::path dir = test::temp_dir("metrics-resume");
+  Generator gen(test::test_seed());
+  {
+    MetricsWriter writer(dir, true);
+    for (std::int64_t epoch = 1; epoch <= 4; ++epoch) {
+      MetricsRow row;
+      row.epoch = epoch;
+      row.step = 10 * epoch;
+      row.train_loss = gen.uniform(0.0, 3.0);
+      writer.write(row);
+    }
+  }
+  std::ofstream(dir / "metrics.jsonl", std::ios::app) << "{\"step\":5";  // cut off mid-row
+  const auto jsonl = read_lines(dir / "metrics.jsonl");
+  const auto csv = read_lines(dir / "metrics.csv");
+  {
+    MetricsWriter writer = MetricsWriter::resume(dir, true, 2);
+    MetricsRow row;
+    row.epoch = 3;
+    row.step = 30;
+    writer.write(row);
+  }
+  const auto jsonl_after = read_lines(dir / "metrics.jsonl");
+  const auto csv_after = read_lines(dir / "metrics.csv");
+  ASSERT_EQ(jsonl_after.size(), 3u);
+  EXPECT_EQ(jsonl_after[0], jsonl[0]);
+  EXPECT_EQ(jsonl_after[1], jsonl[1]);
+  EXPECT_EQ(nlohmann::json::parse(jsonl_after[2])["epoch"], 3);
+  ASSERT_EQ(csv_after.size(), 4u);  // header and three rows
+  EXPECT_EQ(std::vector<std::string>(csv_after.begin(), csv_after.begin() + 3),
+            std::vector<std::string>(csv.begin(), csv.begin() + 3));
+
+  std::ofstream(dir / "metrics.csv", std::ios::trunc) << "epoch,loss\n1,2\n";
+  EXPECT_THAT([&] { MetricsWriter::resume(dir, true, 2); },
+              ThrowsMessage<Error>(AllOf(HasSubstr((dir / "metrics.csv").string()), HasSubstr("header"))));
+}
+
+// Runs the sprintnet binary with `arguments`, its output going to `log`; returns its exit code.
+int run_cli(const std::string& arguments, const fs::path& log) {
+  const std::string command = fmt::format("'{}' {} > '{}' 2>&1", SPRINTNET_CLI_PATH, arguments, log.string());
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(Checkpoint, CommandLineTrainsThenResumes) {
+  const fs::path out = test::temp_dir("checkpoint-cli");
+  // The same settings as a TOML file of top-level dotted keys, trained for 2 epochs.
+  const fs::path config = out / "tiny.toml";
+  {
+    std::ofstream file(config);
+    for (const std::string& setting : tiny_overrides(out, "cli")) {
+      if (!setting.starts_with("train.epochs")) file << setting << "\n";
+    }
+    file << "train.epochs = 2\n";
+  }
+  const fs::path log = out / "log.txt";
+  const fs::path run = out / "cli";
+  ASSERT_EQ(run_cli(fmt::format("train '{}' -q", config.string()), log), 0) << read_file(log);
+  EXPECT_EQ(read_lines(run / "metrics.jsonl").size(), 2u);
+
+  ASSERT_EQ(run_cli(fmt::format("train --resume '{}' --set train.epochs=3 -q", run.string()), log), 0)
+      << read_file(log);
+  EXPECT_EQ(read_lines(run / "metrics.jsonl").size(), 3u);
+  EXPECT_EQ(latest_checkpoint(run).filename(), "epoch-0003");
+
+  EXPECT_EQ(run_cli(fmt::format("train --resume '{}'", run.string()), log), 1);
+  EXPECT_THAT(read_file(log), HasSubstr("already trained its 3 epochs"));
+  EXPECT_EQ(run_cli(fmt::format("train --resume '{}'", (out / "missing").string()), log), 1);
+  EXPECT_THAT(read_file(log), HasSubstr("does not exist"));
+  EXPECT_EQ(run_cli(fmt::format("train --resume '{}' --set optim.lr=1", run.string()), log), 1);
+  EXPECT_THAT(read_file(log), HasSubstr("optim.lr"));
+}
+
+}  // namespace
+}  // namespace sprintnet::train
