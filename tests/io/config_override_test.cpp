@@ -71,3 +71,25 @@ TEST(ConfigOverrides, OverrideErrorsAlsoNameTheFile) {
 
 }  // namespace
 }  // namespace sprintnet
+
+namespace sprintnet {
+namespace {
+
+// Found by the config fuzzer: a bare-word value in Latin-1 was accepted, then config.toml
+// (UTF-8 by definition) could not be read back by resume, eval or predict.
+TEST(ConfigOverrideUtf8, InvalidUtf8ValuesAreRejectedNamingTheKey) {
+  for (const std::string& bad : {std::string("output.name=\xff"), std::string("output.name=a\xc3"),
+                                std::string("output.name=\xed\xa0\x80")}) {
+    try {
+      config_from_overrides({bad});
+      FAIL() << "accepted invalid UTF-8";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("output.name"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("UTF-8"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(config_from_overrides({"output.name=caf\xc3\xa9"}).output.name, "caf\xc3\xa9");
+}
+
+}  // namespace
+}  // namespace sprintnet

@@ -24,7 +24,6 @@ inline constexpr std::size_t kIdxDimBytes = 4;
 // arrives: a corrupt header promising terabytes fails with "truncated"
 // instead of an allocation failure.
 inline constexpr std::size_t kReadChunkBytes = std::size_t{4} << 20;
-inline constexpr std::size_t kReserveLimitBytes = std::size_t{256} << 20;
 inline constexpr unsigned kZlibBufferBytes = 256u << 10;
 inline constexpr const char* kRefetchHint = "re-run scripts/get-data (or replace the file)";
 
@@ -228,7 +227,8 @@ IdxArray read_idx(const std::filesystem::path& path) {
   }
 
   const std::uint64_t expected = payload_bytes(array.dims, array.type, what);
-  array.bytes.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected, kReserveLimitBytes)));
+  // Reserve one slice only: a 19-byte file claiming 4 GB must not cost more than what arrives.
+  array.bytes.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected, kReadChunkBytes)));
   while (array.bytes.size() < expected) {
     const std::size_t old_size = array.bytes.size();
     const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(expected - old_size, kReadChunkBytes));

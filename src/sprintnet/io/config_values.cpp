@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -62,8 +64,46 @@ std::optional<std::string> check_number(const ConfigKey& key, double value, std:
   return std::nullopt;
 }
 
+namespace {
+
+// TOML files are UTF-8: a value that is not could be written to config.toml
+// but never read back (resume, eval and predict read that file).
+bool is_valid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    std::size_t extra = 0;
+    std::uint32_t code = 0;
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    } else if ((lead & 0xE0) == 0xC0) {
+      extra = 1, code = lead & 0x1Fu;
+    } else if ((lead & 0xF0) == 0xE0) {
+      extra = 2, code = lead & 0x0Fu;
+    } else if ((lead & 0xF8) == 0xF0) {
+      extra = 3, code = lead & 0x07u;
+    } else {
+      return false;
+    }
+    if (text.size() - i <= extra) return false;  // the sequence runs past the end
+    for (std::size_t k = 1; k <= extra; ++k) {
+      const auto cont = static_cast<unsigned char>(text[i + k]);
+      if ((cont & 0xC0) != 0x80) return false;
+      code = (code << 6) | (cont & 0x3Fu);
+    }
+    constexpr std::uint32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
+    if (code < kMinForLength[extra] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<std::string> check_string(const ConfigKey& key, const std::string& value) {
   const Constraint& constraint = key.constraint;
+  if (!is_valid_utf8(value)) return std::string("is not valid UTF-8 text");
   if (constraint.non_empty && value.empty()) return std::string("must not be empty");
   if (constraint.choices.empty()) return std::nullopt;
   if (std::any_of(constraint.choices.begin(), constraint.choices.end(),

@@ -1,5 +1,6 @@
 #include "sprintnet/io/safetensors.h"
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -93,6 +94,7 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view origi
       }
       continue;
     }
+    SN_CHECK(!name.empty(), "{}: a tensor has an empty name", origin);
     SN_CHECK(entry.is_object() && entry.contains("dtype") && entry.contains("shape") && entry.contains("data_offsets") &&
                  entry["dtype"].is_string() && entry["shape"].is_array() && entry["data_offsets"].is_array() &&
                  entry["data_offsets"].size() == 2,
@@ -104,7 +106,9 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view origi
       SN_CHECK(extent.is_number_unsigned(), "{}: tensor '{}' has a shape entry that is not a non-negative integer",
                origin, name);
       const auto e = extent.get<std::uint64_t>();
-      SN_CHECK(!__builtin_mul_overflow(numel, e, &numel), "{}: tensor '{}' shape overflows", origin, name);
+      SN_CHECK(e <= static_cast<std::uint64_t>(INT64_MAX) && !__builtin_mul_overflow(numel, e, &numel) &&
+                   numel <= static_cast<std::uint64_t>(INT64_MAX),
+               "{}: tensor '{}' shape overflows", origin, name);
       shape.push_back(static_cast<std::int64_t>(e));
     }
     const auto& offsets = entry["data_offsets"];
@@ -113,8 +117,10 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view origi
     const auto begin = offsets[0].get<std::uint64_t>(), end = offsets[1].get<std::uint64_t>();
     SN_CHECK(begin <= end && end <= data.size(), "{}: tensor '{}' data [{}, {}) lies outside the {} data bytes", origin,
              name, begin, end, data.size());
-    SN_CHECK(end - begin == numel * dtype_size(dtype), "{}: tensor '{}' is {} {} but spans {} bytes", origin, name,
-             dtype_name(dtype), shape_str(shape), end - begin);
+    std::uint64_t span_bytes = 0;
+    SN_CHECK(!__builtin_mul_overflow(numel, dtype_size(dtype), &span_bytes) && end - begin == span_bytes,
+             "{}: tensor '{}' is {} {} but spans {} bytes", origin, name, dtype_name(dtype), shape_str(shape),
+             end - begin);
     ranges.emplace_back(begin, end);
     Tensor tensor = Tensor::empty(shape, dtype);
     if (end > begin) std::memcpy(tensor.raw_data(), data.data() + begin, end - begin);
