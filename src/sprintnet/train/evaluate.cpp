@@ -4,7 +4,7 @@
 
 namespace sprintnet::train {
 
-EvalResult evaluate(nn::Module& model, BatchLoader& loader, std::string_view loss_type) {
+EvalResult evaluate(nn::Module& model, BatchLoader& loader, std::string_view loss_type, const BatchHook& on_batch) {
   const bool was_training = model.is_training();
   model.eval();
   loader.start_epoch(0);
@@ -21,6 +21,7 @@ EvalResult evaluate(nn::Module& model, BatchLoader& loader, std::string_view los
       ops::cross_entropy(logits, batch.labels, 0.0, loss_sum, 1.0, nullptr, 0.0);
     }
     ops::count_correct(logits, batch.labels, correct);
+    if (on_batch) on_batch(logits, batch.labels);
   }
   model.train(was_training);
   EvalResult result;

@@ -2,6 +2,7 @@
 // Loss and accuracy of a model over a whole dataset, in eval mode. The sums
 // accumulate on the device and are read once at the end.
 #include <cstdint>
+#include <functional>
 
 #include "sprintnet/nn/loss.h"
 #include "sprintnet/nn/module.h"
@@ -16,7 +17,11 @@ struct EvalResult {
   std::int64_t correct = 0;
 };
 
+// Sees each batch's logits and labels (on the device) after the loss and count are taken.
+using BatchHook = std::function<void(const Tensor& logits, const Tensor& labels)>;
+
 // loss_type: "cross_entropy" or "mse" (label smoothing is a training device, not used here).
-EvalResult evaluate(nn::Module& model, BatchLoader& loader, std::string_view loss_type);
+EvalResult evaluate(nn::Module& model, BatchLoader& loader, std::string_view loss_type,
+                    const BatchHook& on_batch = {});
 
 }  // namespace sprintnet::train

@@ -259,42 +259,22 @@ double ConfusionMatrix::class_accuracy(std::int64_t truth) const {
 
 Evaluation evaluate_with_confusion(nn::Module& model, BatchLoader& loader, std::string_view loss_type,
                                    std::int64_t classes) {
-  const bool was_training = model.is_training();
-  model.eval();
-  loader.start_epoch(0);
-  const Device device = loader.device();
-  // As in train::evaluate: per-batch sums added into fp32 on the device.
-  const Tensor loss_sum = Tensor::zeros({1}, DType::kF32, device);
-  const Tensor correct = Tensor::zeros({1}, DType::kI32, device);
   Evaluation out{{}, ConfusionMatrix(classes)};
-  for (std::int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
-    const Batch batch = loader.batch(b);
-    const Tensor logits = model.forward(batch.inputs);
+  out.result = evaluate(model, loader, loss_type, [&](const Tensor& logits, const Tensor& labels) {
     SN_CHECK(logits.dim() == 2 && logits.size(1) == classes, "the model gives logits of shape {}, expected [N, {}]",
              shape_str(logits.shape()), classes);
-    if (loss_type == "mse") {
-      ops::mse_one_hot(logits, batch.labels, loss_sum, 1.0 / static_cast<double>(classes), nullptr, 0.0);
-    } else {
-      ops::cross_entropy(logits, batch.labels, 0.0, loss_sum, 1.0, nullptr, 0.0);
-    }
-    ops::count_correct(logits, batch.labels, correct);
     const std::vector<float> host_logits = logits.to_vector<float>();
-    const std::vector<std::int32_t> labels = batch.labels.to_vector<std::int32_t>();
-    for (std::size_t r = 0; r < labels.size(); ++r) {
+    const std::vector<std::int32_t> host_labels = labels.to_vector<std::int32_t>();
+    for (std::size_t r = 0; r < host_labels.size(); ++r) {
       const float* row = &host_logits[r * static_cast<std::size_t>(classes)];
       // First maximum wins, as ops::count_correct decides.
       std::int64_t best = 0;
       for (std::int64_t c = 1; c < classes; ++c) {
         if (row[c] > row[best]) best = c;
       }
-      out.confusion.add(labels[r], best);
+      out.confusion.add(host_labels[r], best);
     }
-  }
-  model.train(was_training);
-  out.result.samples = loader.samples();
-  out.result.correct = static_cast<std::int64_t>(correct.item());
-  out.result.loss = loss_sum.item() / static_cast<double>(out.result.samples);
-  out.result.accuracy = static_cast<double>(out.result.correct) / static_cast<double>(out.result.samples);
+  });
   return out;
 }
 
