@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint_options.h"
 #include "commands.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/train/inference.h"
@@ -62,22 +63,15 @@ std::string confusion_csv(const train::ConfusionMatrix& confusion) {
 }  // namespace
 
 void add_eval_command(CLI::App& app) {
-  struct Options {
-    std::string checkpoint;
+  struct Options : CheckpointOptions {
     std::vector<std::string> data;
     std::string split = "test";
-    std::string config_path;
-    std::vector<std::string> overrides;
     std::string csv_path;
-    std::string device = "auto";
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd =
       app.add_subcommand("eval", "Evaluate a trained model: loss, accuracy, per-class accuracy, confusion matrix");
-  cmd->add_option("checkpoint", options->checkpoint,
-                  "Run directory of `sprintnet train`, a checkpoint directory, or a .safetensors file")
-      ->type_name("CHECKPOINT")
-      ->required();
+  add_checkpoint_options(*cmd, *options, "Where to evaluate: auto, cpu, cuda, cuda:N");
   CLI::Option* data_option = cmd->add_option("--data", options->data, "IDX image and label files to evaluate on")
                                  ->expected(2)
                                  ->type_name("PATH");
@@ -86,20 +80,9 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"test", "train"}))
       ->excludes(data_option)
       ->capture_default_str();
-  cmd->add_option("--config", options->config_path,
-                  "The config the model was trained with (default: config.toml beside the weights)")
-      ->type_name("FILE");
-  cmd->add_option("--set", options->overrides, "Override a config key, e.g. --set data.dir=/data (repeatable)")
-      ->type_name("KEY=VALUE")
-      ->allow_extra_args(false);
   cmd->add_option("--csv", options->csv_path, "Also write the confusion matrix as CSV to FILE")->type_name("FILE");
-  cmd->add_option("--device", options->device, "Where to evaluate: auto, cpu, cuda, cuda:N")->capture_default_str();
   cmd->callback([options] {
-    train::LoadOptions load;
-    if (!options->config_path.empty()) load.config = options->config_path;
-    load.overrides = options->overrides;
-    load.device = options->device;
-    train::LoadedModel model = train::load_model(options->checkpoint, load);
+    train::LoadedModel model = load_checkpoint(*options);
     const Dataset data = options->data.empty() ? train::load_split(model, options->split)
                                                : train::load_idx_for_model(model, options->data[0], options->data[1]);
     const train::Evaluation evaluation = train::evaluate_dataset(model, data);

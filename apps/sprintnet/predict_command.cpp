@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint_options.h"
 #include "commands.h"
 #include "sprintnet/data/idx.h"
 #include "sprintnet/data/image.h"
@@ -123,15 +124,11 @@ void print_json(const train::LoadedModel& model, const std::vector<Input>& input
 }  // namespace
 
 void add_predict_command(CLI::App& app) {
-  struct Options {
-    std::string checkpoint;
+  struct Options : CheckpointOptions {
     std::vector<std::string> inputs;
     std::int64_t top_k = 3;
     bool json = false;
     bool invert = false;
-    std::string config_path;
-    std::vector<std::string> overrides;
-    std::string device = "auto";
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("predict", "Classify images (PNG, PGM, or IDX files) with a trained model");
@@ -142,10 +139,7 @@ void add_predict_command(CLI::App& app) {
                   "black: use --invert for dark drawings on light paper. An aspect ratio more than {}x\n"
                   "off the model's is refused rather than squashed.",
                   kMaxAspectDistortion));
-  cmd->add_option("checkpoint", options->checkpoint,
-                  "Run directory of `sprintnet train`, a checkpoint directory, or a .safetensors file")
-      ->type_name("CHECKPOINT")
-      ->required();
+  add_checkpoint_options(*cmd, *options, "Where to run: auto, cpu, cuda, cuda:N");
   cmd->add_option("inputs", options->inputs, "PNG or PGM (P2/P5) images, or IDX image files (every image in them)")
       ->type_name("INPUT")
       ->required();
@@ -154,19 +148,8 @@ void add_predict_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "Print one JSON document instead of a table");
   cmd->add_flag("--invert", options->invert, "The images are dark ink on light paper (MNIST is light on dark)");
-  cmd->add_option("--config", options->config_path,
-                  "The config the model was trained with (default: config.toml beside the weights)")
-      ->type_name("FILE");
-  cmd->add_option("--set", options->overrides, "Override a config key, e.g. --set data.dir=/data (repeatable)")
-      ->type_name("KEY=VALUE")
-      ->allow_extra_args(false);
-  cmd->add_option("--device", options->device, "Where to run: auto, cpu, cuda, cuda:N")->capture_default_str();
   cmd->callback([options] {
-    train::LoadOptions load;
-    if (!options->config_path.empty()) load.config = options->config_path;
-    load.overrides = options->overrides;
-    load.device = options->device;
-    train::LoadedModel model = train::load_model(options->checkpoint, load);
+    train::LoadedModel model = load_checkpoint(*options);
     SN_CHECK(model.sample_shape.size() == 2, "the model takes inputs of shape {}, not 2-D images",
              shape_str(model.sample_shape));
     const ImageOptions image_options{model.sample_shape[0], model.sample_shape[1], options->invert};
