@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "sprintnet/core/error.h"
+#include "support/error_message.h"
 #include "sprintnet/core/random.h"
 #include "sprintnet/data/idx.h"
 #include "support/test_util.h"
@@ -57,18 +58,6 @@ inline std::vector<std::uint8_t> random_bytes(std::size_t n, Generator& gen, uns
   std::vector<std::uint8_t> out(n);
   for (auto& b : out) b = static_cast<std::uint8_t>(low + gen.below(high - low));
   return out;
-}
-
-// The message of the sprintnet::Error that `f` throws; a test failure (and "") when it throws none.
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a sprintnet::Error, none was thrown";
-  return "";
 }
 
 // A fresh temporary folder, removed with the object.

@@ -16,6 +16,7 @@
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/random.h"
 #include "sprintnet/data/idx.h"
+#include "support/error_message.h"
 #include "support/test_util.h"
 
 namespace sprintnet {
@@ -41,15 +42,6 @@ Bytes random_bytes(std::size_t n, Generator& gen, std::uint32_t below = 256) {
 
 bool any_nonzero(const Bytes& bytes) {
   return std::any_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b != 0; });
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // An 8-bit PNG through the encoder libstb ships; channels 1 to 4.
@@ -236,7 +228,7 @@ TEST_F(ImageTest, OtherSizesAreResizedAndVeryDifferentShapesRejected) {
   write_png(dir_ / "near.png", 30, 28, 1, random_bytes(30 * 28, gen_));
   EXPECT_EQ(load_image_for_model(dir_ / "near.png", {28, 28, false}).size(), 28u * 28u);
   write_png(dir_ / "wide.png", 56, 28, 1, random_bytes(56 * 28, gen_));
-  const std::string message = error_of([&] { load_image_for_model(dir_ / "wide.png", {28, 28, false}); });
+  const std::string message = test::error_message([&] { load_image_for_model(dir_ / "wide.png", {28, 28, false}); });
   EXPECT_THAT(message, HasSubstr("wide.png"));
   EXPECT_THAT(message, HasSubstr("56x28"));
   EXPECT_THAT(message, HasSubstr("aspect"));
@@ -265,7 +257,7 @@ TEST_F(ImageTest, CorruptFilesAreErrorsNamingTheFile) {
   const ImageOptions options{28, 28, false};
   auto expect_error = [&](const std::string& name, const Bytes& contents, const std::string& expected) {
     write_bytes(dir_ / name, contents);
-    const std::string message = error_of([&] { load_image_for_model(dir_ / name, options); });
+    const std::string message = test::error_message([&] { load_image_for_model(dir_ / name, options); });
     EXPECT_THAT(message, HasSubstr(name)) << name;
     EXPECT_THAT(message, HasSubstr(expected)) << name;
   };
@@ -284,9 +276,9 @@ TEST_F(ImageTest, CorruptFilesAreErrorsNamingTheFile) {
   expect_error("photo.jpg", Bytes{0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10}, "JPEG");
   expect_error("empty.png", Bytes{}, "not a PNG or PGM");
   write_idx(dir_ / "images.idx", IdxType::kU8, {1, 2, 2}, Bytes{1, 2, 3, 4});
-  EXPECT_THAT(error_of([&] { load_image_for_model(dir_ / "images.idx", options); }), HasSubstr("IDX"));
-  EXPECT_THAT(error_of([&] { load_image_for_model(dir_ / "missing.png", options); }), HasSubstr("no such file"));
-  EXPECT_THAT(error_of([&] { load_image_for_model(dir_, options); }), HasSubstr("directory"));
+  EXPECT_THAT(test::error_message([&] { load_image_for_model(dir_ / "images.idx", options); }), HasSubstr("IDX"));
+  EXPECT_THAT(test::error_message([&] { load_image_for_model(dir_ / "missing.png", options); }), HasSubstr("no such file"));
+  EXPECT_THAT(test::error_message([&] { load_image_for_model(dir_, options); }), HasSubstr("directory"));
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <memory>
 
-#include "nn/error_message.h"
+#include "support/error_message.h"
 #include "sprintnet/nn/init.h"
 #include "sprintnet/nn/linear.h"
 #include "support/test_util.h"

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "nn/error_message.h"
+#include "support/error_message.h"
 #include "sprintnet/nn/activation.h"
 #include "sprintnet/nn/linear.h"
 #include "sprintnet/nn/sequential.h"

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "nn/error_message.h"
+#include "support/error_message.h"
 #include "nn/gradient_check.h"
 #include "sprintnet/nn/loss.h"
 #include "support/test_util.h"

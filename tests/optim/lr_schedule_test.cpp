@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "nn/error_message.h"
+#include "support/error_message.h"
 #include "sprintnet/optim/lr_schedule.h"
 
 namespace sprintnet {

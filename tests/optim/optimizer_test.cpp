@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "nn/error_message.h"
+#include "support/error_message.h"
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/optim/make_optimizer.h"
 #include "support/test_util.h"

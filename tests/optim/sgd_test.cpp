@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "nn/error_message.h"
+#include "support/error_message.h"
 #include "optim/three_step_driver.h"
 #include "support/test_util.h"
 

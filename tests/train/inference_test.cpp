@@ -15,6 +15,7 @@
 
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/train/trainer.h"
+#include "support/error_message.h"
 #include "support/test_util.h"
 
 namespace sprintnet::train {
@@ -25,15 +26,6 @@ using ::testing::HasSubstr;
 
 // 1500 test samples with the default eval batch of 1000: one full and one partial batch.
 constexpr std::int64_t kTestSamples = 1500;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 LoadOptions on_cpu(std::vector<std::string> overrides = {}) {
   LoadOptions options;
@@ -160,7 +152,7 @@ TEST_F(InferenceTest, MetadataMakesACheckpointIndependentOfTheTrainingData) {
   EXPECT_EQ(loaded.normalization.shift, reference.normalization.shift);
   EXPECT_EQ(loaded.sample_shape, reference.sample_shape);
   // Without the metadata the training images are needed, and the error says why.
-  const std::string message = error_of([&] { load_model(run(), on_cpu(no_data)); });
+  const std::string message = test::error_message([&] { load_model(run(), on_cpu(no_data)); });
   EXPECT_THAT(message, HasSubstr("normalization"));
   EXPECT_THAT(message, HasSubstr("/nonexistent/sprintnet-data"));
 }
@@ -210,12 +202,12 @@ TEST_F(InferenceTest, PredictionsAreSoftmaxOfTheLogits) {
 }
 
 TEST_F(InferenceTest, AnotherArchitectureIsRejectedNamingTheTensor) {
-  EXPECT_THAT(error_of([&] { load_model(run(), on_cpu({"model.hidden=[64]"})); }),
+  EXPECT_THAT(test::error_message([&] { load_model(run(), on_cpu({"model.hidden=[64]"})); }),
               ::testing::AllOf(HasSubstr("0.weight"), HasSubstr("[32, 784]"), HasSubstr("[64, 784]")));
   // A different number of layers is named with the tensors the file has.
   for (const char* hidden : {"model.hidden=[32, 32]", "model.hidden=[]"}) {
     EXPECT_THAT(
-        error_of([&] { load_model(run(), on_cpu({hidden})); }),
+        test::error_message([&] { load_model(run(), on_cpu({hidden})); }),
         ::testing::AllOf(HasSubstr("2 linear layer(s)"), HasSubstr("2.weight [10, 32]"), HasSubstr("model.hidden")))
         << hidden;
   }
@@ -225,7 +217,7 @@ TEST_F(InferenceTest, MissingFilesAreNamed) {
   const fs::path lonely = *out_dir_ / "lonely";
   fs::create_directories(lonely);
   fs::copy_file(run() / "model.safetensors", lonely / "weights.safetensors");
-  const std::string no_config = error_of([&] { load_model(lonely / "weights.safetensors", on_cpu()); });
+  const std::string no_config = test::error_message([&] { load_model(lonely / "weights.safetensors", on_cpu()); });
   EXPECT_THAT(no_config, HasSubstr("config.toml"));
   EXPECT_THAT(no_config, HasSubstr("--config"));
   // ... which --config supplies.
@@ -233,12 +225,12 @@ TEST_F(InferenceTest, MissingFilesAreNamed) {
   with_config.config = run() / "config.toml";
   EXPECT_EQ(load_model(lonely / "weights.safetensors", with_config).num_classes(), 10);
 
-  EXPECT_THAT(error_of([&] { load_model(*out_dir_ / "missing", on_cpu()); }),
+  EXPECT_THAT(test::error_message([&] { load_model(*out_dir_ / "missing", on_cpu()); }),
               ::testing::AllOf(HasSubstr("missing"), HasSubstr("no such file")));
-  EXPECT_THAT(error_of([&] { load_model(lonely, on_cpu()); }),
+  EXPECT_THAT(test::error_message([&] { load_model(lonely, on_cpu()); }),
               ::testing::AllOf(HasSubstr("lonely"), HasSubstr("model.safetensors")));
   with_config.config = lonely / "nope.toml";
-  EXPECT_THAT(error_of([&] { load_model(run(), with_config); }), HasSubstr("nope.toml"));
+  EXPECT_THAT(test::error_message([&] { load_model(run(), with_config); }), HasSubstr("nope.toml"));
 }
 
 TEST(ConfusionMatrix, CountsCellsAndClassAccuracy) {
