@@ -18,6 +18,7 @@
 #include "sprintnet/train/inference.h"
 #include "sprintnet/train/trainer.h"
 #include "support/test_util.h"
+#include "support/tiny_run.h"
 
 namespace sprintnet::train {
 namespace {
@@ -54,20 +55,7 @@ class EvalPredictCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new fs::path(test::temp_dir("eval-predict-cli"));
-    const std::uint64_t seed = test::test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-    Trainer trainer(config_from_overrides({
-        fmt::format("seed={}", seed),
-        fmt::format("data.dir=\"{}\"", test::data_dir().string()),
-        "data.train_limit=2000",
-        fmt::format("data.test_limit={}", kTestSamples),
-        "model.hidden=[32]",
-        "train.epochs=1",
-        "device.name=\"cpu\"",
-        "device.threads=1",
-        fmt::format("output.dir=\"{}\"", dir_->string()),
-        "output.name=\"run\"",
-        "output.progress=\"none\"",
-    }));
+    Trainer trainer(test::tiny_run_config(*dir_, kTestSamples));
     run_ = new fs::path(trainer.fit().run_dir);
   }
   static void TearDownTestSuite() {

@@ -17,6 +17,7 @@
 #include "sprintnet/train/trainer.h"
 #include "support/error_message.h"
 #include "support/test_util.h"
+#include "support/tiny_run.h"
 
 namespace sprintnet::train {
 namespace {
@@ -52,21 +53,7 @@ class InferenceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     out_dir_ = new fs::path(test::temp_dir("inference"));
-    // TOML integers are signed: keep the random seed below 2^63.
-    const std::uint64_t seed = test::test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-    Trainer trainer(config_from_overrides({
-        fmt::format("seed={}", seed),
-        fmt::format("data.dir=\"{}\"", test::data_dir().string()),
-        "data.train_limit=2000",
-        fmt::format("data.test_limit={}", kTestSamples),
-        "model.hidden=[32]",
-        "train.epochs=1",
-        "device.name=\"cpu\"",
-        "device.threads=1",
-        fmt::format("output.dir=\"{}\"", out_dir_->string()),
-        "output.name=\"run\"",
-        "output.progress=\"none\"",
-    }));
+    Trainer trainer(test::tiny_run_config(*out_dir_, kTestSamples));
     summary_ = new TrainSummary(trainer.fit());
   }
   static void TearDownTestSuite() {
