@@ -44,4 +44,10 @@ SN_HOST_DEVICE inline float uint_to_unit_float(std::uint32_t bits) {
   return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);
 }
 
+// Sort key of sample i in epoch `epoch`: an epoch's order is the samples sorted by (key, i).
+// Here, not in random.h, because the GPU computes the same keys (ops/cuda/permutation.cu).
+SN_HOST_DEVICE inline std::uint32_t permutation_key(std::uint64_t seed, std::uint64_t epoch, std::uint64_t i) {
+  return philox4x32_10(seed ^ 0x5851F42D4C957F2DULL, i, epoch).v[0];
+}
+
 }  // namespace sprintnet

@@ -38,9 +38,6 @@ class Generator {
 // The epoch's sample order: argsort of per-sample Philox keys drawn from
 // (seed, epoch). Counter-based, so a GPU can produce the same permutation.
 std::vector<std::int32_t> epoch_permutation(std::uint64_t seed, std::uint64_t epoch, std::int64_t n);
-// The key epoch_permutation() sorts sample i by (ties broken by index).
-inline std::uint32_t permutation_key(std::uint64_t seed, std::uint64_t epoch, std::uint64_t i) {
-  return philox4x32_10(seed ^ 0x5851F42D4C957F2DULL, i, epoch).v[0];
-}
+// Samples are sorted by permutation_key() (core/philox.h), ties broken by index.
 
 }  // namespace sprintnet

@@ -41,7 +41,8 @@ struct TrainConfig {
 
 struct DeviceConfig {
   std::string name = "auto";        // auto, cpu, cuda, cuda:N
-  std::string precision = "auto";   // auto (best supported: fp32 today), fp32, tf32, bf16, fp16
+  std::string precision = "auto";   // auto (bf16 for the compiled GPU step, else fp32), fp32, tf32, bf16, fp16
+  std::string engine = "auto";      // GPU training step: compiled (CUDA graph), eager, auto (compiled when supported)
   std::string allocator = "auto";   // CUDA memory: caching (ours), async (cudaMallocAsync pool), auto (ALLOCATOR_TYPE)
   std::int64_t threads = 0;         // CPU threads (0 = all cores)
 };

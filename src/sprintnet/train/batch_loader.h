@@ -30,9 +30,15 @@ class BatchLoader {
 
   std::int64_t batches_per_epoch() const;
   std::int64_t samples() const { return samples_; }
+  std::int64_t features() const { return features_; }
   // Samples one epoch visits (fewer than samples() when drop_last drops a partial batch).
   std::int64_t samples_per_epoch() const { return std::min(samples_, batches_per_epoch() * options_.batch_size); }
   Device device() const { return device_; }
+  const LoaderOptions& options() const { return options_; }
+  const Normalization& normalization() const { return norm_; }
+  // The whole data set on the device: uint8 [N, D] images, int32 [N] labels.
+  const Tensor& images() const { return images_; }
+  const Tensor& labels() const { return labels_; }
   // Fixes the order of epoch `epoch` (0-based); batches then come from batch().
   void start_epoch(std::int64_t epoch);
   // Batch `index` of the current epoch, 0 <= index < batches_per_epoch().

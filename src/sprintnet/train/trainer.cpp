@@ -40,12 +40,27 @@ Device resolve_device(const DeviceConfig& config) {
   return device;
 }
 
-DType resolve_precision(const DeviceConfig& config, Device device) {
-  if (config.precision == "auto" || config.precision == "fp32") return DType::kF32;
+bool resolve_compiled(const Config& config, Device device, std::int64_t train_samples) {
+  const std::string& engine = config.device.engine;
+  if (device.is_cpu()) {
+    SN_CHECK(engine != "compiled", "device.engine = \"compiled\" needs a GPU; the CPU runs the eager step (use \"auto\")");
+    return false;
+  }
+  if (engine == "eager") return false;
+  const std::optional<std::string> why_not = train_plan_unsupported(config, train_samples);
+  SN_CHECK(engine != "compiled" || !why_not, "device.engine = \"compiled\" cannot compile this run: {}; use \"auto\" or \"eager\"",
+           why_not.value_or(""));
+  return !why_not;
+}
+
+std::string resolve_precision(const DeviceConfig& config, Device device, bool compiled) {
+  if (config.precision == "auto") return compiled ? "bf16" : "fp32";
+  if (config.precision == "fp32") return "fp32";
   SN_CHECK(!device.is_cpu(), "device.precision = \"{}\" needs a GPU; the CPU backend computes in fp32 (use \"auto\")",
            config.precision);
-  SN_FAIL("device.precision = \"{}\" is not available yet on {}: use \"fp32\" or \"auto\"", config.precision,
-          device.str());
+  SN_CHECK(compiled, "device.precision = \"{}\" needs the compiled step, and this run is eager (device.engine = \"{}\"): "
+           "use \"fp32\" or \"auto\"", config.precision, config.engine);
+  return config.precision;
 }
 
 Trainer::Trainer(Config config) : Trainer(std::move(config), nullptr) {}
@@ -57,10 +72,12 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   if (device_.is_cuda() && config_.device.allocator != "auto") {
     set_cuda_allocator_kind(parse_cuda_allocator_kind(config_.device.allocator));
   }
-  const DType dtype = resolve_precision(config_.device, device_);
   set_cpu_threads(static_cast<int>(config_.device.threads));
 
   data_ = load_train_test(config_.data);
+  const bool compiled = resolve_compiled(config_, device_, data_.train.size());
+  precision_ = resolve_precision(config_.device, device_, compiled);
+  const DType dtype = DType::kF32;  // the eager model: fp32 (the compiled step's master weights)
   norm_ = make_normalization(data_.train, config_.data.normalize);
 
   spec_.inputs = data_.train.images.size(1);
@@ -88,6 +105,22 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
     restore(plan->checkpoint);
     resume_run_dir_ = plan->run_dir;
   }
+  if (compiled) compile_plan();
+}
+
+void Trainer::compile_plan() {
+  TrainPlanSpec spec;
+  spec.mlp = spec_;
+  spec.optim = config_.optim;
+  spec.label_smoothing = config_.loss.label_smoothing;
+  spec.precision = precision_;
+  spec.train = train_loader_.get();
+  spec.eval_batch_size = std::min(config_.train.eval_batch_size, data_.test.size());
+  const std::int64_t total = steps_per_epoch() * config_.train.epochs;
+  spec.lr_per_step.reserve(static_cast<std::size_t>(total));
+  for (std::int64_t s = 0; s < total; ++s) spec.lr_per_step.push_back(schedule_->lr_at(s));
+  plan_ = make_cuda_train_plan(spec, device_);
+  plan_->load(*model_, *optimizer_);
 }
 
 void Trainer::restore(const Checkpoint& checkpoint) {
@@ -134,11 +167,13 @@ std::string Trainer::describe() const {
     resuming = fmt::format("\nresuming {} after epoch {} of {} (step {})", resume_run_dir_.string(), start_epoch_,
                            config_.train.epochs, step_);
   }
-  return fmt::format("{} train / {} test samples of {} ({} classes), {}\n{}\n{}, {}, batch {}, {} epochs, lr schedule {}",
+  const std::string engine = plan_ ? plan_->describe() : fmt::format("eager step, {}", precision_);
+  return fmt::format("{} train / {} test samples of {} ({} classes), {}\n{}\n{}, {}, batch {}, {} epochs, lr schedule {}"
+                     "\n{}",
                      data_.train.size(), data_.test.size(), config_.data.dataset, data_.train.num_classes,
                      device_.is_cpu() ? fmt::format("cpu ({} threads)", cpu_threads()) : device_.str(),
                      model_->describe(), optimizer_->describe(), loss_->describe(), config_.train.batch_size,
-                     config_.train.epochs, schedule_->describe()) +
+                     config_.train.epochs, schedule_->describe(), engine) +
          resuming;
 }
 
@@ -177,6 +212,41 @@ EpochRecord Trainer::train_epoch(std::int64_t epoch, ProgressBar& progress) {
   return record;
 }
 
+EpochRecord Trainer::train_epoch_compiled(std::int64_t epoch, ProgressBar& progress) {
+  const std::int64_t steps = steps_per_epoch();
+  const bool show_progress = resolve_progress_mode(config_.output.progress, stderr_is_terminal()) != ProgressMode::kNone;
+  const auto start = Clock::now();
+  // Nothing in this loop waits for the device: steps are graph launches, progress reads are
+  // asynchronous copies shown when they have arrived (tests/train/host_sync_gpu_test.cpp counts).
+  plan_->start_epoch(epoch - 1);
+  for (std::int64_t b = 0; b < steps; ++b) {
+    plan_->step();
+    if (show_progress && (b + 1) % config_.train.log_every == 0) {
+      if (const auto seen = plan_->progress(b + 1)) {
+        const double elapsed = seconds_since(start);
+        progress.update(epoch, seen->steps, seen->loss_sum / static_cast<double>(seen->steps),
+                        static_cast<double>(seen->steps * config_.train.batch_size) / std::max(elapsed, 1e-9));
+      }
+    }
+  }
+  const EpochTotals totals = plan_->finish_epoch();
+  step_ += steps;
+  EpochRecord record;
+  record.epoch = epoch;
+  record.step = step_;
+  record.epoch_time_s = seconds_since(start);
+  record.train_loss = totals.loss_sum / static_cast<double>(steps);
+  record.samples_per_s = static_cast<double>(train_loader_->samples_per_epoch()) / record.epoch_time_s;
+  record.lr = schedule_->lr_at(step_ - 1);
+  if (show_progress) progress.update(epoch, steps, record.train_loss, record.samples_per_s);
+  return record;
+}
+
+EvalResult Trainer::evaluate_test() {
+  if (plan_) return plan_->evaluate(*test_loader_);
+  return evaluate(*model_, *test_loader_, config_.loss.type);
+}
+
 TrainSummary Trainer::fit() {
   TrainSummary summary;
   const bool resumed = !resume_run_dir_.empty();
@@ -189,10 +259,10 @@ TrainSummary Trainer::fit() {
   ProgressBar progress(std::cerr, mode, train_loader_->batches_per_epoch(), config_.train.epochs);
 
   for (std::int64_t epoch = start_epoch_ + 1; epoch <= config_.train.epochs; ++epoch) {
-    EpochRecord record = train_epoch(epoch, progress);
+    EpochRecord record = plan_ ? train_epoch_compiled(epoch, progress) : train_epoch(epoch, progress);
     const bool last = epoch == config_.train.epochs;
     if (last || (config_.train.eval_every > 0 && epoch % config_.train.eval_every == 0)) {
-      summary.final_test = evaluate(*model_, *test_loader_, config_.loss.type);
+      summary.final_test = evaluate_test();
       record.test_loss = summary.final_test.loss;
       record.test_accuracy = summary.final_test.accuracy;
     }
@@ -211,11 +281,13 @@ TrainSummary Trainer::fit() {
              epoch, record.train_loss, summary.run_dir.string());
     // The final weights go first: a run killed before its last checkpoint redoes the last epoch
     // on resume and rewrites them identically.
+    const std::int64_t every = config_.checkpoint.every_epochs;
+    const bool checkpoint = last || (every > 0 && epoch % every == 0);
+    if (plan_ && (last || checkpoint || epoch_callback_)) plan_->store(*model_, *optimizer_);
     if (last) {
       save_safetensors(summary.run_dir / "model.safetensors", model_weights(*model_), weights_metadata());
     }
-    const std::int64_t every = config_.checkpoint.every_epochs;
-    if (last || (every > 0 && epoch % every == 0)) save_checkpoint(summary.run_dir, epoch);
+    if (checkpoint) save_checkpoint(summary.run_dir, epoch);
     if (epoch_callback_) epoch_callback_(record);
   }
   summary.wall_time_s = seconds_since(start_);

@@ -26,6 +26,7 @@
 #include "sprintnet/train/batch_loader.h"
 #include "sprintnet/train/evaluate.h"
 #include "sprintnet/train/resume.h"
+#include "sprintnet/train/train_plan.h"
 
 namespace sprintnet::train {
 
@@ -73,10 +74,17 @@ class Trainer {
   std::int64_t start_epoch() const { return start_epoch_; }
   // A human-readable description of the model, optimizer, data and device.
   std::string describe() const;
+  // The compiled GPU step the epochs run on, or null when they run eager (train/train_plan.h).
+  TrainPlan* plan() const { return plan_.get(); }
+  // The precision the step computes in ("fp32", "bf16", ...).
+  const std::string& precision() const { return precision_; }
 
  private:
   Trainer(Config config, const ResumePlan* plan);
   EpochRecord train_epoch(std::int64_t epoch, ProgressBar& progress);
+  EpochRecord train_epoch_compiled(std::int64_t epoch, ProgressBar& progress);
+  EvalResult evaluate_test();
+  void compile_plan();
   void restore(const Checkpoint& checkpoint);
   void save_checkpoint(const std::filesystem::path& run_dir, std::int64_t epoch);
   // Metadata of the weights files (<run>/model.safetensors and each checkpoint's).
@@ -93,6 +101,8 @@ class Trainer {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<BatchLoader> train_loader_, test_loader_;
   std::unique_ptr<optim::LrSchedule> schedule_;
+  std::string precision_;
+  std::unique_ptr<TrainPlan> plan_;
   std::int64_t step_ = 0;
   std::int64_t start_epoch_ = 0;
   std::filesystem::path resume_run_dir_;  // empty unless resuming
@@ -102,7 +112,11 @@ class Trainer {
 // The device a config asks for, resolved ("auto" → first GPU, else CPU), with
 // a clear error when CUDA is asked for but unavailable.
 Device resolve_device(const DeviceConfig& config);
-// The compute dtype a config asks for on `device` (the CPU computes in fp32).
-DType resolve_precision(const DeviceConfig& config, Device device);
+// Whether `config` trains with the compiled GPU step (device.engine, resolved: "auto" compiles
+// on a GPU when train_plan_unsupported() has no objection). Errors name the key and the reason.
+bool resolve_compiled(const Config& config, Device device, std::int64_t train_samples);
+// The precision a config asks for ("fp32", "tf32", "bf16", "fp16"): "auto" is bf16 for the
+// compiled step and fp32 otherwise; only the compiled step computes in anything but fp32.
+std::string resolve_precision(const DeviceConfig& config, Device device, bool compiled);
 
 }  // namespace sprintnet::train

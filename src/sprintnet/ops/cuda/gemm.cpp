@@ -14,8 +14,10 @@ namespace {
 inline constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 
 std::string describe(const GemmDesc& d) {
-  return fmt::format("gemm m={} n={} k={} trans_a={} trans_b={} (alignments a={} b={} c={} bytes)", d.m, d.n, d.k,
-                     d.trans_a, d.trans_b, d.align_a, d.align_b, d.align_c);
+  return fmt::format("gemm m={} n={} k={} trans_a={} trans_b={} precision={} c_f32={} epilogue={} (alignments a={} "
+                     "b={} c={} bytes)",
+                     d.m, d.n, d.k, d.trans_a, d.trans_b, static_cast<int>(d.precision), d.c_f32,
+                     static_cast<int>(d.epilogue), d.align_a, d.align_b, d.align_c);
 }
 
 void check_cublas(cublasStatus_t status, const char* call, const GemmDesc& desc) {
@@ -71,7 +73,7 @@ std::size_t GemmDescHash::operator()(const GemmDesc& d) const noexcept {
   mix(static_cast<std::uint64_t>(d.n));
   mix(static_cast<std::uint64_t>(d.k));
   mix((d.trans_a ? 1u : 0u) | (d.trans_b ? 2u : 0u) | (static_cast<std::uint64_t>(d.precision) << 8) |
-      (static_cast<std::uint64_t>(d.epilogue) << 16));
+      (static_cast<std::uint64_t>(d.epilogue) << 16) | (d.c_f32 ? (1u << 24) : 0u));
   mix(static_cast<std::uint64_t>(d.align_a) | (static_cast<std::uint64_t>(d.align_b) << 16) |
       (static_cast<std::uint64_t>(d.align_c) << 32));
   return h;
@@ -100,17 +102,64 @@ CublasLtGemm::~CublasLtGemm() {
   cublasLtDestroy(handle_);
 }
 
-const CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmDesc& desc) {
-  if (auto it = plans_.find(desc); it != plans_.end()) return *it->second;
-  SN_CHECK(desc.precision == GemmPrecision::kF32 && desc.epilogue == GemmEpilogue::kNone,
-           "{}: only fp32 without epilogue is implemented", describe(desc));
+namespace {
+
+cudaDataType_t input_type(GemmPrecision p) {
+  switch (p) {
+    case GemmPrecision::kBF16: return CUDA_R_16BF;
+    case GemmPrecision::kF16: return CUDA_R_16F;
+    case GemmPrecision::kF32:
+    case GemmPrecision::kTF32: break;
+  }
+  return CUDA_R_32F;
+}
+
+cudaDataType_t output_type(const GemmDesc& d) { return d.c_f32 ? CUDA_R_32F : input_type(d.precision); }
+
+cublasLtEpilogue_t cublas_epilogue(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::kNone: return CUBLASLT_EPILOGUE_DEFAULT;
+    case GemmEpilogue::kBias: return CUBLASLT_EPILOGUE_BIAS;
+    case GemmEpilogue::kReluAuxBias: return CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+    case GemmEpilogue::kReluAux: return CUBLASLT_EPILOGUE_RELU_AUX;
+    case GemmEpilogue::kReluBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case GemmEpilogue::kRelu: return CUBLASLT_EPILOGUE_RELU;
+    case GemmEpilogue::kDRelu: return CUBLASLT_EPILOGUE_DRELU;
+    case GemmEpilogue::kBiasGradA: return CUBLASLT_EPILOGUE_BGRADB;  // our A is cuBLAS's B
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+bool uses_bias(GemmEpilogue e) {
+  return e == GemmEpilogue::kBias || e == GemmEpilogue::kReluAuxBias || e == GemmEpilogue::kReluBias ||
+         e == GemmEpilogue::kBiasGradA;
+}
+bool uses_aux(GemmEpilogue e) {
+  return e == GemmEpilogue::kReluAuxBias || e == GemmEpilogue::kReluAux || e == GemmEpilogue::kDRelu;
+}
+
+}  // namespace
+
+std::size_t gemm_input_bytes(GemmPrecision precision) {
+  return precision == GemmPrecision::kBF16 || precision == GemmPrecision::kF16 ? 2 : 4;
+}
+std::size_t gemm_output_bytes(const GemmDesc& desc) { return desc.c_f32 ? 4 : gemm_input_bytes(desc.precision); }
+
+CublasLtGemm::Plan* CublasLtGemm::plan_for(const GemmDesc& desc) {
+  if (auto it = plans_.find(desc); it != plans_.end()) return it->second.get();
 
   auto plan = std::make_unique<Plan>();
-  check_cublas(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate", desc);
+  const cublasComputeType_t compute =
+      desc.precision == GemmPrecision::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  check_cublas(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate", desc);
   const cublasOperation_t op_first = desc.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = desc.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   set_attribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, op_first, desc);
   set_attribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, op_second, desc);
+  set_attribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, cublas_epilogue(desc.epilogue), desc);
+  if (uses_aux(desc.epilogue)) {
+    set_attribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, relu_mask_ld(desc.n), desc);
+  }
 
   // Layouts describe the stored matrices (before op) column-major: the row-major [r, c] is rows = c, cols = r.
   // Our B is stored [k, n] (or [n, k] when transposed); our A [m, k] (or [k, m]); C [m, n].
@@ -118,13 +167,13 @@ const CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmDesc& desc) {
              k = static_cast<std::uint64_t>(desc.k);
   const std::uint64_t first_rows = desc.trans_b ? k : n, first_cols = desc.trans_b ? n : k;
   const std::uint64_t second_rows = desc.trans_a ? m : k, second_cols = desc.trans_a ? k : m;
-  check_cublas(cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, first_rows, first_cols,
-                                          static_cast<std::int64_t>(first_rows)),
+  const cudaDataType_t in = input_type(desc.precision), out = output_type(desc);
+  check_cublas(cublasLtMatrixLayoutCreate(&plan->first, in, first_rows, first_cols, static_cast<std::int64_t>(first_rows)),
                "cublasLtMatrixLayoutCreate", desc);
-  check_cublas(cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, second_rows, second_cols,
+  check_cublas(cublasLtMatrixLayoutCreate(&plan->second, in, second_rows, second_cols,
                                           static_cast<std::int64_t>(second_rows)),
                "cublasLtMatrixLayoutCreate", desc);
-  check_cublas(cublasLtMatrixLayoutCreate(&plan->out, CUDA_R_32F, n, m, static_cast<std::int64_t>(n)),
+  check_cublas(cublasLtMatrixLayoutCreate(&plan->out, out, n, m, static_cast<std::int64_t>(n)),
                "cublasLtMatrixLayoutCreate", desc);
 
   Preference preference;
@@ -135,23 +184,51 @@ const CublasLtGemm::Plan& CublasLtGemm::plan_for(const GemmDesc& desc) {
   set_preference(preference.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, desc.align_c, desc);
   set_preference(preference.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, desc.align_c, desc);
 
+  // The heuristic reads the bias and aux pointers' alignment only; run() sets the real ones, which come
+  // from allocations aligned to at least 256 bytes like these placeholders.
+  void* const aligned_placeholder = workspace_;
+  if (uses_bias(desc.epilogue)) set_attribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, aligned_placeholder, desc);
+  if (uses_aux(desc.epilogue)) {
+    set_attribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aligned_placeholder, desc);
+  }
+
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
-  check_cublas(cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->first, plan->second, plan->out, plan->out,
-                                              preference.pref, 1, &result, &returned),
-               "cublasLtMatmulAlgoGetHeuristic", desc);
-  SN_CHECK(returned > 0 && result.state == CUBLAS_STATUS_SUCCESS, "cuBLASLt has no algorithm for {}", describe(desc));
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->first, plan->second, plan->out,
+                                                               plan->out, preference.pref, 1, &result, &returned);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || returned == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
+    plans_.emplace(desc, nullptr);  // remembered, so the query is not repeated
+    return nullptr;
+  }
+  check_cublas(status, "cublasLtMatmulAlgoGetHeuristic", desc);
   plan->algo = result.algo;
-  return *plans_.emplace(desc, std::move(plan)).first->second;
+  return plans_.emplace(desc, std::move(plan)).first->second.get();
 }
+
+bool CublasLtGemm::supported(const GemmDesc& desc) { return plan_for(desc) != nullptr; }
 
 void CublasLtGemm::run(const GemmDesc& desc, const float* a, const float* b, float* c, float alpha, float beta,
                        cudaStream_t stream) {
+  SN_CHECK(desc.precision == GemmPrecision::kF32 || desc.precision == GemmPrecision::kTF32,
+           "{}: fp32 pointers for a 16-bit product", describe(desc));
+  run(desc, GemmArgs{.a = a, .b = b, .c = c, .alpha = alpha, .beta = beta}, stream);
+}
+
+void CublasLtGemm::run(const GemmDesc& desc, const GemmArgs& args, cudaStream_t stream) {
   SN_CHECK(desc.m >= 1 && desc.n >= 1 && desc.k >= 1, "{}: empty products are handled by the caller", describe(desc));
-  const Plan& plan = plan_for(desc);
+  Plan* plan = plan_for(desc);
+  SN_CHECK(plan != nullptr, "cuBLASLt has no algorithm for {}", describe(desc));
+  if (uses_bias(desc.epilogue)) {
+    SN_CHECK(args.bias != nullptr, "{}: the epilogue needs a bias vector", describe(desc));
+    set_attribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias, desc);
+  }
+  if (uses_aux(desc.epilogue)) {
+    SN_CHECK(args.aux != nullptr, "{}: the epilogue needs a ReLU mask buffer", describe(desc));
+    set_attribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux, desc);
+  }
   const NvtxRange range("gemm");
-  check_cublas(cublasLtMatmul(handle_, plan.op, &alpha, b, plan.first, a, plan.second, &beta, c, plan.out, c,
-                              plan.out, &plan.algo, workspace_, kWorkspaceBytes, stream),
+  check_cublas(cublasLtMatmul(handle_, plan->op, &args.alpha, args.b, plan->first, args.a, plan->second, &args.beta,
+                              args.c, plan->out, args.c, plan->out, &plan->algo, workspace_, kWorkspaceBytes, stream),
                "cublasLtMatmul", desc);
 }
 

@@ -11,7 +11,8 @@
 // algorithm) depends only on a GemmDesc, so plans are made once per distinct
 // GemmDesc and cached; a training run uses a handful of shapes. The workspace
 // is allocated once. Not thread-safe: one instance per backend, used from one
-// host thread.
+// host thread. Two products that may run concurrently (on two streams) need
+// two instances, since each has one workspace.
 #include <cublasLt.h>
 
 #include <cstddef>
@@ -21,12 +22,22 @@
 
 namespace sprintnet::cuda {
 
-// How the product is computed. fp32 for now; TF32 (CUBLAS_COMPUTE_32F_FAST_TF32)
-// and bf16 inputs are the planned additions.
-enum class GemmPrecision : std::uint8_t { kF32 };
-// What cuBLASLt fuses after the product. None for now; bias, ReLU with an aux
-// mask, DRELU_BGRAD and BGRADB are the planned additions.
-enum class GemmEpilogue : std::uint8_t { kNone };
+// The operands' element type and how the product is computed. Accumulation is
+// always fp32: kTF32 rounds fp32 inputs to TF32 on the matrix units
+// (CUBLAS_COMPUTE_32F_FAST_TF32); kBF16/kF16 take 16-bit A and B.
+enum class GemmPrecision : std::uint8_t { kF32, kTF32, kBF16, kF16 };
+// What cuBLASLt fuses after the product, in our row-major terms (C[m, n]):
+//   kBias           C += bias[n] on every row
+//   kReluAuxBias    C = relu(C + bias), and the ReLU mask (1 bit per element) into aux
+//   kReluAux        C = relu(C), mask into aux
+//   kReluBias       C = relu(C + bias), no mask (inference)
+//   kRelu           C = relu(C), no mask
+//   kDRelu          C *= mask from aux (the ReLU gradient, backward)
+//   kBiasGradA      also bias[m] = sum over k of op(A) (a weight-gradient product whose A is
+//                   the output gradient yields the bias gradient; cuBLAS's BGRADB)
+// Bias vectors have C's element type. The mask matrix has a leading dimension of
+// aux_ld(n) bits per row of C.
+enum class GemmEpilogue : std::uint8_t { kNone, kBias, kReluAuxBias, kReluAux, kReluBias, kRelu, kDRelu, kBiasGradA };
 
 // Everything that selects a plan, in row-major terms:
 // C[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C, all contiguous.
@@ -34,6 +45,8 @@ struct GemmDesc {
   std::int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   GemmPrecision precision = GemmPrecision::kF32;
+  // C in fp32 even when A and B are 16-bit (weight gradients into fp32 master gradients).
+  bool c_f32 = false;
   GemmEpilogue epilogue = GemmEpilogue::kNone;
   // Pointer alignments in bytes (powers of two, at most 256). cuBLASLt's
   // heuristic assumes 256 unless told, and a kernel chosen for 256 must not
@@ -50,6 +63,28 @@ struct GemmDescHash {
 // The largest power of two (at most 256) that divides the address.
 std::uint32_t pointer_alignment(const void* p);
 
+// Leading dimension, in bits, of the ReLU mask of a C with n columns (cuBLASLt wants a multiple of 128).
+inline std::int64_t relu_mask_ld(std::int64_t n) { return (n + 127) / 128 * 128; }
+// Bytes of the ReLU mask of an [m, n] C.
+inline std::size_t relu_mask_bytes(std::int64_t m, std::int64_t n) {
+  return static_cast<std::size_t>(relu_mask_ld(n) / 8 * m);
+}
+
+// Element size of the operands and of C for a precision.
+std::size_t gemm_input_bytes(GemmPrecision precision);
+std::size_t gemm_output_bytes(const GemmDesc& desc);
+
+// Pointers of one product. a, b, c point to elements of the types GemmDesc says;
+// bias and aux are needed by the epilogues that use them, null otherwise.
+struct GemmArgs {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  float alpha = 1.0f, beta = 0.0f;
+  void* bias = nullptr;  // read by kBias/kRelu*Bias, written by kBiasGradA
+  void* aux = nullptr;   // written by kReluAux*, read by kDRelu
+};
+
 class CublasLtGemm {
  public:
   // On the current device; the workspace lives there.
@@ -62,11 +97,17 @@ class CublasLtGemm {
   // beta == 0 does not read c (NaN there does not propagate).
   void run(const GemmDesc& desc, const float* a, const float* b, float* c, float alpha, float beta,
            cudaStream_t stream);
+  // Any precision and epilogue. Safe to capture in a CUDA graph: it allocates nothing.
+  void run(const GemmDesc& desc, const GemmArgs& args, cudaStream_t stream);
+  // Whether cuBLASLt has an algorithm for desc (plans it, as run() would); never throws for a
+  // missing algorithm, so callers can choose a fallback.
+  bool supported(const GemmDesc& desc);
   std::size_t cached_plans() const { return plans_.size(); }
 
  private:
   struct Plan;
-  const Plan& plan_for(const GemmDesc& desc);
+  // Null (with supported() false) when cuBLASLt has no algorithm for desc.
+  Plan* plan_for(const GemmDesc& desc);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;

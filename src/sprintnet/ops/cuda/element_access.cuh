@@ -1,0 +1,28 @@
+#pragma once
+// Loads and stores of one element of an ElementType array as fp32.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "sprintnet/ops/cuda/step_launch.h"
+
+namespace sprintnet::cuda {
+
+__device__ inline float load_element(const void* p, ElementType t, std::int64_t i) {
+  switch (t) {
+    case ElementType::kBF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case ElementType::kF16: return __half2float(static_cast<const __half*>(p)[i]);
+    case ElementType::kF32: break;
+  }
+  return static_cast<const float*>(p)[i];
+}
+
+__device__ inline void store_element(void* p, ElementType t, std::int64_t i, float v) {
+  switch (t) {
+    case ElementType::kBF16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); return;
+    case ElementType::kF16: static_cast<__half*>(p)[i] = __float2half_rn(v); return;
+    case ElementType::kF32: break;
+  }
+  static_cast<float*>(p)[i] = v;
+}
+
+}  // namespace sprintnet::cuda

@@ -1,0 +1,100 @@
+// Softmax cross-entropy of a whole batch in one block, fused with its gradient
+// and the step's metrics (loss sum and correct predictions), so the training
+// step needs no separate reduction launch. One warp per row (rows strided over
+// the block's 32 warps): butterfly reductions give every lane the row's max,
+// sum of exp and sum of logits; log-sum-exp in fp32, shifted by the max. The
+// block's partial sums are added in warp order by one thread: deterministic.
+// A batch of B rows costs B/32 row passes: one block is enough for MNIST-sized
+// class counts at every batch size we train with.
+#include <cmath>
+
+#include "sprintnet/ops/cuda/element_access.cuh"
+#include "sprintnet/ops/cuda/launch_config.cuh"
+#include "sprintnet/ops/cuda/nvtx.h"
+
+namespace sprintnet::cuda {
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / kWarpSize;
+
+__global__ void __launch_bounds__(kThreads) fused_cross_entropy_kernel(CrossEntropyArgs a) {
+  __shared__ double warp_loss[kWarps];
+  __shared__ long long warp_correct[kWarps];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const float scale = a.grad_scale * (a.state != nullptr ? a.state->loss_scale : 1.0f);
+  const float off_target = a.smoothing / static_cast<float>(a.classes);
+  double loss = 0.0;
+  long long correct = 0;
+  for (std::int64_t row = warp; row < a.rows; row += kWarps) {
+    const std::int64_t base = row * a.classes;
+    const std::int32_t label = a.labels[row];
+    // Max with its first index (ties resolved to the lower index, as torch.argmax and count_correct).
+    float max_logit = -INFINITY;
+    std::int64_t max_index = a.classes;
+    for (std::int64_t c = lane; c < a.classes; c += kWarpSize) {
+      const float v = load_element(a.logits, a.type, base + c);
+      if (v > max_logit || max_index == a.classes) {  // strict: a lane keeps its first maximum
+        max_logit = v;
+        max_index = c;
+      }
+    }
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+      const float other = __shfl_xor_sync(kFullWarpMask, max_logit, offset);
+      const std::int64_t other_index = __shfl_xor_sync(kFullWarpMask, max_index, offset);
+      if (other > max_logit || (other == max_logit && other_index < max_index)) {
+        max_logit = other;
+        max_index = other_index;
+      }
+    }
+    float exp_sum = 0.0f, logit_sum = 0.0f;
+    for (std::int64_t c = lane; c < a.classes; c += kWarpSize) {
+      const float v = load_element(a.logits, a.type, base + c);
+      exp_sum += expf(v - max_logit);
+      logit_sum += v;
+    }
+    exp_sum = warp_sum(exp_sum);
+    logit_sum = warp_sum(logit_sum);
+    const float log_sum_exp = max_logit + logf(exp_sum);
+    if (lane == 0) {
+      const float target_logit = load_element(a.logits, a.type, base + label);
+      loss += static_cast<double>(log_sum_exp) - (1.0 - a.smoothing) * static_cast<double>(target_logit) -
+              static_cast<double>(off_target) * static_cast<double>(logit_sum);
+      correct += max_index == label ? 1 : 0;
+    }
+    if (a.dlogits != nullptr) {
+      for (std::int64_t c = lane; c < a.classes; c += kWarpSize) {
+        const float softmax = expf(load_element(a.logits, a.type, base + c) - log_sum_exp);
+        const float target = (c == label ? 1.0f - a.smoothing : 0.0f) + off_target;
+        store_element(a.dlogits, a.type, base + c, scale * (softmax - target));
+      }
+    }
+  }
+  if (lane == 0) {
+    warp_loss[warp] = loss;
+    warp_correct[warp] = correct;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    long long total_correct = 0;
+    for (int w = 0; w < kWarps; ++w) {
+      total += warp_loss[w];
+      total_correct += warp_correct[w];
+    }
+    a.metrics->loss_sum += a.loss_weight * total;
+    a.metrics->correct += total_correct;
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_fused_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream) {
+  if (args.rows == 0) return cudaSuccess;
+  const NvtxRange range("fused_cross_entropy");
+  fused_cross_entropy_kernel<<<1, kThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace sprintnet::cuda

@@ -1,0 +1,121 @@
+#pragma once
+// Launchers of the kernels of the compiled training step (train/cuda_train_plan.cpp):
+// the pieces of a step that cuBLASLt does not do, written so that the whole step
+// can be captured once in a CUDA graph and replayed. Nothing here takes a value
+// that changes from step to step as an argument: the step number, the learning
+// rate and the loss scale are read from device memory (StepState), which the
+// kernels themselves advance. Like launch.h, free of sprintnet's core headers
+// because nvcc compiles the .cu files.
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace sprintnet::cuda {
+
+// Element types of activations and compute copies of the weights.
+enum class ElementType : int { kF32, kBF16, kF16 };
+
+inline std::size_t element_bytes(ElementType t) { return t == ElementType::kF32 ? 4 : 2; }
+
+// The run's position, in device memory; written only by the kernels below.
+struct StepState {
+  std::int64_t step = 0;       // training steps taken: selects the batch and the learning rate
+  std::int64_t opt_steps = 0;  // optimizer updates applied (fewer than step when fp16 skipped some)
+  std::uint32_t blocks_done = 0;  // the optimizer's completion counter (the last block advances the state)
+  std::int32_t found_inf = 0;     // fp16: a gradient of this step is not finite, the update is skipped
+  float loss_scale = 1.0f;        // fp16 dynamic loss scale (1 otherwise)
+  std::int32_t good_steps = 0;    // fp16: finite steps since the scale last changed
+};
+
+// Loss and accuracy summed on the device between reads.
+struct StepMetrics {
+  double loss_sum = 0.0;     // sum of per-step mean losses (training) or of per-sample losses (evaluation)
+  std::int64_t correct = 0;  // samples whose first maximum logit is at the label
+  std::int64_t skipped = 0;  // fp16 updates skipped for a non-finite gradient
+};
+
+// batch_gather.cu: rows of a uint8 data set to the compute type, normalised: dst[i, :] = x * scale + shift
+// with x the row order[first + i] (identity when order is null). With `state` set, first =
+// (state->step % steps_per_epoch) * rows: the batch of the current step.
+struct GatherArgs {
+  const std::uint8_t* images;
+  const std::int32_t* labels;
+  std::int64_t features;
+  const std::int32_t* order;  // may be null
+  const StepState* state;     // may be null: then `first` is used as is
+  std::int64_t steps_per_epoch;
+  std::int64_t first;
+  std::int64_t rows;
+  float scale, shift;
+  void* dst;
+  ElementType dst_type;
+  std::int32_t* dst_labels;
+};
+cudaError_t launch_gather_batch(const GatherArgs& args, cudaStream_t stream);
+
+// fused_cross_entropy.cu: softmax cross-entropy of a batch in one block: per-row loss
+// (label smoothing as PyTorch), metrics->loss_sum += loss_weight * sum of row losses,
+// metrics->correct += rows whose argmax is the label, and, when dlogits is set,
+// dlogits = grad_scale * loss_scale * (softmax - target) in the logits' type (the
+// scale from state when given, else 1). Deterministic: a fixed reduction order.
+struct CrossEntropyArgs {
+  const void* logits;
+  ElementType type;
+  const std::int32_t* labels;
+  std::int64_t rows, classes;
+  float smoothing;
+  void* dlogits;  // may be null (evaluation)
+  float grad_scale;
+  const StepState* state;  // may be null
+  StepMetrics* metrics;
+  double loss_weight;
+};
+cudaError_t launch_fused_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);
+
+// flat_optimizer.cu: one update of every parameter, stored back to back in flat fp32
+// buffers: lr = lr_table[state->step]; master (fp32) updated with its gradient and state
+// buffers as torch.optim does; `copy` (the compute type, may be null) refreshed from the new
+// master. fp16 (check_finite): a non-finite gradient anywhere skips the update and halves
+// the loss scale; otherwise gradients are unscaled first. The last block to finish advances
+// state (step, opt_steps, scale) so the next replay sees the next step.
+enum class FlatOptimizerKind : int { kSgd, kAdam, kAdamW };
+struct FlatOptimizerArgs {
+  FlatOptimizerKind kind;
+  float* master;
+  const float* grad;
+  float* state1;  // SGD momentum buffer (null without momentum) / Adam exp_avg
+  float* state2;  // Adam exp_avg_sq
+  void* copy;
+  ElementType copy_type;
+  std::int64_t count;  // a multiple of 4; the buffers are 16-byte aligned
+  const double* lr_table;  // per step, as optim::LrSchedule gives it (double, like the eager path)
+  std::int64_t lr_table_size;  // steps past its end use its last entry
+  StepState* state;
+  float momentum, keep, weight_decay;  // SGD (keep = 1 - dampening); weight_decay also Adam's
+  bool nesterov;
+  float beta1, beta2, eps;
+  double beta1_d, beta2_d, weight_decay_d;  // the scalars the eager path derives in double
+  bool check_finite;        // fp16 dynamic loss scaling
+  StepMetrics* metrics;     // counts skipped updates (may be null)
+};
+cudaError_t launch_flat_optimizer(const FlatOptimizerArgs& args, cudaStream_t stream);
+// fp16: state->found_inf |= any gradient is not finite (run before launch_flat_optimizer).
+cudaError_t launch_check_finite(const float* grad, std::int64_t count, StepState* state, cudaStream_t stream);
+
+// convert.cu: dst[i] = src[i] rounded to dst_type.
+cudaError_t launch_convert_from_f32(const float* src, void* dst, ElementType dst_type, std::int64_t count,
+                                    cudaStream_t stream);
+
+// column_sum.cu: out[c] = sum_r x[r, c] in fp32, rows summed in order (the bias gradient where
+// cuBLASLt has no fused epilogue for it).
+cudaError_t launch_column_sum(const void* x, ElementType type, std::int64_t rows, std::int64_t cols, float* out,
+                              cudaStream_t stream);
+
+// permutation.cu: the epoch's order, identical to core/random.h's epoch_permutation():
+// samples sorted by (permutation_key(seed, epoch, i), i) with a device radix sort.
+std::size_t epoch_permutation_scratch_bytes(std::int64_t n);
+cudaError_t launch_epoch_permutation(std::uint64_t seed, std::uint64_t epoch, std::int64_t n, void* scratch,
+                                     std::size_t scratch_bytes, std::int32_t* order, cudaStream_t stream);
+
+}  // namespace sprintnet::cuda

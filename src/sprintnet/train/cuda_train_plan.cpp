@@ -1,0 +1,618 @@
+// The compiled training step on CUDA (train/train_plan.h).
+//
+// Compile time (the constructor) allocates every buffer the step touches and
+// plans every cuBLASLt product; the first start_epoch() captures one step into
+// a CUDA graph. A step is then a single graph launch:
+//
+//   gather (uint8 → compute type, batch from the device step counter)
+//   forward   L products, epilogue bias + ReLU (ReLU mask to aux), last layer bias only
+//   loss      one block: softmax cross-entropy, its gradient, loss sum, correct count
+//   backward  per layer: weight gradient (fp32, bias gradient fused: BGRADB) on a side
+//             stream, input gradient with the ReLU mask applied (DRELU) on the main one
+//   update    one launch over flat fp32 buffers; writes the compute-type copy and
+//             advances the device step counter
+//
+// Weights, gradients and optimizer state of all layers live in flat buffers
+// (each tensor at a 128-element boundary), so the update is one kernel.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <array>
+#include <deque>
+
+#include "sprintnet/core/cuda_check.h"
+#include "sprintnet/core/error.h"
+#include "sprintnet/nn/linear.h"
+#include "sprintnet/ops/cuda/cuda_backend.h"
+#include "sprintnet/ops/cuda/device_guard.h"
+#include "sprintnet/ops/cuda/gemm.h"
+#include "sprintnet/ops/cuda/nvtx.h"
+#include "sprintnet/ops/cuda/step_launch.h"
+#include "sprintnet/ops/ops.h"
+#include "sprintnet/train/train_plan.h"
+
+namespace sprintnet::train {
+namespace {
+
+using cuda::ElementType;
+using cuda::GemmDesc;
+using cuda::GemmEpilogue;
+using cuda::GemmPrecision;
+
+constexpr std::int64_t kTensorAlignment = 128;  // elements: 512 B in fp32, 256 B in 16-bit
+constexpr int kProgressSlots = 4;
+
+std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+struct Precision {
+  GemmPrecision gemm;
+  ElementType element;  // activations and the weights the products read
+  DType dtype;
+};
+
+Precision parse_precision(const std::string& name) {
+  if (name == "fp32") return {GemmPrecision::kF32, ElementType::kF32, DType::kF32};
+  if (name == "tf32") return {GemmPrecision::kTF32, ElementType::kF32, DType::kF32};
+  if (name == "bf16") return {GemmPrecision::kBF16, ElementType::kBF16, DType::kBF16};
+  if (name == "fp16") return {GemmPrecision::kF16, ElementType::kF16, DType::kF16};
+  SN_FAIL("device.precision = \"{}\": the compiled step computes in fp32, tf32, bf16 or fp16", name);
+}
+
+// Owns a captured-and-instantiated graph.
+struct Graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph() { reset(); }
+  void reset() {
+    if (exec != nullptr) SN_CUDA_WARN(cudaGraphExecDestroy(exec));
+    if (graph != nullptr) SN_CUDA_WARN(cudaGraphDestroy(graph));
+    exec = nullptr;
+    graph = nullptr;
+  }
+};
+
+struct PinnedDeleter {
+  void operator()(void* p) const noexcept { SN_CUDA_WARN(cudaFreeHost(p)); }
+};
+struct EventDeleter {
+  void operator()(CUevent_st* e) const noexcept { SN_CUDA_WARN(cudaEventDestroy(e)); }
+};
+struct StreamDeleter {
+  void operator()(CUstream_st* s) const noexcept { SN_CUDA_WARN(cudaStreamDestroy(s)); }
+};
+using Event = std::unique_ptr<CUevent_st, EventDeleter>;
+
+Event make_event() {
+  cudaEvent_t e = nullptr;
+  SN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return Event(e);
+}
+
+// One Linear layer's place in the flat buffers and its activation buffers.
+struct Layer {
+  std::int64_t in = 0, out = 0;
+  std::int64_t weight_offset = 0, bias_offset = -1;  // elements into the flat buffers; -1: no bias
+  bool relu = false;                                  // a ReLU follows (hidden layers)
+  Tensor act;        // [B, out] compute type: the layer's output (after ReLU)
+  Tensor grad;       // [B, out] compute type: gradient w.r.t. the pre-activation
+  Tensor mask;       // ReLU mask bits, cuBLASLt's layout
+  Tensor eval_act;   // [eval batch, out]
+};
+
+class CudaTrainPlan final : public TrainPlan {
+ public:
+  CudaTrainPlan(const TrainPlanSpec& spec, Device device);
+  ~CudaTrainPlan() override;
+
+  void load(nn::Sequential& model, optim::Optimizer& optimizer) override;
+  void store(nn::Sequential& model, optim::Optimizer& optimizer) override;
+  void start_epoch(std::int64_t epoch) override;
+  void step() override;
+  std::optional<ProgressSnapshot> progress(std::int64_t steps) override;
+  EpochTotals finish_epoch() override;
+  EvalResult evaluate(const BatchLoader& loader) override;
+  std::string describe() const override;
+
+ private:
+  Tensor flat_view(const Tensor& flat, std::int64_t offset, const Shape& shape) const {
+    return flat.slice_rows(offset, offset + shape_numel(shape)).view(shape);
+  }
+  // The weights the products read: the compute copy, or the master itself in fp32/tf32.
+  void* weights(std::int64_t offset) const;
+  void enqueue_step(cudaStream_t main);
+  void enqueue_forward(const void* input, std::int64_t rows, bool training, cudaStream_t stream);
+  void enqueue_evaluation(const BatchLoader& loader, cudaStream_t stream);
+  // Records what `enqueue` launches on the plan's stream into `graph`, instantiated and uploaded.
+  template <typename Enqueue>
+  void capture(Graph& graph, Enqueue&& enqueue);
+  GemmDesc desc(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb, bool c_f32, GemmEpilogue e) const;
+  std::vector<nn::Linear*> linears(nn::Sequential& model) const;
+  cuda::StepState read_state();
+
+  TrainPlanSpec spec_;
+  Device device_;
+  Precision precision_;
+  cudaStream_t stream_;  // the backend's: ordered with every tensor copy and allocation
+  std::unique_ptr<CUstream_st, StreamDeleter> side_;
+  std::unique_ptr<cuda::CublasLtGemm> gemm_main_, gemm_side_;  // one workspace per concurrent stream
+  std::int64_t batch_ = 0, eval_batch_ = 0, steps_per_epoch_ = 0, samples_ = 0;
+  std::vector<Layer> layers_;
+  std::int64_t params_ = 0;  // flat length, padded
+  bool bias_grad_fused_ = true;
+  Tensor master_, grad_, state1_, state2_, copy_;
+  Tensor input_, labels_, eval_input_, eval_labels_;
+  Tensor order_, permutation_scratch_, lr_table_;
+  Tensor state_, metrics_, eval_metrics_;  // StepState, StepMetrics (raw bytes)
+  std::unique_ptr<void, PinnedDeleter> pinned_;  // kProgressSlots + 1 StepMetrics, then a StepState
+  std::array<Event, kProgressSlots> slot_events_;
+  std::deque<std::pair<int, std::int64_t>> pending_;  // (slot, steps) in flight, oldest first
+  int next_slot_ = 0;
+  std::optional<ProgressSnapshot> latest_;
+  std::vector<Event> fork_events_;
+  Graph step_graph_;
+  Graph eval_graph_;
+  const BatchLoader* eval_loader_ = nullptr;  // the loader eval_graph_ was captured for
+};
+
+CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
+    : spec_(spec), device_(device), precision_(parse_precision(spec.precision)) {
+  SN_CHECK(device.is_cuda(), "the compiled step runs on CUDA devices, not {}", device.str());
+  const cuda::DeviceGuard guard(device.index);
+  stream_ = static_cast<cuda::CudaBackend&>(backend_for(device)).stream();
+  cudaStream_t side = nullptr;
+  SN_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  side_.reset(side);
+  gemm_main_ = std::make_unique<cuda::CublasLtGemm>();
+  gemm_side_ = std::make_unique<cuda::CublasLtGemm>();
+
+  const BatchLoader& train = *spec.train;
+  batch_ = train.options().batch_size;
+  eval_batch_ = spec.eval_batch_size;
+  samples_ = train.samples();
+  steps_per_epoch_ = train.batches_per_epoch();
+  SN_CHECK(batch_ <= 65535 && eval_batch_ <= 65535, "the compiled step takes batches of at most 65535 samples");
+  const auto& mlp = spec.mlp;
+
+  // Flat layout: layer by layer, weight then bias, as the model's parameters() lists them.
+  std::int64_t in = mlp.inputs;
+  std::vector<std::int64_t> widths = mlp.hidden;
+  widths.push_back(mlp.outputs);
+  for (std::size_t l = 0; l < widths.size(); ++l) {
+    Layer layer;
+    layer.in = in;
+    layer.out = widths[l];
+    layer.relu = l + 1 < widths.size() && mlp.activation == Activation::kReLU;
+    layer.weight_offset = params_;
+    params_ = round_up(params_ + layer.in * layer.out, kTensorAlignment);
+    if (mlp.bias) {
+      layer.bias_offset = params_;
+      params_ = round_up(params_ + layer.out, kTensorAlignment);
+    }
+    layers_.push_back(std::move(layer));
+    in = widths[l];
+  }
+
+  // Padding stays zero in every buffer: its gradient is never written, so its update keeps it zero.
+  master_ = Tensor::zeros({params_}, DType::kF32, device);
+  grad_ = Tensor::zeros({params_}, DType::kF32, device);
+  const bool sgd = spec.optim.type == "sgd";
+  if (!sgd || spec.optim.momentum > 0.0) state1_ = Tensor::zeros({params_}, DType::kF32, device);
+  if (!sgd) state2_ = Tensor::zeros({params_}, DType::kF32, device);
+  if (precision_.element != ElementType::kF32) copy_ = Tensor::zeros({params_}, precision_.dtype, device);
+
+  const DType act = precision_.dtype == DType::kF32 ? DType::kF32 : precision_.dtype;
+  input_ = Tensor::empty({batch_, mlp.inputs}, act, device);
+  labels_ = Tensor::empty({batch_}, DType::kI32, device);
+  eval_input_ = Tensor::empty({eval_batch_, mlp.inputs}, act, device);
+  eval_labels_ = Tensor::empty({eval_batch_}, DType::kI32, device);
+  for (Layer& layer : layers_) {
+    layer.act = Tensor::empty({batch_, layer.out}, act, device);
+    layer.grad = Tensor::empty({batch_, layer.out}, act, device);
+    if (layer.relu) {
+      layer.mask = Tensor::zeros({static_cast<std::int64_t>(cuda::relu_mask_bytes(batch_, layer.out))}, DType::kU8,
+                                 device);
+    }
+    layer.eval_act = Tensor::empty({eval_batch_, layer.out}, act, device);
+  }
+  std::vector<std::int32_t> identity(static_cast<std::size_t>(samples_));
+  for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int32_t>(i);
+  order_ = Tensor::from_vector(identity, {samples_}, device);
+  permutation_scratch_ = Tensor::empty(
+      {static_cast<std::int64_t>(cuda::epoch_permutation_scratch_bytes(samples_))}, DType::kU8, device);
+  SN_CHECK(!spec.lr_per_step.empty(), "the compiled step needs the learning rate of at least one step");
+  lr_table_ = Tensor::from_vector(spec.lr_per_step, {static_cast<std::int64_t>(spec.lr_per_step.size())}, device);
+  state_ = Tensor::zeros({static_cast<std::int64_t>(sizeof(cuda::StepState))}, DType::kU8, device);
+  metrics_ = Tensor::zeros({static_cast<std::int64_t>(sizeof(cuda::StepMetrics))}, DType::kU8, device);
+  eval_metrics_ = Tensor::zeros({static_cast<std::int64_t>(sizeof(cuda::StepMetrics))}, DType::kU8, device);
+
+  void* pinned = nullptr;
+  SN_CUDA_CHECK(cudaMallocHost(&pinned, (kProgressSlots + 1) * sizeof(cuda::StepMetrics) + sizeof(cuda::StepState)));
+  pinned_.reset(pinned);
+  for (auto& e : slot_events_) e = make_event();
+  for (std::size_t i = 0; i < 2 * layers_.size() + 2; ++i) fork_events_.push_back(make_event());
+
+  // Plan every product now (cuBLASLt's heuristic runs on the host), so capture only records launches.
+  for (const Layer& layer : layers_) {
+    if (layer.bias_offset >= 0) {
+      const GemmDesc fused = desc(layer.out, layer.in, batch_, true, false, true, GemmEpilogue::kBiasGradA);
+      bias_grad_fused_ = bias_grad_fused_ && gemm_side_->supported(fused);
+    }
+  }
+}
+
+CudaTrainPlan::~CudaTrainPlan() = default;
+
+GemmDesc CudaTrainPlan::desc(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb, bool c_f32,
+                             GemmEpilogue e) const {
+  return GemmDesc{.m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .precision = precision_.gemm,
+                  .c_f32 = c_f32 || precision_.element == ElementType::kF32, .epilogue = e};
+}
+
+void* CudaTrainPlan::weights(std::int64_t offset) const {
+  if (copy_.defined()) return static_cast<char*>(copy_.raw_data()) + offset * dtype_size(copy_.dtype());
+  return master_.data<float>() + offset;
+}
+
+std::vector<nn::Linear*> CudaTrainPlan::linears(nn::Sequential& model) const {
+  std::vector<nn::Linear*> out;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    if (auto* linear = dynamic_cast<nn::Linear*>(&model[i])) out.push_back(linear);
+  }
+  SN_CHECK(out.size() == layers_.size(), "the model has {} Linear layers, the compiled step {}", out.size(),
+           layers_.size());
+  return out;
+}
+
+void CudaTrainPlan::enqueue_forward(const void* input, std::int64_t rows, bool training, cudaStream_t stream) {
+  const void* x = input;
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    Layer& layer = layers_[l];
+    const bool bias = layer.bias_offset >= 0;
+    GemmEpilogue e = bias ? GemmEpilogue::kBias : GemmEpilogue::kNone;
+    if (layer.relu) {
+      e = training ? (bias ? GemmEpilogue::kReluAuxBias : GemmEpilogue::kReluAux)
+                   : (bias ? GemmEpilogue::kReluBias : GemmEpilogue::kRelu);
+    }
+    Tensor& out = training ? layer.act : layer.eval_act;
+    // Forward: Y[rows, out] = X[rows, in] @ W[out, in]^T (+ bias, ReLU).
+    gemm_main_->run(desc(rows, layer.out, layer.in, false, true, false, e),
+                    {.a = x, .b = weights(layer.weight_offset), .c = out.raw_data(),
+                     .bias = bias ? weights(layer.bias_offset) : nullptr,
+                     .aux = training && layer.relu ? layer.mask.raw_data() : nullptr},
+                    stream);
+    x = out.raw_data();
+  }
+}
+
+void CudaTrainPlan::enqueue_step(cudaStream_t main) {
+  const BatchLoader& train = *spec_.train;
+  auto* state = static_cast<cuda::StepState*>(state_.raw_data());
+  auto* metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
+  const cuda::GatherArgs gather{.images = train.images().data<std::uint8_t>(),
+                                .labels = train.labels().data<std::int32_t>(),
+                                .features = spec_.mlp.inputs,
+                                .order = order_.data<std::int32_t>(),
+                                .state = state,
+                                .steps_per_epoch = steps_per_epoch_,
+                                .first = 0,
+                                .rows = batch_,
+                                .scale = static_cast<float>(train.normalization().scale),
+                                .shift = static_cast<float>(train.normalization().shift),
+                                .dst = input_.raw_data(),
+                                .dst_type = precision_.element,
+                                .dst_labels = labels_.data<std::int32_t>()};
+  SN_CUDA_CHECK(cuda::launch_gather_batch(gather, main));
+  enqueue_forward(input_.raw_data(), batch_, true, main);
+
+  Layer& last = layers_.back();
+  const cuda::CrossEntropyArgs loss{.logits = last.act.raw_data(),
+                                    .type = precision_.element,
+                                    .labels = labels_.data<std::int32_t>(),
+                                    .rows = batch_,
+                                    .classes = last.out,
+                                    .smoothing = static_cast<float>(spec_.label_smoothing),
+                                    .dlogits = last.grad.raw_data(),
+                                    .grad_scale = 1.0f / static_cast<float>(batch_),
+                                    .state = state,
+                                    .metrics = metrics,
+                                    .loss_weight = 1.0 / static_cast<double>(batch_)};
+  SN_CUDA_CHECK(cuda::launch_fused_cross_entropy(loss, main));
+
+  // Backward. Weight gradients go to the side stream as soon as their layer's output gradient is
+  // ready; the chain of input gradients, the critical path, stays on the main stream.
+  cudaStream_t side = side_.get();
+  std::size_t event = 0;
+  float* grad = grad_.data<float>();
+  for (std::size_t l = layers_.size(); l-- > 0;) {
+    Layer& layer = layers_[l];
+    const void* x = l == 0 ? input_.raw_data() : layers_[l - 1].act.raw_data();
+    cudaEvent_t ready = fork_events_[event++].get();
+    SN_CUDA_CHECK(cudaEventRecord(ready, main));
+    SN_CUDA_CHECK(cudaStreamWaitEvent(side, ready, 0));
+    // dW[out, in] = dZ[B, out]^T @ X[B, in]; the bias gradient (sum of dZ over the batch) fused.
+    const bool bias = layer.bias_offset >= 0;
+    const bool fused = bias && bias_grad_fused_;
+    gemm_side_->run(desc(layer.out, layer.in, batch_, true, false, true,
+                         fused ? GemmEpilogue::kBiasGradA : GemmEpilogue::kNone),
+                    {.a = layer.grad.raw_data(), .b = x, .c = grad + layer.weight_offset,
+                     .bias = fused ? grad + layer.bias_offset : nullptr},
+                    side);
+    if (bias && !fused) {
+      SN_CUDA_CHECK(cuda::launch_column_sum(layer.grad.raw_data(), precision_.element, batch_, layer.out,
+                                            grad + layer.bias_offset, side));
+    }
+    if (l > 0) {
+      Layer& below = layers_[l - 1];
+      // dX[B, in] = dZ[B, out] @ W[out, in], times the ReLU mask of the layer below.
+      gemm_main_->run(desc(batch_, layer.in, layer.out, false, false, false,
+                           below.relu ? GemmEpilogue::kDRelu : GemmEpilogue::kNone),
+                      {.a = layer.grad.raw_data(), .b = weights(layer.weight_offset), .c = below.grad.raw_data(),
+                       .aux = below.relu ? below.mask.raw_data() : nullptr},
+                      main);
+    }
+  }
+  cudaEvent_t joined = fork_events_[event++].get();
+  SN_CUDA_CHECK(cudaEventRecord(joined, side));
+  SN_CUDA_CHECK(cudaStreamWaitEvent(main, joined, 0));
+
+  const bool fp16 = precision_.element == ElementType::kF16;
+  if (fp16) SN_CUDA_CHECK(cuda::launch_check_finite(grad, params_, state, main));
+  const auto& o = spec_.optim;
+  const cuda::FlatOptimizerKind kind = o.type == "sgd"    ? cuda::FlatOptimizerKind::kSgd
+                                       : o.type == "adam" ? cuda::FlatOptimizerKind::kAdam
+                                                          : cuda::FlatOptimizerKind::kAdamW;
+  const cuda::FlatOptimizerArgs update{.kind = kind,
+                                       .master = master_.data<float>(),
+                                       .grad = grad,
+                                       .state1 = state1_.defined() ? state1_.data<float>() : nullptr,
+                                       .state2 = state2_.defined() ? state2_.data<float>() : nullptr,
+                                       .copy = copy_.defined() ? copy_.raw_data() : nullptr,
+                                       .copy_type = precision_.element,
+                                       .count = params_,
+                                       .lr_table = lr_table_.data<double>(),
+                                       .lr_table_size = lr_table_.numel(),
+                                       .state = state,
+                                       .momentum = static_cast<float>(o.momentum),
+                                       .keep = static_cast<float>(1.0 - o.dampening),
+                                       .weight_decay = static_cast<float>(o.weight_decay),
+                                       .nesterov = o.nesterov,
+                                       .beta1 = static_cast<float>(o.beta1),
+                                       .beta2 = static_cast<float>(o.beta2),
+                                       .eps = static_cast<float>(o.eps),
+                                       .beta1_d = o.beta1,
+                                       .beta2_d = o.beta2,
+                                       .weight_decay_d = o.weight_decay,
+                                       .check_finite = fp16,
+                                       .metrics = metrics};
+  SN_CUDA_CHECK(cuda::launch_flat_optimizer(update, main));
+}
+
+template <typename Enqueue>
+void CudaTrainPlan::capture(Graph& graph, Enqueue&& enqueue) {
+  const cuda::NvtxRange range("capture");
+  graph.reset();
+  SN_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    static_cast<void>(cudaStreamEndCapture(stream_, &broken));
+    if (broken != nullptr) static_cast<void>(cudaGraphDestroy(broken));
+    throw;
+  }
+  SN_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph.graph));
+  SN_CUDA_CHECK(cudaGraphInstantiate(&graph.exec, graph.graph, 0));
+  SN_CUDA_CHECK(cudaGraphUpload(graph.exec, stream_));
+}
+
+void CudaTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
+  const cuda::DeviceGuard guard(device_.index);
+  const auto layers = linears(model);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const Layer& layer = layers_[l];
+    ops::copy(flat_view(master_, layer.weight_offset, {layer.out, layer.in}), layers[l]->weight().value);
+    if (layer.bias_offset >= 0) ops::copy(flat_view(master_, layer.bias_offset, {layer.out}), layers[l]->bias().value);
+  }
+  if (copy_.defined()) {
+    SN_CUDA_CHECK(cuda::launch_convert_from_f32(master_.data<float>(), copy_.raw_data(), precision_.element, params_,
+                                                stream_));
+  }
+  // Optimizer state, by the names the eager optimizers export ("<param>.<state>"), params in model order.
+  const optim::Counters counters = optimizer.counters();
+  std::vector<std::pair<std::int64_t, Shape>> params;  // flat offset and shape, in parameters() order
+  for (const Layer& layer : layers_) {
+    params.emplace_back(layer.weight_offset, Shape{layer.out, layer.in});
+    if (layer.bias_offset >= 0) params.emplace_back(layer.bias_offset, Shape{layer.out});
+  }
+  for (const auto& [name, tensor] : optimizer.state()) {
+    const auto dot = name.find('.');
+    const std::size_t index = std::stoul(name.substr(0, dot));
+    const std::string what = name.substr(dot + 1);
+    SN_CHECK(index < params.size(), "optimizer state '{}' has no parameter in the compiled step", name);
+    const Tensor& flat = what == "exp_avg_sq" ? state2_ : state1_;
+    SN_CHECK(flat.defined(), "optimizer state '{}' has no place in the compiled step", name);
+    ops::copy(flat_view(flat, params[index].first, params[index].second), tensor);
+  }
+  cuda::StepState state;
+  state.step = counters.at("steps");
+  state.opt_steps = state.step;
+  if (const auto it = counters.find("0.step"); it != counters.end()) {
+    state.opt_steps = it->second;  // Adam: updates per parameter (all alike in a compiled step)
+    for (const auto& [name, value] : counters) {
+      SN_CHECK(name == "steps" || value == state.opt_steps,
+               "optimizer counter '{}' is {}, the compiled step updates every parameter together ({})", name, value,
+               state.opt_steps);
+    }
+  } else if (const auto started = counters.find("0.momentum_started"); started != counters.end()) {
+    state.opt_steps = started->second == 1 ? std::max<std::int64_t>(state.step, 1) : 0;
+  }
+  state.loss_scale = precision_.element == ElementType::kF16 ? 65536.0f : 1.0f;  // torch.amp.GradScaler's start
+  SN_CUDA_CHECK(cudaMemcpyAsync(state_.raw_data(), &state, sizeof(state), cudaMemcpyHostToDevice, stream_));
+  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `state` is on this stack frame
+}
+
+cuda::StepState CudaTrainPlan::read_state() {
+  auto* host = reinterpret_cast<cuda::StepState*>(static_cast<cuda::StepMetrics*>(pinned_.get()) + kProgressSlots + 1);
+  SN_CUDA_CHECK(cudaMemcpyAsync(host, state_.raw_data(), sizeof(*host), cudaMemcpyDeviceToHost, stream_));
+  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return *host;
+}
+
+void CudaTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
+  const cuda::DeviceGuard guard(device_.index);
+  const auto layers = linears(model);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const Layer& layer = layers_[l];
+    ops::copy(layers[l]->weight().value, flat_view(master_, layer.weight_offset, {layer.out, layer.in}));
+    if (layer.bias_offset >= 0) ops::copy(layers[l]->bias().value, flat_view(master_, layer.bias_offset, {layer.out}));
+  }
+  const cuda::StepState state = read_state();
+  optim::NamedTensors tensors;
+  optim::Counters counters = optimizer.counters();
+  std::int64_t index = 0;
+  const auto add = [&](std::int64_t offset, const Shape& shape) {
+    if (spec_.optim.type == "sgd") {
+      if (state1_.defined()) tensors.emplace_back(fmt::format("{}.momentum_buffer", index), flat_view(state1_, offset, shape));
+      counters[fmt::format("{}.momentum_started", index)] = state.opt_steps > 0 ? 1 : 0;
+    } else {
+      tensors.emplace_back(fmt::format("{}.exp_avg", index), flat_view(state1_, offset, shape));
+      tensors.emplace_back(fmt::format("{}.exp_avg_sq", index), flat_view(state2_, offset, shape));
+      counters[fmt::format("{}.step", index)] = state.opt_steps;
+    }
+    ++index;
+  };
+  for (const Layer& layer : layers_) {
+    add(layer.weight_offset, {layer.out, layer.in});
+    if (layer.bias_offset >= 0) add(layer.bias_offset, {layer.out});
+  }
+  counters["steps"] = state.step;
+  // The eager optimizer lists its state tensors in parameter order, then by name: sort ours alike.
+  optimizer.load_state(tensors, counters, "the compiled CUDA step");
+}
+
+void CudaTrainPlan::start_epoch(std::int64_t epoch) {
+  const cuda::DeviceGuard guard(device_.index);
+  if (step_graph_.exec == nullptr) capture(step_graph_, [&] { enqueue_step(stream_); });
+  const BatchLoader& train = *spec_.train;
+  if (train.options().shuffle) {
+    SN_CUDA_CHECK(cuda::launch_epoch_permutation(train.options().seed, static_cast<std::uint64_t>(epoch), samples_,
+                                                 permutation_scratch_.raw_data(), permutation_scratch_.nbytes(),
+                                                 order_.data<std::int32_t>(), stream_));
+  }  // else order_ holds the identity, set at compile time
+  SN_CUDA_CHECK(cudaMemsetAsync(metrics_.raw_data(), 0, metrics_.nbytes(), stream_));
+  pending_.clear();
+  latest_.reset();
+}
+
+void CudaTrainPlan::step() {
+  SN_CUDA_CHECK(cudaGraphLaunch(step_graph_.exec, stream_));
+}
+
+std::optional<ProgressSnapshot> CudaTrainPlan::progress(std::int64_t steps) {
+  auto* slots = static_cast<cuda::StepMetrics*>(pinned_.get());
+  // Collect what has arrived, oldest first, without waiting.
+  while (!pending_.empty()) {
+    const auto [slot, at] = pending_.front();
+    const cudaError_t ready = cudaEventQuery(slot_events_[static_cast<std::size_t>(slot)].get());
+    if (ready == cudaErrorNotReady) break;
+    SN_CUDA_CHECK(ready);
+    latest_ = ProgressSnapshot{at, slots[slot].loss_sum};
+    pending_.pop_front();
+  }
+  if (pending_.size() < kProgressSlots) {  // a free slot: ask for the current sums
+    const int slot = next_slot_;
+    next_slot_ = (next_slot_ + 1) % kProgressSlots;
+    SN_CUDA_CHECK(cudaMemcpyAsync(&slots[slot], metrics_.raw_data(), sizeof(cuda::StepMetrics),
+                                  cudaMemcpyDeviceToHost, stream_));
+    SN_CUDA_CHECK(cudaEventRecord(slot_events_[static_cast<std::size_t>(slot)].get(), stream_));
+    pending_.emplace_back(slot, steps);
+  }
+  return latest_;
+}
+
+EpochTotals CudaTrainPlan::finish_epoch() {
+  const cuda::NvtxRange range("finish_epoch");
+  auto* final_slot = static_cast<cuda::StepMetrics*>(pinned_.get()) + kProgressSlots;
+  SN_CUDA_CHECK(cudaMemcpyAsync(final_slot, metrics_.raw_data(), sizeof(*final_slot), cudaMemcpyDeviceToHost, stream_));
+  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  pending_.clear();
+  return {final_slot->loss_sum, final_slot->correct, final_slot->skipped};
+}
+
+void CudaTrainPlan::enqueue_evaluation(const BatchLoader& loader, cudaStream_t stream) {
+  auto* metrics = static_cast<cuda::StepMetrics*>(eval_metrics_.raw_data());
+  SN_CUDA_CHECK(cudaMemsetAsync(metrics, 0, sizeof(*metrics), stream));
+  const std::int64_t n = loader.samples();
+  const Layer& last = layers_.back();
+  for (std::int64_t first = 0; first < n; first += eval_batch_) {
+    const std::int64_t rows = std::min(eval_batch_, n - first);
+    const cuda::GatherArgs gather{.images = loader.images().data<std::uint8_t>(),
+                                  .labels = loader.labels().data<std::int32_t>(),
+                                  .features = spec_.mlp.inputs,
+                                  .order = nullptr,
+                                  .state = nullptr,
+                                  .steps_per_epoch = 1,
+                                  .first = first,
+                                  .rows = rows,
+                                  .scale = static_cast<float>(loader.normalization().scale),
+                                  .shift = static_cast<float>(loader.normalization().shift),
+                                  .dst = eval_input_.raw_data(),
+                                  .dst_type = precision_.element,
+                                  .dst_labels = eval_labels_.data<std::int32_t>()};
+    SN_CUDA_CHECK(cuda::launch_gather_batch(gather, stream));
+    enqueue_forward(eval_input_.raw_data(), rows, false, stream);
+    const cuda::CrossEntropyArgs loss{.logits = last.eval_act.raw_data(),
+                                      .type = precision_.element,
+                                      .labels = eval_labels_.data<std::int32_t>(),
+                                      .rows = rows,
+                                      .classes = last.out,
+                                      .smoothing = 0.0f,
+                                      .dlogits = nullptr,
+                                      .grad_scale = 1.0f,
+                                      .state = nullptr,
+                                      .metrics = metrics,
+                                      .loss_weight = 1.0};
+    SN_CUDA_CHECK(cuda::launch_fused_cross_entropy(loss, stream));
+  }
+  auto* host = static_cast<cuda::StepMetrics*>(pinned_.get()) + kProgressSlots;
+  SN_CUDA_CHECK(cudaMemcpyAsync(host, metrics, sizeof(*host), cudaMemcpyDeviceToHost, stream));
+}
+
+EvalResult CudaTrainPlan::evaluate(const BatchLoader& loader) {
+  const cuda::NvtxRange range("evaluate");
+  const cuda::DeviceGuard guard(device_.index);
+  SN_CHECK(loader.features() == spec_.mlp.inputs, "evaluation data has {} features, the model takes {}",
+           loader.features(), spec_.mlp.inputs);
+  if (eval_loader_ != &loader) {
+    capture(eval_graph_, [&] { enqueue_evaluation(loader, stream_); });
+    eval_loader_ = &loader;
+  }
+  SN_CUDA_CHECK(cudaGraphLaunch(eval_graph_.exec, stream_));
+  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const auto* host = static_cast<const cuda::StepMetrics*>(pinned_.get()) + kProgressSlots;
+  EvalResult result;
+  result.samples = loader.samples();
+  result.correct = host->correct;
+  result.loss = host->loss_sum / static_cast<double>(result.samples);
+  result.accuracy = static_cast<double>(host->correct) / static_cast<double>(result.samples);
+  return result;
+}
+
+std::string CudaTrainPlan::describe() const {
+  return fmt::format("compiled step: one CUDA graph per step, {} matrix products{}, cuBLASLt epilogues (bias+ReLU "
+                     "with mask, ReLU gradient, {}), fused softmax cross-entropy, one {} update over {} flat parameters",
+                     spec_.precision, precision_.element == ElementType::kF32 ? "" : " with fp32 master weights",
+                     bias_grad_fused_ ? "bias gradient" : "bias gradient by a column-sum kernel", spec_.optim.type,
+                     params_);
+}
+
+}  // namespace
+
+std::unique_ptr<TrainPlan> make_cuda_train_plan(const TrainPlanSpec& spec, Device device) {
+  return std::make_unique<CudaTrainPlan>(spec, device);
+}
+
+}  // namespace sprintnet::train

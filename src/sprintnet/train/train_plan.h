@@ -1,0 +1,78 @@
+#pragma once
+// The compiled training step: what the Trainer runs on a GPU instead of the
+// eager module-by-module loop. An MLP, its loss and its optimizer are compiled
+// once into fixed buffers and a CUDA graph; an epoch is then one permutation
+// launch plus one graph replay per step, with nothing read back until the
+// epoch ends (see docs/ARCHITECTURE.md, "The compiled step").
+//
+// The plan keeps its own copies of the weights (fp32 master and the compute
+// type) and optimizer state; load() and store() move them between the plan and
+// the eager model and optimizer, which stay the source of truth for
+// checkpoints, resume and the weights files.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sprintnet/io/config.h"
+#include "sprintnet/nn/mlp.h"
+#include "sprintnet/nn/sequential.h"
+#include "sprintnet/optim/optimizer.h"
+#include "sprintnet/train/batch_loader.h"
+#include "sprintnet/train/evaluate.h"
+
+namespace sprintnet::train {
+
+// Sums of one epoch, read when it ends.
+struct EpochTotals {
+  double loss_sum = 0.0;      // sum of the steps' mean losses
+  std::int64_t correct = 0;   // training samples predicted right (before each update)
+  std::int64_t skipped = 0;   // fp16 updates skipped for a non-finite gradient
+};
+
+// What a progress read saw: the sums after `steps` steps of the epoch.
+struct ProgressSnapshot {
+  std::int64_t steps = 0;
+  double loss_sum = 0.0;
+};
+
+class TrainPlan {
+ public:
+  virtual ~TrainPlan() = default;
+  // Copies the model's weights and the optimizer's state and counters into the plan.
+  virtual void load(nn::Sequential& model, optim::Optimizer& optimizer) = 0;
+  // Copies the plan's weights, state and counters back (waits for the device).
+  virtual void store(nn::Sequential& model, optim::Optimizer& optimizer) = 0;
+  // Enqueues the order of epoch `epoch` (0-based) and clears the epoch's sums; no host wait.
+  virtual void start_epoch(std::int64_t epoch) = 0;
+  // Enqueues one training step; no host wait.
+  virtual void step() = 0;
+  // Asks for the sums after `steps` steps (an asynchronous copy), and returns the newest snapshot
+  // that has arrived, if any: progress without ever waiting for the device.
+  virtual std::optional<ProgressSnapshot> progress(std::int64_t steps) = 0;
+  // Waits for the epoch's steps and returns its sums.
+  virtual EpochTotals finish_epoch() = 0;
+  // Loss and accuracy on `loader`'s data set, in the training precision (a graph, one read).
+  virtual EvalResult evaluate(const BatchLoader& loader) = 0;
+  // e.g. "compiled CUDA graph, bf16 (fp32 master weights), cuBLASLt epilogues: bias+ReLU, ..."
+  virtual std::string describe() const = 0;
+};
+
+// Everything the plan is compiled from.
+struct TrainPlanSpec {
+  nn::MlpSpec mlp;
+  OptimConfig optim;
+  double label_smoothing = 0.0;
+  std::string precision;  // fp32, tf32, bf16 or fp16
+  const BatchLoader* train = nullptr;  // its data set, normalisation, batch size and shuffle seed
+  std::int64_t eval_batch_size = 1000;
+  std::vector<double> lr_per_step;     // the schedule's learning rate at every step of the run
+};
+
+// Why `config` cannot be compiled (e.g. "activation 'tanh'"), or nullopt when it can.
+std::optional<std::string> train_plan_unsupported(const Config& config, std::int64_t train_samples);
+// The CUDA plan on `device`. Throws when built without CUDA.
+std::unique_ptr<TrainPlan> make_cuda_train_plan(const TrainPlanSpec& spec, Device device);
+
+}  // namespace sprintnet::train
