@@ -15,7 +15,7 @@
 namespace sprintnet::train {
 namespace {
 
-Config slice_config(const std::string& device) {
+Config slice_config(const std::string& device, const std::string& engine = "auto") {
   return config_from_overrides({
       fmt::format("data.dir=\"{}\"", test::data_dir().string()),
       "data.train_limit=10000",
@@ -24,15 +24,21 @@ Config slice_config(const std::string& device) {
       "train.epochs=2",
       fmt::format("device.name=\"{}\"", device),
       "device.precision=\"fp32\"",
+      fmt::format("device.engine=\"{}\"", engine),
       fmt::format("output.dir=\"{}\"", test::temp_dir("gpu-trainer").string()),
       "output.progress=\"none\"",
   });
 }
 
-TEST(TrainerGpu, Fp32RunFollowsTheCpuRun) {
+class TrainerGpuEngine : public ::testing::TestWithParam<std::string> {};
+
+// Both GPU steps, the eager one (module by module) and the compiled one (a CUDA graph with fused kernels).
+TEST_P(TrainerGpuEngine, Fp32RunFollowsTheCpuRun) {
   SN_REQUIRE_GPU();
   const TrainSummary cpu = Trainer(slice_config("cpu")).fit();
-  const TrainSummary gpu = Trainer(slice_config("cuda")).fit();
+  Trainer trainer(slice_config("cuda", GetParam()));
+  EXPECT_EQ(trainer.plan() != nullptr, GetParam() == "compiled");
+  const TrainSummary gpu = trainer.fit();
   ASSERT_EQ(cpu.epochs.size(), gpu.epochs.size());
   for (std::size_t e = 0; e < cpu.epochs.size(); ++e) {
     // Same weights, same batches, same fp32 maths in another summation order: per-op differences of
@@ -46,6 +52,8 @@ TEST(TrainerGpu, Fp32RunFollowsTheCpuRun) {
   EXPECT_NEAR(gpu.final_test.accuracy, cpu.final_test.accuracy, 0.003);
   EXPECT_GT(gpu.final_test.accuracy, 0.9);
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, TrainerGpuEngine, ::testing::Values("eager", "compiled"));
 
 TEST(TrainerGpu, EagerStepsStopAllocatingDeviceMemoryAfterTheFirst) {
   SN_REQUIRE_GPU();

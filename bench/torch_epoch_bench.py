@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""PyTorch reference for bench/epoch_bench: time per epoch of an LxHxB MLP on
+MNIST, the way an expert would run it on one GPU (../shared/BASELINES.md):
+
+  eager    the usual loop: zero_grad, forward, cross_entropy, backward, step
+  graph    the whole step (batch gather, forward, loss, backward, SGD update)
+           captured once in a CUDA graph and replayed
+  compile  torch.compile(mode="max-autotune", fullgraph=True) of model + loss
+           (compile time reported separately, not in the epoch time)
+
+Each in fp32 and bf16 (autocast; fp32 master weights). The data set lives on the
+GPU as uint8 and batches are gathered there from a per-epoch permutation. SGD
+momentum 0.9, constant lr. Time per epoch = median over epochs 2..N, measured
+with a synchronize around each epoch. One JSON line per (config, mode, precision)."""
+import argparse
+import gzip
+import json
+import os
+import statistics
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def find(data_dir, name):
+    for candidate in (name, name + ".gz"):
+        path = os.path.join(data_dir, candidate)
+        if os.path.exists(path):
+            return path
+    raise FileNotFoundError(os.path.join(data_dir, name))
+
+
+def load_mnist(data_dir, device):
+    def images(name):
+        x = read_idx(find(data_dir, name))
+        return torch.from_numpy(x.reshape(x.shape[0], -1).copy()).to(device)
+
+    def labels(name):
+        return torch.from_numpy(read_idx(find(data_dir, name)).astype(np.int64)).to(device)
+
+    return (images("train-images-idx3-ubyte"), labels("train-labels-idx1-ubyte"),
+            images("t10k-images-idx3-ubyte"), labels("t10k-labels-idx1-ubyte"))
+
+
+def build(layers, width, inputs=784, classes=10):
+    mods, w = [], inputs
+    for _ in range(layers - 1):
+        mods += [nn.Linear(w, width), nn.ReLU()]
+        w = width
+    mods.append(nn.Linear(w, classes))
+    return nn.Sequential(*mods)
+
+
+def flops_per_step(layers, width, batch, inputs=784, classes=10):
+    widths = [inputs] + [width] * (layers - 1) + [classes]
+    return sum(2.0 * batch * widths[i] * widths[i + 1] * (2 if i == 0 else 3) for i in range(layers))
+
+
+MEAN, STD = 0.1307, 0.3081  # sprintnet's "standard" normalisation of MNIST
+
+
+def run(config, mode, precision, data, epochs, lr):
+    layers, width, batch = (int(v) for v in config.split("x"))
+    train_x, train_y, test_x, test_y = data
+    dev = train_x.device
+    torch.manual_seed(0)
+    model = build(layers, width).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    steps = train_x.shape[0] // batch
+    scale, shift = 1.0 / (255.0 * STD), -MEAN / STD
+    autocast = precision == "bf16"
+
+    def loss_of(xb, yb):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast, cache_enabled=False):
+            return F.cross_entropy(model(xb), yb)
+
+    compile_s = None
+    forward_loss = loss_of
+    if mode == "compile":
+        forward_loss = torch.compile(loss_of, mode="max-autotune", fullgraph=True)
+
+    idx = torch.zeros(batch, dtype=torch.long, device=dev)
+
+    def step():
+        xb = train_x[idx].float() * scale + shift
+        yb = train_y[idx]
+        opt.zero_grad(set_to_none=False)
+        loss = forward_loss(xb, yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    # Warm-up on a side stream (creates momentum buffers, autotunes, compiles).
+    t0 = time.perf_counter()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            idx.copy_(torch.randint(0, train_x.shape[0], (batch,), device=dev))
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    if mode == "compile":
+        compile_s = time.perf_counter() - t0
+
+    graph = None
+    if mode == "graph":
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = step()
+
+    times, losses = [], []
+    for epoch in range(epochs):
+        perm = torch.randperm(train_x.shape[0], device=dev)
+        loss_sum = torch.zeros((), device=dev)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for b in range(steps):
+            idx.copy_(perm[b * batch:(b + 1) * batch])
+            if graph is not None:
+                graph.replay()
+                loss_sum += static_loss.detach()
+            else:
+                loss_sum += step().detach()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+        losses.append(loss_sum.item() / steps)
+
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+        logits = model(test_x.float() * scale + shift)
+        accuracy = (logits.argmax(1) == test_y).float().mean().item()
+    median = statistics.median(times[1:]) if len(times) > 1 else times[0]
+    return {
+        "system": "pytorch", "version": torch.__version__, "mode": mode, "precision": precision,
+        "config": config, "batch": batch, "steps_per_epoch": steps, "epochs": epochs,
+        "epoch_ms": [round(1e3 * t, 3) for t in times], "epoch_ms_median": round(1e3 * median, 3),
+        "samples_per_s": round(steps * batch / median, 1),
+        "tflops": round(flops_per_step(layers, width, batch) * steps / median / 1e12, 2),
+        "train_loss": [round(v, 5) for v in losses], "test_accuracy": round(accuracy, 5),
+        "compile_s": None if compile_s is None else round(compile_s, 1),
+        "peak_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
+        "gpu": torch.cuda.get_device_name(),
+    }
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--config", nargs="+", default=["4x784x128"])
+    p.add_argument("--mode", nargs="+", default=["eager", "graph"], choices=["eager", "graph", "compile"])
+    p.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--data", default="data/mnist")
+    a = p.parse_args()
+    data = load_mnist(a.data, torch.device("cuda"))
+    for config in a.config:
+        for mode in a.mode:
+            for precision in a.precision:
+                torch.cuda.reset_peak_memory_stats()
+                print(json.dumps(run(config, mode, precision, data, a.epochs, a.lr)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,349 @@
+// The kernels of the compiled training step (ops/cuda/step_launch.h) and the
+// cuBLASLt epilogues it uses, each against its CPU twin: outputs poisoned
+// first, fresh random inputs, tolerances stated where they are used.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "gpu_compare.h"
+#include "sprintnet/core/cuda_check.h"
+#include "sprintnet/core/random.h"
+#include "sprintnet/ops/cuda/cuda_backend.h"
+#include "sprintnet/ops/cuda/gemm.h"
+#include "sprintnet/ops/cuda/step_launch.h"
+#include "sprintnet/ops/ops.h"
+#include "support/test_util.h"
+
+namespace sprintnet {
+namespace {
+
+using test::gpu;
+
+cudaStream_t stream() { return static_cast<cuda::CudaBackend&>(backend_for(gpu())).stream(); }
+
+// 16-bit buffers are poisoned on the host (the CUDA fill is for fp32) and results widened there.
+Tensor poisoned_bf16(const Shape& shape) { return test::poisoned(shape, DType::kBF16).to(gpu()); }
+Tensor widened(const Tensor& bf16) { return bf16.to(Device::cpu()).to(DType::kF32).to(gpu()); }
+
+// A device buffer holding one T (StepState, StepMetrics), read back after the stream drains.
+template <typename T>
+struct DeviceValue {
+  Tensor bytes;
+  explicit DeviceValue(const T& value = T{}) {
+    bytes = Tensor::empty({static_cast<std::int64_t>(sizeof(T))}, DType::kU8, gpu());
+    SN_CUDA_CHECK(cudaMemcpy(bytes.raw_data(), &value, sizeof(T), cudaMemcpyHostToDevice));
+  }
+  T* get() const { return static_cast<T*>(bytes.raw_data()); }
+  T read() const {
+    backend_for(gpu()).synchronize();
+    T value{};
+    SN_CUDA_CHECK(cudaMemcpy(&value, bytes.raw_data(), sizeof(T), cudaMemcpyDeviceToHost));
+    return value;
+  }
+};
+
+// ------------------------------------------------------------------------------------- permutation
+
+TEST(GpuStepKernels, EpochPermutationIsTheCpuPermutation) {
+  SN_REQUIRE_GPU();
+  for (const std::int64_t n : {1, 7, 1000, 60000}) {
+    for (const std::uint64_t epoch : {0u, 3u}) {
+      const std::uint64_t seed = test::test_seed() + static_cast<std::uint64_t>(n);
+      const std::size_t scratch_bytes = cuda::epoch_permutation_scratch_bytes(n);
+      const Tensor scratch = Tensor::empty({static_cast<std::int64_t>(scratch_bytes)}, DType::kU8, gpu());
+      const Tensor order = test::poisoned({n}, DType::kI32, gpu());
+      SN_CUDA_CHECK(cuda::launch_epoch_permutation(seed, epoch, n, scratch.raw_data(), scratch_bytes,
+                                                   order.data<std::int32_t>(), stream()));
+      // Exact: the same keys sorted the same way.
+      EXPECT_EQ(order.to(Device::cpu()).to_vector<std::int32_t>(), epoch_permutation(seed, epoch, n))
+          << "n " << n << " epoch " << epoch;
+    }
+  }
+}
+
+// ----------------------------------------------------------------------------------- cross-entropy
+
+struct CeCase {
+  std::int64_t rows, classes;
+  double smoothing;
+};
+
+TEST(GpuStepKernels, FusedCrossEntropyMatchesTheCpuLossGradientAndCount) {
+  SN_REQUIRE_GPU();
+  Generator gen(test::test_seed());
+  for (const CeCase c : {CeCase{1, 2, 0.0}, CeCase{7, 13, 0.1}, CeCase{128, 10, 0.0}, CeCase{1000, 10, 0.1},
+                         CeCase{33, 1000, 0.0}}) {
+    const Tensor logits = test::random_uniform({c.rows, c.classes}, DType::kF32, gen, -4.0, 4.0);
+    const Tensor labels = test::random_labels(c.rows, c.classes, gen);
+    // CPU twin in fp64: loss sum, gradient (scaled by 1/rows as the step does), correct count.
+    const Tensor ref_logits = test::oracle_copy(logits);
+    const Tensor ref_loss = Tensor::zeros({1}, DType::kF64);
+    const Tensor ref_grad = Tensor::empty({c.rows, c.classes}, DType::kF64);
+    const double weight = 1.0 / static_cast<double>(c.rows);
+    ops::cross_entropy(ref_logits, labels, c.smoothing, ref_loss, weight, &ref_grad, weight);
+    const Tensor ref_correct = Tensor::zeros({1}, DType::kI32);
+    ops::count_correct(ref_logits, labels, ref_correct);
+
+    DeviceValue<cuda::StepMetrics> metrics({.loss_sum = 0.5, .correct = 3, .skipped = 0});  // sums accumulate
+    const Tensor d_logits = logits.to(gpu());
+    const Tensor d_labels = labels.to(gpu());
+    const Tensor grad = test::poisoned({c.rows, c.classes}, DType::kF32, gpu());
+    const cuda::CrossEntropyArgs args{.logits = d_logits.raw_data(), .type = cuda::ElementType::kF32,
+                                      .labels = d_labels.data<std::int32_t>(), .rows = c.rows, .classes = c.classes,
+                                      .smoothing = static_cast<float>(c.smoothing), .dlogits = grad.raw_data(),
+                                      .grad_scale = static_cast<float>(weight), .state = nullptr,
+                                      .metrics = metrics.get(), .loss_weight = weight};
+    SN_CUDA_CHECK(cuda::launch_fused_cross_entropy(args, stream()));
+    const cuda::StepMetrics got = metrics.read();
+    const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.classes);
+    // fp32 log-sum-exp per row, rows summed in double: ~1e-7 relative per row.
+    EXPECT_NEAR(got.loss_sum - 0.5, ref_loss.item(), 1e-6 * std::abs(ref_loss.item())) << what;
+    EXPECT_EQ(got.correct - 3, static_cast<std::int64_t>(ref_correct.item())) << what;
+    // softmax - target in fp32, O(1) values times 1/rows: a few ulp of 1/rows.
+    test::expect_allclose(grad, ref_grad, 1e-6 * weight, 1e-5, "fused cross-entropy gradient " + what);
+  }
+}
+
+TEST(GpuStepKernels, FusedCrossEntropyReadsAndWritesBf16) {
+  SN_REQUIRE_GPU();
+  Generator gen(test::test_seed() + 1);
+  const std::int64_t rows = 128, classes = 10;
+  const Tensor logits = test::random_uniform({rows, classes}, DType::kF32, gen, -4.0, 4.0).to(DType::kBF16);
+  const Tensor labels = test::random_labels(rows, classes, gen);
+  const Tensor ref_logits = test::oracle_copy(logits.to(DType::kF32));  // the bf16 values exactly
+  const Tensor ref_loss = Tensor::zeros({1}, DType::kF64);
+  const Tensor ref_grad = Tensor::empty({rows, classes}, DType::kF64);
+  ops::cross_entropy(ref_logits, labels, 0.0, ref_loss, 1.0, &ref_grad, 1.0);
+
+  DeviceValue<cuda::StepMetrics> metrics;
+  const Tensor d_logits = logits.to(gpu());
+  const Tensor d_labels = labels.to(gpu());
+  const Tensor grad = poisoned_bf16({rows, classes});
+  const cuda::CrossEntropyArgs args{.logits = d_logits.raw_data(), .type = cuda::ElementType::kBF16,
+                                    .labels = d_labels.data<std::int32_t>(), .rows = rows, .classes = classes,
+                                    .smoothing = 0.0f, .dlogits = grad.raw_data(), .grad_scale = 1.0f,
+                                    .state = nullptr, .metrics = metrics.get(), .loss_weight = 1.0};
+  SN_CUDA_CHECK(cuda::launch_fused_cross_entropy(args, stream()));
+  EXPECT_NEAR(metrics.read().loss_sum, ref_loss.item(), 1e-6 * ref_loss.item());
+  // The gradient is rounded to bf16 once: 2^-9 relative, plus fp32 noise far below it.
+  test::expect_allclose(widened(grad), ref_grad, 1e-6, 4e-3, "bf16 gradient");
+}
+
+// -------------------------------------------------------------------------------------- optimizer
+
+struct OptimizerCase {
+  cuda::FlatOptimizerKind kind;
+  SgdHyper sgd;
+  AdamHyper adam;
+  const char* name;
+};
+
+// Three steps of the flat update over two "parameters" back to back, against the CPU backend's
+// per-tensor update with the same learning rates: fp32 both, same algebra, so equal to a few ulp.
+TEST(GpuStepKernels, FlatOptimizerFollowsTheCpuOptimizerAndAdvancesTheStep) {
+  SN_REQUIRE_GPU();
+  const std::vector<OptimizerCase> cases = {
+      {cuda::FlatOptimizerKind::kSgd, {.momentum = 0.9, .weight_decay = 1e-3}, {}, "sgd momentum"},
+      {cuda::FlatOptimizerKind::kSgd, {.momentum = 0.9, .nesterov = true}, {}, "sgd nesterov"},
+      {cuda::FlatOptimizerKind::kSgd, {.momentum = 0.0, .weight_decay = 1e-2}, {}, "sgd plain"},
+      {cuda::FlatOptimizerKind::kAdam, {}, {.weight_decay = 1e-2}, "adam"},
+      {cuda::FlatOptimizerKind::kAdamW, {}, {.weight_decay = 1e-2, .decoupled = true}, "adamw"},
+  };
+  const std::vector<double> lrs = {0.05, 0.03, 0.01};
+  const std::int64_t count = 4 * 1000;  // a multiple of 4, like the plan's padded flat buffers
+  for (const OptimizerCase& c : cases) {
+    Generator gen(test::test_seed() + 7);
+    const bool adam = c.kind != cuda::FlatOptimizerKind::kSgd;
+    const bool momentum = adam || c.sgd.momentum > 0.0;
+    Tensor param = test::random_uniform({count}, DType::kF32, gen);
+    Tensor s1 = Tensor::zeros({count}, DType::kF32), s2 = Tensor::zeros({count}, DType::kF32);
+    Tensor d_param = param.to(gpu()), d_s1 = s1.to(gpu()), d_s2 = s2.to(gpu());
+    const Tensor copy = poisoned_bf16({count});
+    const Tensor lr_table = Tensor::from_vector(lrs, {3}, gpu());
+    DeviceValue<cuda::StepState> state;
+    for (std::size_t step = 0; step < lrs.size(); ++step) {
+      const Tensor grad = test::random_uniform({count}, DType::kF32, gen);
+      if (adam) {
+        AdamHyper h = c.adam;
+        h.lr = lrs[step];
+        h.step = static_cast<std::int64_t>(step) + 1;
+        ops::adam_step(param, grad, s1, s2, h);
+      } else {
+        SgdHyper h = c.sgd;
+        h.lr = lrs[step];
+        h.first_step = step == 0;
+        ops::sgd_step(param, grad, momentum ? &s1 : nullptr, h);
+      }
+      const Tensor d_grad = grad.to(gpu());
+      const cuda::FlatOptimizerArgs args{
+          .kind = c.kind, .master = d_param.data<float>(), .grad = d_grad.data<float>(),
+          .state1 = momentum ? d_s1.data<float>() : nullptr, .state2 = adam ? d_s2.data<float>() : nullptr,
+          .copy = copy.raw_data(), .copy_type = cuda::ElementType::kBF16, .count = count,
+          .lr_table = lr_table.data<double>(), .lr_table_size = 3, .state = state.get(),
+          .momentum = static_cast<float>(c.sgd.momentum), .keep = static_cast<float>(1.0 - c.sgd.dampening),
+          .weight_decay = static_cast<float>(adam ? c.adam.weight_decay : c.sgd.weight_decay),
+          .nesterov = c.sgd.nesterov, .beta1 = static_cast<float>(c.adam.beta1),
+          .beta2 = static_cast<float>(c.adam.beta2), .eps = static_cast<float>(c.adam.eps),
+          .beta1_d = c.adam.beta1, .beta2_d = c.adam.beta2,
+          .weight_decay_d = adam ? c.adam.weight_decay : c.sgd.weight_decay, .check_finite = false,
+          .metrics = nullptr};
+      SN_CUDA_CHECK(cuda::launch_flat_optimizer(args, stream()));
+    }
+    const cuda::StepState after = state.read();
+    EXPECT_EQ(after.step, 3) << c.name;
+    EXPECT_EQ(after.opt_steps, 3) << c.name;
+    EXPECT_EQ(after.blocks_done, 0u) << c.name;
+    // The same fp32 operations in the same order: the results agree to the last bit or two.
+    EXPECT_LT(test::relative_error(d_param.to(Device::cpu()), param), 1e-6) << c.name;
+    if (momentum) EXPECT_LT(test::relative_error(d_s1.to(Device::cpu()), s1), 1e-6) << c.name;
+    // The bf16 copy is the master weight rounded once (relative 2^-9).
+    EXPECT_LT(test::relative_error(copy.to(Device::cpu()).to(DType::kF32), d_param.to(Device::cpu())), 4e-3)
+        << c.name;
+  }
+}
+
+TEST(GpuStepKernels, Fp16LossScalingSkipsANonFiniteStepAndHalvesTheScale) {
+  SN_REQUIRE_GPU();
+  const std::int64_t count = 64;
+  const Tensor param = Tensor::full({count}, 1.0, DType::kF32, gpu());
+  std::vector<float> g(static_cast<std::size_t>(count), 512.0f);  // scaled by 256 → 2 after unscaling
+  const Tensor grad = Tensor::from_vector(g, {count}, gpu());
+  const Tensor lr = Tensor::from_vector(std::vector<double>{0.25}, {1}, gpu());
+  DeviceValue<cuda::StepState> state({.loss_scale = 256.0f});
+  DeviceValue<cuda::StepMetrics> metrics;
+  const auto update = [&] {
+    SN_CUDA_CHECK(cuda::launch_check_finite(grad.data<float>(), count, state.get(), stream()));
+    const cuda::FlatOptimizerArgs args{.kind = cuda::FlatOptimizerKind::kSgd, .master = param.data<float>(),
+                                       .grad = grad.data<float>(), .count = count, .lr_table = lr.data<double>(),
+                                       .lr_table_size = 1, .state = state.get(), .check_finite = true,
+                                       .metrics = metrics.get()};
+    SN_CUDA_CHECK(cuda::launch_flat_optimizer(args, stream()));
+  };
+  update();  // finite: p = 1 - 0.25 * 512 / 256 = 0.5
+  EXPECT_EQ(param.to(Device::cpu()).to_vector<float>()[5], 0.5f);
+  g[17] = INFINITY;
+  ops::copy(grad, Tensor::from_vector(g, {count}, gpu()));
+  update();  // skipped: p stays, the scale halves
+  const cuda::StepState after = state.read();
+  EXPECT_EQ(param.to(Device::cpu()).to_vector<float>()[5], 0.5f);
+  EXPECT_EQ(after.loss_scale, 128.0f);
+  EXPECT_EQ(after.step, 2);
+  EXPECT_EQ(after.opt_steps, 1);
+  EXPECT_EQ(after.found_inf, 0);
+  EXPECT_EQ(metrics.read().skipped, 1);
+}
+
+// ------------------------------------------------------------------------------ gather, column sum
+
+TEST(GpuStepKernels, BatchGatherTakesTheStepsBatchFromTheOrder) {
+  SN_REQUIRE_GPU();
+  Generator gen(test::test_seed() + 3);
+  const std::int64_t n = 300, features = 37, batch = 32, steps_per_epoch = n / batch;
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(n * features));
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 7919) % 251);
+  const Tensor images = Tensor::from_vector(pixels, {n, features}, gpu());
+  const Tensor labels = test::random_labels(n, 10, gen);
+  const Tensor d_labels = labels.to(gpu());
+  const std::vector<std::int32_t> order = epoch_permutation(5, 1, n);
+  const Tensor d_order = Tensor::from_vector(order, {n}, gpu());
+  DeviceValue<cuda::StepState> state({.step = 2 * steps_per_epoch + 4});  // epoch 2, batch 4
+  const Tensor dst = test::poisoned({batch, features}, DType::kF32, gpu());
+  const Tensor dst_labels = test::poisoned({batch}, DType::kI32, gpu());
+  const cuda::GatherArgs args{.images = images.data<std::uint8_t>(), .labels = d_labels.data<std::int32_t>(),
+                              .features = features, .order = d_order.data<std::int32_t>(), .state = state.get(),
+                              .steps_per_epoch = steps_per_epoch, .first = 0, .rows = batch, .scale = 0.5f,
+                              .shift = -1.0f, .dst = dst.raw_data(), .dst_type = cuda::ElementType::kF32,
+                              .dst_labels = dst_labels.data<std::int32_t>()};
+  SN_CUDA_CHECK(cuda::launch_gather_batch(args, stream()));
+  const auto got = dst.to(Device::cpu()).to_vector<float>();
+  const auto got_labels = dst_labels.to(Device::cpu()).to_vector<std::int32_t>();
+  const auto all_labels = labels.to_vector<std::int32_t>();
+  for (std::int64_t r = 0; r < batch; ++r) {
+    const std::int32_t sample = order[static_cast<std::size_t>(4 * batch + r)];
+    ASSERT_EQ(got_labels[static_cast<std::size_t>(r)], all_labels[static_cast<std::size_t>(sample)]) << r;
+    for (std::int64_t f = 0; f < features; ++f) {
+      const float expected = static_cast<float>(pixels[static_cast<std::size_t>(sample * features + f)]) * 0.5f - 1.0f;
+      ASSERT_EQ(got[static_cast<std::size_t>(r * features + f)], expected) << r << "," << f;
+    }
+  }
+}
+
+TEST(GpuStepKernels, ColumnSumIsTheCpuSumOfRows) {
+  SN_REQUIRE_GPU();
+  Generator gen(test::test_seed() + 4);
+  for (const auto& [rows, cols] : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {128, 784}, {4096, 10}}) {
+    const Tensor x = test::random_uniform({rows, cols}, DType::kF32, gen);
+    const Tensor ref = Tensor::empty({cols}, DType::kF64);
+    ops::sum_rows(test::oracle_copy(x), ref);
+    const Tensor out = test::poisoned({cols}, DType::kF32, gpu());
+    const Tensor d_x = x.to(gpu());
+    SN_CUDA_CHECK(cuda::launch_column_sum(d_x.raw_data(), cuda::ElementType::kF32, rows, cols, out.data<float>(),
+                                          stream()));
+    // Sequential fp32 sums of up to 4096 O(1) terms: error ~ n * 2^-24 of the terms' magnitude.
+    test::expect_allclose(out, ref, 1e-6 * static_cast<double>(rows), 1e-5, "column sum");
+  }
+}
+
+// ---------------------------------------------------------------------------- cuBLASLt epilogues
+
+// The three products of a hidden layer in bf16, as the compiled step runs them, against fp64 on
+// the same bf16-rounded inputs: Y = relu(X W^T + b) with its mask, dX = (dY W) * mask(below), and
+// dW = dY^T X with the bias gradient sum(dY) fused.
+TEST(GpuStepKernels, Bf16EpiloguesMatchTheCpu) {
+  SN_REQUIRE_GPU();
+  Generator gen(test::test_seed() + 5);
+  const std::int64_t batch = 128, in = 784, out = 256;
+  const auto bf16 = [&](const Shape& s) { return test::random_uniform(s, DType::kF32, gen).to(DType::kBF16); };
+  const Tensor x = bf16({batch, in}), w = bf16({out, in}), b = bf16({out}), dy = bf16({batch, out});
+  const auto f64 = [](const Tensor& t) { return test::oracle_copy(t.to(DType::kF32)); };
+  cuda::CublasLtGemm gemm;
+
+  // Forward with bias + ReLU + mask.
+  const Tensor y = poisoned_bf16({batch, out});
+  const Tensor mask = Tensor::zeros({static_cast<std::int64_t>(cuda::relu_mask_bytes(batch, out))}, DType::kU8, gpu());
+  const Tensor dx_ = x.to(gpu()), dw_ = w.to(gpu()), db_ = b.to(gpu()), ddy = dy.to(gpu());
+  gemm.run({.m = batch, .n = out, .k = in, .trans_a = false, .trans_b = true, .precision = cuda::GemmPrecision::kBF16,
+            .epilogue = cuda::GemmEpilogue::kReluAuxBias},
+           {.a = dx_.raw_data(), .b = dw_.raw_data(), .c = y.raw_data(), .bias = db_.raw_data(), .aux = mask.raw_data()},
+           stream());
+  Tensor ref_z = Tensor::empty({batch, out}, DType::kF64);
+  ops::gemm(f64(x), false, f64(w), true, ref_z);
+  ops::add_bias(ref_z, f64(b));
+  Tensor ref_y = Tensor::empty({batch, out}, DType::kF64);
+  ops::activation_forward(Activation::kReLU, ref_z, ref_y);
+  // |z| ~ sqrt(784)/3 ~ 10; fp32 accumulation then one bf16 rounding (2^-9 relative).
+  test::expect_allclose(widened(y), ref_y, 1e-2, 4e-3, "relu(x w^T + b) bf16");
+
+  // Backward of the layer below through the mask: dX = (dY W) * (z > 0), here with the mask of Y.
+  const Tensor dz = poisoned_bf16({batch, out});
+  const Tensor w_sq = bf16({out, out});
+  const Tensor dw_sq = w_sq.to(gpu());
+  gemm.run({.m = batch, .n = out, .k = out, .precision = cuda::GemmPrecision::kBF16,
+            .epilogue = cuda::GemmEpilogue::kDRelu},
+           {.a = ddy.raw_data(), .b = dw_sq.raw_data(), .c = dz.raw_data(), .aux = mask.raw_data()}, stream());
+  Tensor ref_dz = Tensor::empty({batch, out}, DType::kF64);
+  ops::gemm(f64(dy), false, f64(w_sq), false, ref_dz);
+  Tensor ref_masked = Tensor::empty({batch, out}, DType::kF64);
+  ops::activation_backward(Activation::kReLU, ref_z, ref_y, ref_dz, ref_masked);
+  test::expect_allclose(widened(dz), ref_masked, 1e-2, 4e-3, "(dY W) * relu' bf16");
+
+  // Weight gradient in fp32 with the bias gradient fused.
+  const Tensor dw = test::poisoned({out, in}, DType::kF32, gpu());
+  const Tensor dbias = test::poisoned({out}, DType::kF32, gpu());
+  const cuda::GemmDesc wgrad{.m = out, .n = in, .k = batch, .trans_a = true, .trans_b = false,
+                             .precision = cuda::GemmPrecision::kBF16, .c_f32 = true,
+                             .epilogue = cuda::GemmEpilogue::kBiasGradA};
+  if (!gemm.supported(wgrad)) GTEST_SKIP() << "cuBLASLt has no BGRADB kernel here (the plan falls back to column_sum)";
+  gemm.run(wgrad, {.a = ddy.raw_data(), .b = dx_.raw_data(), .c = dw.raw_data(), .bias = dbias.raw_data()}, stream());
+  Tensor ref_dw = Tensor::empty({out, in}, DType::kF64);
+  ops::gemm(f64(dy), true, f64(x), false, ref_dw);
+  Tensor ref_db = Tensor::empty({out}, DType::kF64);
+  ops::sum_rows(f64(dy), ref_db);
+  // fp32 output: sums of 128 products of O(1) bf16 values, accumulated in fp32.
+  test::expect_allclose(dw, ref_dw, 1e-4, 1e-5, "dW = dY^T X");
+  test::expect_allclose(dbias, ref_db, 1e-4, 1e-5, "bias gradient fused (BGRADB)");
+}
+
+}  // namespace
+}  // namespace sprintnet
