@@ -16,6 +16,7 @@
 #include "support_bench.h"
 
 using namespace sprintnet;
+using namespace sprintnet::train;
 
 int main(int argc, char** argv) try {
   CLI::App app{"sprintnet time-per-epoch benchmark"};

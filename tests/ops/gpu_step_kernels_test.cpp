@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "gpu_compare.h"
@@ -196,7 +197,9 @@ TEST(GpuStepKernels, FlatOptimizerFollowsTheCpuOptimizerAndAdvancesTheStep) {
     EXPECT_EQ(after.blocks_done, 0u) << c.name;
     // The same fp32 operations in the same order: the results agree to the last bit or two.
     EXPECT_LT(test::relative_error(d_param.to(Device::cpu()), param), 1e-6) << c.name;
-    if (momentum) EXPECT_LT(test::relative_error(d_s1.to(Device::cpu()), s1), 1e-6) << c.name;
+    if (momentum) {
+      EXPECT_LT(test::relative_error(d_s1.to(Device::cpu()), s1), 1e-6) << c.name;
+    }
     // The bf16 copy is the master weight rounded once (relative 2^-9).
     EXPECT_LT(test::relative_error(copy.to(Device::cpu()).to(DType::kF32), d_param.to(Device::cpu())), 4e-3)
         << c.name;
@@ -343,6 +346,87 @@ TEST(GpuStepKernels, Bf16EpiloguesMatchTheCpu) {
   // fp32 output: sums of 128 products of O(1) bf16 values, accumulated in fp32.
   test::expect_allclose(dw, ref_dw, 1e-4, 1e-5, "dW = dY^T X");
   test::expect_allclose(dbias, ref_db, 1e-4, 1e-5, "bias gradient fused (BGRADB)");
+}
+
+// ------------------------------------------------------------------------------ skinny output layer
+
+// The fused output layer against the CPU: logits = x w^T + b, then the same loss, gradient and count
+// as the CPU cross-entropy; then dW, the bias gradient and dX (with the ReLU gradient) from the
+// gradient it wrote. fp32 inputs: sums of up to 784 products in fp32 (~1e-6 relative).
+TEST(GpuStepKernels, SkinnyOutputLayerMatchesTheCpu) {
+  SN_REQUIRE_GPU();
+  Generator gen(test::test_seed() + 6);
+  for (const auto& [rows, in, classes] : std::vector<std::tuple<std::int64_t, std::int64_t, int>>{
+           {1, 3, 2}, {128, 784, 10}, {1000, 256, 10}, {37, 100, 32}}) {
+    const std::string what = fmt::format("{}x{}x{}", rows, in, classes);
+    const Tensor x = test::random_uniform({rows, in}, DType::kF32, gen, 0.0, 1.0);  // post-ReLU-like
+    const Tensor w = test::random_uniform({classes, in}, DType::kF32, gen, -0.1, 0.1);
+    const Tensor b = test::random_uniform({classes}, DType::kF32, gen);
+    const Tensor labels = test::random_labels(rows, classes, gen);
+    const double weight = 1.0 / static_cast<double>(rows);
+
+    Tensor ref_logits = Tensor::empty({rows, classes}, DType::kF64);
+    ops::gemm(test::oracle_copy(x), false, test::oracle_copy(w), true, ref_logits);
+    ops::add_bias(ref_logits, test::oracle_copy(b));
+    const Tensor ref_loss = Tensor::zeros({1}, DType::kF64);
+    const Tensor ref_dlogits = Tensor::empty({rows, classes}, DType::kF64);
+    ops::cross_entropy(ref_logits, labels, 0.0, ref_loss, weight, &ref_dlogits, weight);
+    const Tensor ref_correct = Tensor::zeros({1}, DType::kI32);
+    ops::count_correct(ref_logits, labels, ref_correct);
+
+    const Tensor dx_ = x.to(gpu()), dw_ = w.to(gpu()), db_ = b.to(gpu()), dl_ = labels.to(gpu());
+    const Tensor dlogits = test::poisoned({rows, classes}, DType::kF32, gpu());
+    const std::int64_t blocks = cuda::skinny_forward_blocks(rows);
+    const Tensor block_loss = Tensor::empty({blocks}, DType::kF64, gpu());
+    const Tensor block_correct = Tensor::empty({blocks * 8}, DType::kU8, gpu());
+    const Tensor blocks_done = Tensor::zeros({4}, DType::kU8, gpu());
+    DeviceValue<cuda::StepMetrics> metrics;
+    const cuda::SkinnyForwardArgs args{.x = dx_.raw_data(), .w = dw_.raw_data(), .bias = db_.raw_data(),
+                                       .type = cuda::ElementType::kF32, .rows = rows, .in = in, .classes = classes,
+                                       .labels = dl_.data<std::int32_t>(), .smoothing = 0.0f,
+                                       .dlogits = dlogits.data<float>(), .grad_scale = static_cast<float>(weight),
+                                       .state = nullptr, .block_loss = block_loss.data<double>(),
+                                       .block_correct = static_cast<long long*>(block_correct.raw_data()),
+                                       .blocks_done = static_cast<std::uint32_t*>(blocks_done.raw_data()),
+                                       .metrics = metrics.get(), .loss_weight = weight};
+    for (int run = 0; run < 2; ++run) {  // twice: the block counter must reset itself
+      SN_CUDA_CHECK(cuda::launch_skinny_forward_cross_entropy(args, stream()));
+    }
+    const cuda::StepMetrics got = metrics.read();
+    EXPECT_NEAR(got.loss_sum, 2.0 * ref_loss.item(), 1e-5 * ref_loss.item()) << what;
+    EXPECT_EQ(got.correct, 2 * static_cast<std::int64_t>(ref_correct.item())) << what;
+    test::expect_allclose(dlogits, ref_dlogits, 1e-6 * weight, 1e-4, "skinny dlogits " + what);
+
+    // Gradients from the GPU's dlogits (the same values the step uses).
+    const Tensor g = test::oracle_copy(dlogits);
+    Tensor ref_dw = Tensor::empty({classes, in}, DType::kF64);
+    ops::gemm(g, true, test::oracle_copy(x), false, ref_dw);
+    Tensor ref_db = Tensor::empty({classes}, DType::kF64);
+    ops::sum_rows(g, ref_db);
+    Tensor ref_dx = Tensor::empty({rows, in}, DType::kF64);
+    ops::gemm(g, false, test::oracle_copy(w), false, ref_dx);
+    const Tensor relu_out = test::random_uniform({rows, in}, DType::kF32, gen, -1.0, 1.0);  // ~half masked
+    Tensor ref_masked = Tensor::empty({rows, in}, DType::kF64);
+    ops::activation_backward(Activation::kReLU, test::oracle_copy(relu_out), test::oracle_copy(relu_out), ref_dx,
+                             ref_masked);
+
+    const Tensor dw = test::poisoned({classes, in}, DType::kF32, gpu());
+    const Tensor db = test::poisoned({classes}, DType::kF32, gpu());
+    SN_CUDA_CHECK(cuda::launch_skinny_weight_grad(dlogits.data<float>(), classes, dx_.raw_data(),
+                                                  cuda::ElementType::kF32, rows, in, dw.data<float>(),
+                                                  db.data<float>(), stream()));
+    const double scale = weight * static_cast<double>(rows);  // sums of `rows` terms of size ~weight
+    test::expect_allclose(dw, ref_dw, 1e-6 * scale, 1e-4, "skinny dW " + what);
+    test::expect_allclose(db, ref_db, 1e-6 * scale, 1e-4, "skinny bias gradient " + what);
+    const Tensor dxg = test::poisoned({rows, in}, DType::kF32, gpu());
+    const Tensor d_relu = relu_out.to(gpu());
+    SN_CUDA_CHECK(cuda::launch_skinny_input_grad(dlogits.data<float>(), classes, dw_.raw_data(),
+                                                 cuda::ElementType::kF32, rows, in, d_relu.raw_data(),
+                                                 dxg.raw_data(), stream()));
+    if (!test::all_zero(ref_masked)) {
+      test::expect_allclose(dxg, ref_masked, 1e-7, 1e-4, "skinny dX * relu' " + what);
+    }
+  }
 }
 
 }  // namespace

@@ -27,10 +27,10 @@ Config mnist_config(const std::string& precision, const std::string& name, std::
       "output.progress=\"none\"",
   };
   overrides.insert(overrides.end(), extra.begin(), extra.end());
-  return config_from_overrides(overrides);
+  return load_config(std::filesystem::path(SPRINTNET_SOURCE_DIR) / "configs" / "mnist_mlp.toml", overrides);
 }
 
-// The default model and schedule (784-256-256-10, SGD momentum, cosine) for 10 epochs on all of MNIST:
+// The shipped default config (784-256-256-10, SGD momentum, cosine, 10 epochs) on all of MNIST:
 // the requirement is the same accuracy within 0.3 % of fp32.
 TEST(CompiledStep, EveryPrecisionReachesTheFp32AccuracyWithinAThirdOfAPercent) {
   SN_REQUIRE_GPU();

@@ -123,7 +123,14 @@ class CudaTrainPlan final : public TrainPlan {
   // The weights the products read: the compute copy, or the master itself in fp32/tf32.
   void* weights(std::int64_t offset) const;
   void enqueue_step(cudaStream_t main);
+  // Layers before the loss (all but the skinny output layer, which the loss kernel computes).
   void enqueue_forward(const void* input, std::int64_t rows, bool training, cudaStream_t stream);
+  // The loss (and, training, its gradient into the output layer's gradient buffer).
+  void enqueue_loss(const void* input, std::int64_t rows, const std::int32_t* labels, bool training,
+                    cuda::StepMetrics* metrics, cudaStream_t stream);
+  cuda::FlatOptimizerArgs update_args();
+  // Elements [begin, end) of the flat buffers that hold layer l's weight and bias.
+  std::pair<std::int64_t, std::int64_t> layer_range(std::size_t l) const;
   void enqueue_evaluation(const BatchLoader& loader, cudaStream_t stream);
   // Records what `enqueue` launches on the plan's stream into `graph`, instantiated and uploaded.
   template <typename Enqueue>
@@ -136,14 +143,19 @@ class CudaTrainPlan final : public TrainPlan {
   Device device_;
   Precision precision_;
   cudaStream_t stream_;  // the backend's: ordered with every tensor copy and allocation
-  std::unique_ptr<CUstream_st, StreamDeleter> side_;
+  std::unique_ptr<CUstream_st, StreamDeleter> side_;    // weight gradients
+  std::unique_ptr<CUstream_st, StreamDeleter> update_;  // per-layer optimizer updates
   std::unique_ptr<cuda::CublasLtGemm> gemm_main_, gemm_side_;  // one workspace per concurrent stream
   std::int64_t batch_ = 0, eval_batch_ = 0, steps_per_epoch_ = 0, samples_ = 0;
   std::vector<Layer> layers_;
   std::int64_t params_ = 0;  // flat length, padded
   bool bias_grad_fused_ = true;
+  bool skinny_ = false;            // the output layer runs on the fused kernels of skinny_layer.cu
+  bool per_layer_updates_ = true;  // each layer's update starts when its gradients are done (not fp16)
   Tensor master_, grad_, state1_, state2_, copy_;
   Tensor input_, labels_, eval_input_, eval_labels_;
+  Tensor dlogits_;  // skinny output layer: fp32 [B, classes]
+  Tensor block_loss_, block_correct_, blocks_done_;  // its per-block scratch
   Tensor order_, permutation_scratch_, lr_table_;
   Tensor state_, metrics_, eval_metrics_;  // StepState, StepMetrics (raw bytes)
   std::unique_ptr<void, PinnedDeleter> pinned_;  // kProgressSlots + 1 StepMetrics, then a StepState
@@ -165,6 +177,9 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   cudaStream_t side = nullptr;
   SN_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
   side_.reset(side);
+  cudaStream_t update = nullptr;
+  SN_CUDA_CHECK(cudaStreamCreateWithFlags(&update, cudaStreamNonBlocking));
+  update_.reset(update);
   gemm_main_ = std::make_unique<cuda::CublasLtGemm>();
   gemm_side_ = std::make_unique<cuda::CublasLtGemm>();
 
@@ -195,6 +210,9 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
     in = widths[l];
   }
 
+  skinny_ = layers_.back().out <= cuda::kSkinnyMaxOutputs;
+  per_layer_updates_ = precision_.element != ElementType::kF16;  // fp16 checks every gradient before any update
+
   // Padding stays zero in every buffer: its gradient is never written, so its update keeps it zero.
   master_ = Tensor::zeros({params_}, DType::kF32, device);
   grad_ = Tensor::zeros({params_}, DType::kF32, device);
@@ -208,14 +226,22 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   labels_ = Tensor::empty({batch_}, DType::kI32, device);
   eval_input_ = Tensor::empty({eval_batch_, mlp.inputs}, act, device);
   eval_labels_ = Tensor::empty({eval_batch_}, DType::kI32, device);
-  for (Layer& layer : layers_) {
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    Layer& layer = layers_[l];
     layer.act = Tensor::empty({batch_, layer.out}, act, device);
     layer.grad = Tensor::empty({batch_, layer.out}, act, device);
-    if (layer.relu) {
+    if (layer.relu && !(skinny_ && l + 2 == layers_.size())) {  // below a skinny layer: act is the mask
       layer.mask = Tensor::zeros({static_cast<std::int64_t>(cuda::relu_mask_bytes(batch_, layer.out))}, DType::kU8,
                                  device);
     }
     layer.eval_act = Tensor::empty({eval_batch_, layer.out}, act, device);
+  }
+  if (skinny_) {
+    dlogits_ = Tensor::empty({batch_, layers_.back().out}, DType::kF32, device);
+    const std::int64_t blocks = cuda::skinny_forward_blocks(std::max(batch_, eval_batch_));
+    block_loss_ = Tensor::empty({blocks}, DType::kF64, device);
+    block_correct_ = Tensor::empty({blocks * 8}, DType::kU8, device);
+    blocks_done_ = Tensor::zeros({4}, DType::kU8, device);
   }
   std::vector<std::int32_t> identity(static_cast<std::size_t>(samples_));
   for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int32_t>(i);
@@ -232,7 +258,7 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   SN_CUDA_CHECK(cudaMallocHost(&pinned, (kProgressSlots + 1) * sizeof(cuda::StepMetrics) + sizeof(cuda::StepState)));
   pinned_.reset(pinned);
   for (auto& e : slot_events_) e = make_event();
-  for (std::size_t i = 0; i < 2 * layers_.size() + 2; ++i) fork_events_.push_back(make_event());
+  for (std::size_t i = 0; i < 4 * layers_.size() + 2; ++i) fork_events_.push_back(make_event());
 
   // Plan every product now (cuBLASLt's heuristic runs on the host), so capture only records launches.
   for (const Layer& layer : layers_) {
@@ -268,23 +294,107 @@ std::vector<nn::Linear*> CudaTrainPlan::linears(nn::Sequential& model) const {
 
 void CudaTrainPlan::enqueue_forward(const void* input, std::int64_t rows, bool training, cudaStream_t stream) {
   const void* x = input;
-  for (std::size_t l = 0; l < layers_.size(); ++l) {
+  const std::size_t products = skinny_ ? layers_.size() - 1 : layers_.size();
+  for (std::size_t l = 0; l < products; ++l) {
     Layer& layer = layers_[l];
     const bool bias = layer.bias_offset >= 0;
+    const bool mask = training && layer.mask.defined();
     GemmEpilogue e = bias ? GemmEpilogue::kBias : GemmEpilogue::kNone;
     if (layer.relu) {
-      e = training ? (bias ? GemmEpilogue::kReluAuxBias : GemmEpilogue::kReluAux)
-                   : (bias ? GemmEpilogue::kReluBias : GemmEpilogue::kRelu);
+      e = mask ? (bias ? GemmEpilogue::kReluAuxBias : GemmEpilogue::kReluAux)
+               : (bias ? GemmEpilogue::kReluBias : GemmEpilogue::kRelu);
     }
     Tensor& out = training ? layer.act : layer.eval_act;
     // Forward: Y[rows, out] = X[rows, in] @ W[out, in]^T (+ bias, ReLU).
     gemm_main_->run(desc(rows, layer.out, layer.in, false, true, false, e),
                     {.a = x, .b = weights(layer.weight_offset), .c = out.raw_data(),
                      .bias = bias ? weights(layer.bias_offset) : nullptr,
-                     .aux = training && layer.relu ? layer.mask.raw_data() : nullptr},
+                     .aux = mask ? layer.mask.raw_data() : nullptr},
                     stream);
     x = out.raw_data();
   }
+}
+
+void CudaTrainPlan::enqueue_loss(const void* input, std::int64_t rows, const std::int32_t* labels, bool training,
+                                 cuda::StepMetrics* metrics, cudaStream_t stream) {
+  Layer& last = layers_.back();
+  const double weight = training ? 1.0 / static_cast<double>(rows) : 1.0;  // training: the step's mean loss
+  const float smoothing = training ? static_cast<float>(spec_.label_smoothing) : 0.0f;
+  const auto* state = training ? static_cast<const cuda::StepState*>(state_.raw_data()) : nullptr;
+  if (skinny_) {
+    const void* x = input;
+    if (layers_.size() > 1) {
+      const Layer& below = layers_[layers_.size() - 2];
+      x = training ? below.act.raw_data() : below.eval_act.raw_data();
+    }
+    const cuda::SkinnyForwardArgs args{.x = x,
+                                       .w = weights(last.weight_offset),
+                                       .bias = last.bias_offset >= 0 ? weights(last.bias_offset) : nullptr,
+                                       .type = precision_.element,
+                                       .rows = rows,
+                                       .in = last.in,
+                                       .classes = static_cast<int>(last.out),
+                                       .labels = labels,
+                                       .smoothing = smoothing,
+                                       .dlogits = training ? dlogits_.data<float>() : nullptr,
+                                       .grad_scale = static_cast<float>(weight),
+                                       .state = state,
+                                       .block_loss = block_loss_.data<double>(),
+                                       .block_correct = static_cast<long long*>(block_correct_.raw_data()),
+                                       .blocks_done = static_cast<std::uint32_t*>(blocks_done_.raw_data()),
+                                       .metrics = metrics,
+                                       .loss_weight = weight};
+    SN_CUDA_CHECK(cuda::launch_skinny_forward_cross_entropy(args, stream));
+    return;
+  }
+  const cuda::CrossEntropyArgs args{.logits = training ? last.act.raw_data() : last.eval_act.raw_data(),
+                                    .type = precision_.element,
+                                    .labels = labels,
+                                    .rows = rows,
+                                    .classes = last.out,
+                                    .smoothing = smoothing,
+                                    .dlogits = training ? last.grad.raw_data() : nullptr,
+                                    .grad_scale = static_cast<float>(weight),
+                                    .state = state,
+                                    .metrics = metrics,
+                                    .loss_weight = weight};
+  SN_CUDA_CHECK(cuda::launch_fused_cross_entropy(args, stream));
+}
+
+std::pair<std::int64_t, std::int64_t> CudaTrainPlan::layer_range(std::size_t l) const {
+  const std::int64_t begin = layers_[l].weight_offset;
+  const std::int64_t end = l + 1 < layers_.size() ? layers_[l + 1].weight_offset : params_;
+  return {begin, end};
+}
+
+cuda::FlatOptimizerArgs CudaTrainPlan::update_args() {
+  const auto& o = spec_.optim;
+  const cuda::FlatOptimizerKind kind = o.type == "sgd"    ? cuda::FlatOptimizerKind::kSgd
+                                       : o.type == "adam" ? cuda::FlatOptimizerKind::kAdam
+                                                          : cuda::FlatOptimizerKind::kAdamW;
+  return {.kind = kind,
+          .master = master_.data<float>(),
+          .grad = grad_.data<float>(),
+          .state1 = state1_.defined() ? state1_.data<float>() : nullptr,
+          .state2 = state2_.defined() ? state2_.data<float>() : nullptr,
+          .copy = copy_.defined() ? copy_.raw_data() : nullptr,
+          .copy_type = precision_.element,
+          .count = params_,
+          .lr_table = lr_table_.data<double>(),
+          .lr_table_size = lr_table_.numel(),
+          .state = static_cast<cuda::StepState*>(state_.raw_data()),
+          .momentum = static_cast<float>(o.momentum),
+          .keep = static_cast<float>(1.0 - o.dampening),
+          .weight_decay = static_cast<float>(o.weight_decay),
+          .nesterov = o.nesterov,
+          .beta1 = static_cast<float>(o.beta1),
+          .beta2 = static_cast<float>(o.beta2),
+          .eps = static_cast<float>(o.eps),
+          .beta1_d = o.beta1,
+          .beta2_d = o.beta2,
+          .weight_decay_d = o.weight_decay,
+          .check_finite = precision_.element == ElementType::kF16,
+          .metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data())};
 }
 
 void CudaTrainPlan::enqueue_step(cudaStream_t main) {
@@ -306,88 +416,74 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
                                 .dst_labels = labels_.data<std::int32_t>()};
   SN_CUDA_CHECK(cuda::launch_gather_batch(gather, main));
   enqueue_forward(input_.raw_data(), batch_, true, main);
-
-  Layer& last = layers_.back();
-  const cuda::CrossEntropyArgs loss{.logits = last.act.raw_data(),
-                                    .type = precision_.element,
-                                    .labels = labels_.data<std::int32_t>(),
-                                    .rows = batch_,
-                                    .classes = last.out,
-                                    .smoothing = static_cast<float>(spec_.label_smoothing),
-                                    .dlogits = last.grad.raw_data(),
-                                    .grad_scale = 1.0f / static_cast<float>(batch_),
-                                    .state = state,
-                                    .metrics = metrics,
-                                    .loss_weight = 1.0 / static_cast<double>(batch_)};
-  SN_CUDA_CHECK(cuda::launch_fused_cross_entropy(loss, main));
+  enqueue_loss(input_.raw_data(), batch_, labels_.data<std::int32_t>(), true, metrics, main);
 
   // Backward. Weight gradients go to the side stream as soon as their layer's output gradient is
-  // ready; the chain of input gradients, the critical path, stays on the main stream.
-  cudaStream_t side = side_.get();
+  // ready; the chain of input gradients, the critical path, stays on the main stream; each layer's
+  // update goes to a third stream once both its weight gradient and its input gradient (which
+  // reads the weights the update overwrites) are done, beside the products of the layers below.
+  cudaStream_t side = side_.get(), update = update_.get();
   std::size_t event = 0;
+  const auto after = [&](cudaStream_t waiter, cudaStream_t done) {
+    cudaEvent_t e = fork_events_.at(event++).get();
+    SN_CUDA_CHECK(cudaEventRecord(e, done));
+    SN_CUDA_CHECK(cudaStreamWaitEvent(waiter, e, 0));
+  };
   float* grad = grad_.data<float>();
+  const cuda::FlatOptimizerArgs optimizer = update_args();
   for (std::size_t l = layers_.size(); l-- > 0;) {
     Layer& layer = layers_[l];
     const void* x = l == 0 ? input_.raw_data() : layers_[l - 1].act.raw_data();
-    cudaEvent_t ready = fork_events_[event++].get();
-    SN_CUDA_CHECK(cudaEventRecord(ready, main));
-    SN_CUDA_CHECK(cudaStreamWaitEvent(side, ready, 0));
-    // dW[out, in] = dZ[B, out]^T @ X[B, in]; the bias gradient (sum of dZ over the batch) fused.
     const bool bias = layer.bias_offset >= 0;
-    const bool fused = bias && bias_grad_fused_;
-    gemm_side_->run(desc(layer.out, layer.in, batch_, true, false, true,
-                         fused ? GemmEpilogue::kBiasGradA : GemmEpilogue::kNone),
-                    {.a = layer.grad.raw_data(), .b = x, .c = grad + layer.weight_offset,
-                     .bias = fused ? grad + layer.bias_offset : nullptr},
-                    side);
-    if (bias && !fused) {
-      SN_CUDA_CHECK(cuda::launch_column_sum(layer.grad.raw_data(), precision_.element, batch_, layer.out,
-                                            grad + layer.bias_offset, side));
+    after(side, main);
+    if (skinny_ && l + 1 == layers_.size()) {
+      // The output layer: dW and the bias gradient from the fp32 logits gradient in one kernel.
+      SN_CUDA_CHECK(cuda::launch_skinny_weight_grad(dlogits_.data<float>(), static_cast<int>(layer.out), x,
+                                                    precision_.element, batch_, layer.in, grad + layer.weight_offset,
+                                                    bias ? grad + layer.bias_offset : nullptr, side));
+      if (l > 0) {
+        Layer& below = layers_[l - 1];
+        SN_CUDA_CHECK(cuda::launch_skinny_input_grad(dlogits_.data<float>(), static_cast<int>(layer.out),
+                                                     weights(layer.weight_offset), precision_.element, batch_,
+                                                     layer.in, below.relu ? below.act.raw_data() : nullptr,
+                                                     below.grad.raw_data(), main));
+      }
+    } else {
+      // dW[out, in] = dZ[B, out]^T @ X[B, in]; the bias gradient (sum of dZ over the batch) fused.
+      const bool fused = bias && bias_grad_fused_;
+      gemm_side_->run(desc(layer.out, layer.in, batch_, true, false, true,
+                           fused ? GemmEpilogue::kBiasGradA : GemmEpilogue::kNone),
+                      {.a = layer.grad.raw_data(), .b = x, .c = grad + layer.weight_offset,
+                       .bias = fused ? grad + layer.bias_offset : nullptr},
+                      side);
+      if (bias && !fused) {
+        SN_CUDA_CHECK(cuda::launch_column_sum(layer.grad.raw_data(), precision_.element, batch_, layer.out,
+                                              grad + layer.bias_offset, side));
+      }
+      if (l > 0) {
+        Layer& below = layers_[l - 1];
+        // dX[B, in] = dZ[B, out] @ W[out, in], times the ReLU mask of the layer below.
+        gemm_main_->run(desc(batch_, layer.in, layer.out, false, false, false,
+                             below.relu ? GemmEpilogue::kDRelu : GemmEpilogue::kNone),
+                        {.a = layer.grad.raw_data(), .b = weights(layer.weight_offset), .c = below.grad.raw_data(),
+                         .aux = below.relu ? below.mask.raw_data() : nullptr},
+                        main);
+      }
     }
-    if (l > 0) {
-      Layer& below = layers_[l - 1];
-      // dX[B, in] = dZ[B, out] @ W[out, in], times the ReLU mask of the layer below.
-      gemm_main_->run(desc(batch_, layer.in, layer.out, false, false, false,
-                           below.relu ? GemmEpilogue::kDRelu : GemmEpilogue::kNone),
-                      {.a = layer.grad.raw_data(), .b = weights(layer.weight_offset), .c = below.grad.raw_data(),
-                       .aux = below.relu ? below.mask.raw_data() : nullptr},
-                      main);
+    if (per_layer_updates_) {
+      after(update, side);
+      after(update, main);
+      const auto [begin, end] = layer_range(l);
+      SN_CUDA_CHECK(cuda::launch_flat_optimizer_range(optimizer, begin, end, /*advance=*/l == 0, update));
     }
   }
-  cudaEvent_t joined = fork_events_[event++].get();
-  SN_CUDA_CHECK(cudaEventRecord(joined, side));
-  SN_CUDA_CHECK(cudaStreamWaitEvent(main, joined, 0));
-
-  const bool fp16 = precision_.element == ElementType::kF16;
-  if (fp16) SN_CUDA_CHECK(cuda::launch_check_finite(grad, params_, state, main));
-  const auto& o = spec_.optim;
-  const cuda::FlatOptimizerKind kind = o.type == "sgd"    ? cuda::FlatOptimizerKind::kSgd
-                                       : o.type == "adam" ? cuda::FlatOptimizerKind::kAdam
-                                                          : cuda::FlatOptimizerKind::kAdamW;
-  const cuda::FlatOptimizerArgs update{.kind = kind,
-                                       .master = master_.data<float>(),
-                                       .grad = grad,
-                                       .state1 = state1_.defined() ? state1_.data<float>() : nullptr,
-                                       .state2 = state2_.defined() ? state2_.data<float>() : nullptr,
-                                       .copy = copy_.defined() ? copy_.raw_data() : nullptr,
-                                       .copy_type = precision_.element,
-                                       .count = params_,
-                                       .lr_table = lr_table_.data<double>(),
-                                       .lr_table_size = lr_table_.numel(),
-                                       .state = state,
-                                       .momentum = static_cast<float>(o.momentum),
-                                       .keep = static_cast<float>(1.0 - o.dampening),
-                                       .weight_decay = static_cast<float>(o.weight_decay),
-                                       .nesterov = o.nesterov,
-                                       .beta1 = static_cast<float>(o.beta1),
-                                       .beta2 = static_cast<float>(o.beta2),
-                                       .eps = static_cast<float>(o.eps),
-                                       .beta1_d = o.beta1,
-                                       .beta2_d = o.beta2,
-                                       .weight_decay_d = o.weight_decay,
-                                       .check_finite = fp16,
-                                       .metrics = metrics};
-  SN_CUDA_CHECK(cuda::launch_flat_optimizer(update, main));
+  if (per_layer_updates_) {
+    after(main, update);
+  } else {
+    after(main, side);
+    if (optimizer.check_finite) SN_CUDA_CHECK(cuda::launch_check_finite(grad, params_, optimizer.state, main));
+    SN_CUDA_CHECK(cuda::launch_flat_optimizer(optimizer, main));
+  }
 }
 
 template <typename Enqueue>
@@ -546,7 +642,6 @@ void CudaTrainPlan::enqueue_evaluation(const BatchLoader& loader, cudaStream_t s
   auto* metrics = static_cast<cuda::StepMetrics*>(eval_metrics_.raw_data());
   SN_CUDA_CHECK(cudaMemsetAsync(metrics, 0, sizeof(*metrics), stream));
   const std::int64_t n = loader.samples();
-  const Layer& last = layers_.back();
   for (std::int64_t first = 0; first < n; first += eval_batch_) {
     const std::int64_t rows = std::min(eval_batch_, n - first);
     const cuda::GatherArgs gather{.images = loader.images().data<std::uint8_t>(),
@@ -564,18 +659,7 @@ void CudaTrainPlan::enqueue_evaluation(const BatchLoader& loader, cudaStream_t s
                                   .dst_labels = eval_labels_.data<std::int32_t>()};
     SN_CUDA_CHECK(cuda::launch_gather_batch(gather, stream));
     enqueue_forward(eval_input_.raw_data(), rows, false, stream);
-    const cuda::CrossEntropyArgs loss{.logits = last.eval_act.raw_data(),
-                                      .type = precision_.element,
-                                      .labels = eval_labels_.data<std::int32_t>(),
-                                      .rows = rows,
-                                      .classes = last.out,
-                                      .smoothing = 0.0f,
-                                      .dlogits = nullptr,
-                                      .grad_scale = 1.0f,
-                                      .state = nullptr,
-                                      .metrics = metrics,
-                                      .loss_weight = 1.0};
-    SN_CUDA_CHECK(cuda::launch_fused_cross_entropy(loss, stream));
+    enqueue_loss(eval_input_.raw_data(), rows, eval_labels_.data<std::int32_t>(), false, metrics, stream);
   }
   auto* host = static_cast<cuda::StepMetrics*>(pinned_.get()) + kProgressSlots;
   SN_CUDA_CHECK(cudaMemcpyAsync(host, metrics, sizeof(*host), cudaMemcpyDeviceToHost, stream));

@@ -60,14 +60,33 @@ __device__ inline void adam_update(const FlatOptimizerArgs& a, const BlockScalar
   p = p - s.step_size * m / (sqrtf(v) / s.bias2_sqrt + a.eps);
 }
 
-__global__ void flat_optimizer_kernel(FlatOptimizerArgs a) {
+// Four compute-type copies in one store (8 bytes for 16-bit types).
+__device__ inline void store_copy4(void* copy, ElementType type, std::int64_t vector, float4 p) {
+  if (type == ElementType::kBF16) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(p.x, p.y), hi = __floats2bfloat162_rn(p.z, p.w);
+    uint2 packed;
+    packed.x = *reinterpret_cast<const unsigned*>(&lo);
+    packed.y = *reinterpret_cast<const unsigned*>(&hi);
+    reinterpret_cast<uint2*>(copy)[vector] = packed;
+  } else if (type == ElementType::kF16) {
+    const __half2 lo = __floats2half2_rn(p.x, p.y), hi = __floats2half2_rn(p.z, p.w);
+    uint2 packed;
+    packed.x = *reinterpret_cast<const unsigned*>(&lo);
+    packed.y = *reinterpret_cast<const unsigned*>(&hi);
+    reinterpret_cast<uint2*>(copy)[vector] = packed;
+  } else {
+    reinterpret_cast<float4*>(copy)[vector] = p;
+  }
+}
+
+__global__ void flat_optimizer_kernel(FlatOptimizerArgs a, std::int64_t first_vector, std::int64_t end_vector,
+                                      bool advance) {
   __shared__ BlockScalars shared;
   if (threadIdx.x == 0) shared = block_scalars(a);
   __syncthreads();
   const BlockScalars s = shared;
   if (!s.skip) {
-    const std::int64_t vectors = a.count / 4;
-    for (std::int64_t i = global_thread(); i < vectors; i += grid_threads()) {
+    for (std::int64_t i = first_vector + global_thread(); i < end_vector; i += grid_threads()) {
       float4 p = reinterpret_cast<float4*>(a.master)[i];
       const float4 g = reinterpret_cast<const float4*>(a.grad)[i];
       if (a.kind == FlatOptimizerKind::kSgd) {
@@ -95,15 +114,11 @@ __global__ void flat_optimizer_kernel(FlatOptimizerArgs a) {
         reinterpret_cast<float4*>(a.state2)[i] = v;
       }
       reinterpret_cast<float4*>(a.master)[i] = p;
-      if (a.copy != nullptr) {
-        store_element(a.copy, a.copy_type, 4 * i, p.x);
-        store_element(a.copy, a.copy_type, 4 * i + 1, p.y);
-        store_element(a.copy, a.copy_type, 4 * i + 2, p.z);
-        store_element(a.copy, a.copy_type, 4 * i + 3, p.w);
-      }
+      if (a.copy != nullptr) store_copy4(a.copy, a.copy_type, i, p);
     }
   }
   // Every block has read the counters above; the last one to arrive advances them.
+  if (!advance) return;
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
@@ -136,14 +151,20 @@ __global__ void check_finite_kernel(const float* grad, std::int64_t count, StepS
 
 }  // namespace
 
+cudaError_t launch_flat_optimizer_range(const FlatOptimizerArgs& args, std::int64_t begin, std::int64_t end,
+                                        bool advance, cudaStream_t stream) {
+  if (begin % 4 != 0 || end % 4 != 0 || begin > end || end > args.count) return cudaErrorInvalidValue;
+  const NvtxRange range("flat_optimizer");
+  // At least one block even for an empty range: with advance it moves the counters on.
+  const std::int64_t vectors = (end - begin) / 4;
+  const unsigned blocks = vectors == 0 ? 1u : elementwise_blocks(vectors);
+  flat_optimizer_kernel<<<blocks, kElementwiseThreads, 0, stream>>>(args, begin / 4, end / 4, advance);
+  return cudaGetLastError();
+}
+
 cudaError_t launch_flat_optimizer(const FlatOptimizerArgs& args, cudaStream_t stream) {
   if (args.count % 4 != 0) return cudaErrorInvalidValue;
-  const NvtxRange range("flat_optimizer");
-  // At least one block even for an empty model: it advances the counters.
-  const std::int64_t vectors = args.count / 4;
-  const unsigned blocks = vectors == 0 ? 1u : elementwise_blocks(vectors);
-  flat_optimizer_kernel<<<blocks, kElementwiseThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+  return launch_flat_optimizer_range(args, 0, args.count, true, stream);
 }
 
 cudaError_t launch_check_finite(const float* grad, std::int64_t count, StepState* state, cudaStream_t stream) {

@@ -81,27 +81,67 @@ cudaError_t launch_fused_cross_entropy(const CrossEntropyArgs& args, cudaStream_
 // state (step, opt_steps, scale) so the next replay sees the next step.
 enum class FlatOptimizerKind : int { kSgd, kAdam, kAdamW };
 struct FlatOptimizerArgs {
-  FlatOptimizerKind kind;
-  float* master;
-  const float* grad;
-  float* state1;  // SGD momentum buffer (null without momentum) / Adam exp_avg
-  float* state2;  // Adam exp_avg_sq
-  void* copy;
-  ElementType copy_type;
-  std::int64_t count;  // a multiple of 4; the buffers are 16-byte aligned
-  const double* lr_table;  // per step, as optim::LrSchedule gives it (double, like the eager path)
-  std::int64_t lr_table_size;  // steps past its end use its last entry
-  StepState* state;
-  float momentum, keep, weight_decay;  // SGD (keep = 1 - dampening); weight_decay also Adam's
-  bool nesterov;
-  float beta1, beta2, eps;
-  double beta1_d, beta2_d, weight_decay_d;  // the scalars the eager path derives in double
-  bool check_finite;        // fp16 dynamic loss scaling
-  StepMetrics* metrics;     // counts skipped updates (may be null)
+  FlatOptimizerKind kind = FlatOptimizerKind::kSgd;
+  float* master = nullptr;
+  const float* grad = nullptr;
+  float* state1 = nullptr;  // SGD momentum buffer (null without momentum) / Adam exp_avg
+  float* state2 = nullptr;  // Adam exp_avg_sq
+  void* copy = nullptr;
+  ElementType copy_type = ElementType::kF32;
+  std::int64_t count = 0;  // a multiple of 4; the buffers are 16-byte aligned
+  const double* lr_table = nullptr;  // per step, as optim::LrSchedule gives it (double, like the eager path)
+  std::int64_t lr_table_size = 0;    // steps past its end use its last entry
+  StepState* state = nullptr;
+  float momentum = 0.0f, keep = 1.0f, weight_decay = 0.0f;  // SGD (keep = 1 - dampening); weight_decay also Adam's
+  bool nesterov = false;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  double beta1_d = 0.9, beta2_d = 0.999, weight_decay_d = 0.0;  // the scalars the eager path derives in double
+  bool check_finite = false;   // fp16 dynamic loss scaling
+  StepMetrics* metrics = nullptr;  // counts skipped updates (may be null)
 };
 cudaError_t launch_flat_optimizer(const FlatOptimizerArgs& args, cudaStream_t stream);
+// The same update over [begin, end) of the buffers only (multiples of 4), so each layer's update
+// can start as soon as its gradient is ready; only the launch with advance = true (the last of
+// a step) advances the state. launch_flat_optimizer() is the whole range with advance = true.
+cudaError_t launch_flat_optimizer_range(const FlatOptimizerArgs& args, std::int64_t begin, std::int64_t end,
+                                        bool advance, cudaStream_t stream);
 // fp16: state->found_inf |= any gradient is not finite (run before launch_flat_optimizer).
 cudaError_t launch_check_finite(const float* grad, std::int64_t count, StepState* state, cudaStream_t stream);
+
+// skinny_layer.cu: the output layer when it has few outputs (classes <= kSkinnyMaxOutputs). cuBLAS's
+// kernels for a 10-column product are latency-bound and its epilogues run as separate kernels;
+// these fuse the product with what surrounds it: forward + softmax cross-entropy (+ gradient,
+// loss and accuracy), weight + bias gradient, and the input gradient with the ReLU gradient.
+inline constexpr int kSkinnyMaxOutputs = 32;
+struct SkinnyForwardArgs {
+  const void* x;  // [rows, in], `type`
+  const void* w;  // [classes, in], `type`
+  const void* bias;  // [classes], `type`, may be null
+  ElementType type;
+  std::int64_t rows, in;
+  int classes;
+  const std::int32_t* labels;
+  float smoothing;
+  float* dlogits;  // [rows, classes] fp32, may be null (evaluation)
+  float grad_scale;
+  const StepState* state;  // loss scale; may be null
+  double* block_loss;      // scratch: one per block
+  long long* block_correct;
+  std::uint32_t* blocks_done;  // scratch counter (zero between launches)
+  StepMetrics* metrics;
+  double loss_weight;
+};
+// Blocks (and so scratch entries) a forward over `rows` rows uses.
+std::int64_t skinny_forward_blocks(std::int64_t rows);
+cudaError_t launch_skinny_forward_cross_entropy(const SkinnyForwardArgs& args, cudaStream_t stream);
+// dw[c, f] = sum_r dlogits[r, c] x[r, f] (fp32), dbias[c] = sum_r dlogits[r, c] (may be null).
+cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const void* x, ElementType type,
+                                      std::int64_t rows, std::int64_t in, float* dw, float* dbias,
+                                      cudaStream_t stream);
+// dx[r, f] = (sum_c dlogits[r, c] w[c, f]) * (relu_out == null || relu_out[r, f] > 0), in `type`.
+cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const void* w, ElementType type,
+                                     std::int64_t rows, std::int64_t in, const void* relu_out, void* dx,
+                                     cudaStream_t stream);
 
 // convert.cu: dst[i] = src[i] rounded to dst_type.
 cudaError_t launch_convert_from_f32(const float* src, void* dst, ElementType dst_type, std::int64_t count,
