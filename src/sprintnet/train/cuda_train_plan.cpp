@@ -18,7 +18,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <deque>
+#include <string_view>
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
@@ -211,7 +213,11 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   }
 
   skinny_ = layers_.back().out <= cuda::kSkinnyMaxOutputs;
-  per_layer_updates_ = precision_.element != ElementType::kF16;  // fp16 checks every gradient before any update
+  // fp16 checks every gradient before any update. SPRINTNET_SINGLE_UPDATE=1 also keeps one update at the
+  // end of the step (for measuring what the overlap gains, docs/PERFORMANCE.md).
+  const char* single_update = std::getenv("SPRINTNET_SINGLE_UPDATE");
+  per_layer_updates_ = precision_.element != ElementType::kF16 &&
+                       !(single_update != nullptr && std::string_view(single_update) == "1");
 
   // Padding stays zero in every buffer: its gradient is never written, so its update keeps it zero.
   master_ = Tensor::zeros({params_}, DType::kF32, device);

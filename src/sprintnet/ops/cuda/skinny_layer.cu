@@ -14,46 +14,62 @@ namespace {
 constexpr int kForwardThreads = 256;
 constexpr int kForwardWarps = kForwardThreads / kWarpSize;
 
-// One warp per row: lanes stride over the inputs, each keeping all `classes` partial sums; a
-// butterfly gives every lane every logit; lane c then owns class c for the softmax. Per-block sums
-// go to scratch, and the last block to finish adds them in block order into the metrics.
+__device__ inline float to_float(float v) { return v; }
+__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline float to_float(__half v) { return __half2float(v); }
+__device__ inline float round_to(float v, const float*) { return v; }
+__device__ inline float round_to(float v, const __nv_bfloat16*) { return __bfloat162float(__float2bfloat16_rn(v)); }
+__device__ inline float round_to(float v, const __half*) { return __half2float(__float2half_rn(v)); }
+
+// One block per row: its 8 warps split the inputs, each lane keeping kC partial sums (classes
+// rounded up to kC; the rows past the last class read the last row again, so the hot loop has no
+// branch and its loads issue together); the warps' sums meet in shared memory in warp order; warp 0
+// then owns the row, lane c class c, for the softmax. Each row's loss and hit go to scratch, and the
+// last block to finish adds them in row order (a fixed tree), so the sums are deterministic.
+template <typename T, int kC>
 __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyForwardArgs a) {
-  __shared__ double warp_loss[kForwardWarps];
-  __shared__ long long warp_correct[kForwardWarps];
+  __shared__ float sums[kForwardWarps][kC];
+  __shared__ double tree_loss[kForwardThreads];
+  __shared__ long long tree_correct[kForwardThreads];
   __shared__ bool last_block;
+  const T* x = static_cast<const T*>(a.x);
+  const T* w = static_cast<const T*>(a.w);
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kForwardWarps + warp;
-  double loss = 0.0;
-  long long correct = 0;
-  if (row < a.rows) {
-    float acc[kSkinnyMaxOutputs];
+  const std::int64_t row = blockIdx.x;
+  {
+    const T* w_rows[kC];
 #pragma unroll
-    for (int c = 0; c < kSkinnyMaxOutputs; ++c) acc[c] = 0.0f;
-    const std::int64_t base = row * a.in;
-    for (std::int64_t f = lane; f < a.in; f += kWarpSize) {
-      const float x = load_element(a.x, a.type, base + f);
+    for (int c = 0; c < kC; ++c) w_rows[c] = w + static_cast<std::int64_t>(c < a.classes ? c : a.classes - 1) * a.in;
+    float acc[kC];
 #pragma unroll
-      for (int c = 0; c < kSkinnyMaxOutputs; ++c) {
-        if (c < a.classes) acc[c] += x * load_element(a.w, a.type, c * a.in + f);
-      }
+    for (int c = 0; c < kC; ++c) acc[c] = 0.0f;
+    const T* x_row = x + row * a.in;
+#pragma unroll 2
+    for (std::int64_t f = threadIdx.x; f < a.in; f += kForwardThreads) {
+      const float xv = to_float(x_row[f]);
+#pragma unroll
+      for (int c = 0; c < kC; ++c) acc[c] += xv * to_float(w_rows[c][f]);
     }
-    float logit = -INFINITY;  // lane c's class
 #pragma unroll
-    for (int c = 0; c < kSkinnyMaxOutputs; ++c) {
-      if (c < a.classes) {
-        float v = warp_sum(acc[c]);
-        if (a.bias != nullptr) v += load_element(a.bias, a.type, c);
-        // The product is rounded to the compute type, as cuBLAS's output would be.
-        if (a.type == ElementType::kBF16) v = __bfloat162float(__float2bfloat16_rn(v));
-        if (a.type == ElementType::kF16) v = __half2float(__float2half_rn(v));
-        if (lane == c) logit = v;
-      }
+    for (int c = 0; c < kC; ++c) {
+      const float v = warp_sum(acc[c]);
+      if (lane == 0) sums[warp][c] = v;
     }
+  }
+  __syncthreads();
+  if (warp == 0) {
     const bool active = lane < a.classes;
+    float logit = -INFINITY;  // lane c's class
+    if (active) {
+      float v = 0.0f;
+      for (int i = 0; i < kForwardWarps; ++i) v += sums[i][lane];
+      if (a.bias != nullptr) v += to_float(static_cast<const T*>(a.bias)[lane]);
+      logit = round_to(v, x);  // the product rounded to the compute type, as cuBLAS's output would be
+    }
     const std::int32_t label = a.labels[row];
     // Max and its first index.
-    float max_logit = active ? logit : -INFINITY;
+    float max_logit = logit;
     int max_index = active ? lane : kWarpSize;
     for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
       const float other = __shfl_xor_sync(kFullWarpMask, max_logit, offset);
@@ -69,9 +85,11 @@ __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyF
     const float log_sum_exp = max_logit + logf(exp_sum);
     const float off_target = a.smoothing / static_cast<float>(a.classes);
     if (lane == 0) {
-      loss = static_cast<double>(log_sum_exp) - (1.0 - a.smoothing) * static_cast<double>(target_logit) -
-             static_cast<double>(off_target) * static_cast<double>(logit_sum);
-      correct = max_index == label ? 1 : 0;
+      a.block_loss[row] = static_cast<double>(log_sum_exp) - (1.0 - a.smoothing) * static_cast<double>(target_logit) -
+                          static_cast<double>(off_target) * static_cast<double>(logit_sum);
+      a.block_correct[row] = max_index == label ? 1 : 0;
+      __threadfence();
+      last_block = atomicAdd(a.blocks_done, 1u) == gridDim.x - 1;
     }
     if (a.dlogits != nullptr && active) {
       const float scale = a.grad_scale * (a.state != nullptr ? a.state->loss_scale : 1.0f);
@@ -79,79 +97,118 @@ __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyF
       a.dlogits[row * a.classes + lane] = scale * (expf(logit - log_sum_exp) - target);
     }
   }
-  if (lane == 0) {
-    warp_loss[warp] = loss;
-    warp_correct[warp] = correct;
-  }
   __syncthreads();
+  if (!last_block) return;
+  // The last block: every row's loss and hit, summed in a fixed tree.
+  __threadfence();
+  double loss = 0.0;
+  long long correct = 0;
+  for (std::int64_t r = threadIdx.x; r < a.rows; r += kForwardThreads) {
+    loss += static_cast<volatile double*>(a.block_loss)[r];
+    correct += static_cast<volatile long long*>(a.block_correct)[r];
+  }
+  tree_loss[threadIdx.x] = loss;
+  tree_correct[threadIdx.x] = correct;
+  __syncthreads();
+  for (int half = kForwardThreads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) {
+      tree_loss[threadIdx.x] += tree_loss[threadIdx.x + half];
+      tree_correct[threadIdx.x] += tree_correct[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
   if (threadIdx.x == 0) {
-    double block_loss = 0.0;
-    long long block_correct = 0;
-    for (int w = 0; w < kForwardWarps; ++w) {
-      block_loss += warp_loss[w];
-      block_correct += warp_correct[w];
-    }
-    a.block_loss[blockIdx.x] = block_loss;
-    a.block_correct[blockIdx.x] = block_correct;
-    __threadfence();
-    last_block = atomicAdd(a.blocks_done, 1u) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (last_block && threadIdx.x == 0) {
-    __threadfence();
-    double total = 0.0;
-    long long total_correct = 0;
-    for (unsigned b = 0; b < gridDim.x; ++b) {
-      total += static_cast<volatile double*>(a.block_loss)[b];
-      total_correct += static_cast<volatile long long*>(a.block_correct)[b];
-    }
-    a.metrics->loss_sum += a.loss_weight * total;
-    a.metrics->correct += total_correct;
+    a.metrics->loss_sum += a.loss_weight * tree_loss[0];
+    a.metrics->correct += tree_correct[0];
     *a.blocks_done = 0;
   }
 }
 
-constexpr int kGradThreads = 128;
+constexpr int kGradWarps = 8;
 constexpr int kRowChunk = 64;
 
-// One thread per input feature; the output gradient goes through shared memory in chunks of rows.
-__global__ void __launch_bounds__(kGradThreads) skinny_weight_grad_kernel(const float* dlogits, int classes,
-                                                                         const void* x, ElementType type,
-                                                                         std::int64_t rows, std::int64_t in,
-                                                                         float* dw, float* dbias) {
-  __shared__ float dz[kRowChunk * kSkinnyMaxOutputs];
-  const std::int64_t f = static_cast<std::int64_t>(blockIdx.x) * kGradThreads + threadIdx.x;
-  float acc[kSkinnyMaxOutputs];
+// A block owns 32 input features (one per lane); its 8 warps split the rows, each thread keeping
+// kC sums for its feature; the warps' sums are then added in warp order (deterministic). The
+// output gradient passes through shared memory a chunk of rows at a time.
+template <typename T, int kC>
+__global__ void __launch_bounds__(kGradWarps * kWarpSize)
+    skinny_weight_grad_kernel(const float* dlogits, int classes, const T* x, std::int64_t rows, std::int64_t in,
+                              float* dw, float* dbias) {
+  __shared__ float dz[kRowChunk * kSkinnyMaxOutputs + kC];  // + kC: the clamped reads past the last class
+  __shared__ float partial[kGradWarps][kC][kWarpSize];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const std::int64_t f = static_cast<std::int64_t>(blockIdx.x) * kWarpSize + lane;
+  const bool bias_thread = dbias != nullptr && blockIdx.x == 0 && warp == 0 && lane < classes;
+  float acc[kC];
 #pragma unroll
-  for (int c = 0; c < kSkinnyMaxOutputs; ++c) acc[c] = 0.0f;
-  float bias_acc = 0.0f;  // thread c of block 0: the bias gradient of class c
+  for (int c = 0; c < kC; ++c) acc[c] = 0.0f;
+  float bias_acc = 0.0f;
   for (std::int64_t start = 0; start < rows; start += kRowChunk) {
     const int chunk = static_cast<int>(rows - start < kRowChunk ? rows - start : kRowChunk);
     __syncthreads();
-    for (int i = static_cast<int>(threadIdx.x); i < chunk * classes; i += kGradThreads) {
-      dz[i] = dlogits[start * classes + i];
+    for (int i = static_cast<int>(threadIdx.x); i < chunk * classes + kC; i += kGradWarps * kWarpSize) {
+      dz[i] = i < chunk * classes ? dlogits[start * classes + i] : 0.0f;
     }
     __syncthreads();
-    if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < classes) {
-      for (int r = 0; r < chunk; ++r) bias_acc += dz[r * classes + static_cast<int>(threadIdx.x)];
+    if (bias_thread) {
+      for (int r = 0; r < chunk; ++r) bias_acc += dz[r * classes + lane];
     }
     if (f < in) {
-      for (int r = 0; r < chunk; ++r) {
-        const float xv = load_element(x, type, (start + r) * in + f);
+#pragma unroll 4
+      for (int r = warp; r < chunk; r += kGradWarps) {
+        const float xv = to_float(x[(start + r) * in + f]);
+        const float* dz_row = dz + r * classes;
 #pragma unroll
-        for (int c = 0; c < kSkinnyMaxOutputs; ++c) {
-          if (c < classes) acc[c] += dz[r * classes + c] * xv;
-        }
+        for (int c = 0; c < kC; ++c) acc[c] += dz_row[c] * xv;
       }
     }
   }
-  if (f < in) {
 #pragma unroll
-    for (int c = 0; c < kSkinnyMaxOutputs; ++c) {
-      if (c < classes) dw[c * in + f] = acc[c];
+  for (int c = 0; c < kC; ++c) partial[warp][c][lane] = acc[c];
+  __syncthreads();
+  // Warp w writes the classes c = w, w + 8, ...: each a sum over the 8 warps in order.
+  if (f < in) {
+    for (int c = warp; c < classes; c += kGradWarps) {
+      float sum = 0.0f;
+      for (int i = 0; i < kGradWarps; ++i) sum += partial[i][c][lane];
+      dw[c * in + f] = sum;
     }
   }
-  if (dbias != nullptr && blockIdx.x == 0 && static_cast<int>(threadIdx.x) < classes) dbias[threadIdx.x] = bias_acc;
+  if (bias_thread) dbias[lane] = bias_acc;
+}
+
+template <int kC>
+cudaError_t launch_forward_for(const SkinnyForwardArgs& a, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>(skinny_forward_blocks(a.rows));
+  switch (a.type) {
+    case ElementType::kBF16: skinny_forward_kernel<__nv_bfloat16, kC><<<blocks, kForwardThreads, 0, stream>>>(a); break;
+    case ElementType::kF16: skinny_forward_kernel<__half, kC><<<blocks, kForwardThreads, 0, stream>>>(a); break;
+    case ElementType::kF32: skinny_forward_kernel<float, kC><<<blocks, kForwardThreads, 0, stream>>>(a); break;
+  }
+  return cudaGetLastError();
+}
+
+template <int kC>
+cudaError_t launch_weight_grad_for(const float* dlogits, int classes, const void* x, ElementType type,
+                                   std::int64_t rows, std::int64_t in, float* dw, float* dbias, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>((in + kWarpSize - 1) / kWarpSize);
+  constexpr int threads = kGradWarps * kWarpSize;
+  switch (type) {
+    case ElementType::kBF16:
+      skinny_weight_grad_kernel<__nv_bfloat16, kC><<<blocks, threads, 0, stream>>>(
+          dlogits, classes, static_cast<const __nv_bfloat16*>(x), rows, in, dw, dbias);
+      break;
+    case ElementType::kF16:
+      skinny_weight_grad_kernel<__half, kC><<<blocks, threads, 0, stream>>>(
+          dlogits, classes, static_cast<const __half*>(x), rows, in, dw, dbias);
+      break;
+    case ElementType::kF32:
+      skinny_weight_grad_kernel<float, kC><<<blocks, threads, 0, stream>>>(
+          dlogits, classes, static_cast<const float*>(x), rows, in, dw, dbias);
+      break;
+  }
+  return cudaGetLastError();
 }
 
 __global__ void skinny_input_grad_kernel(const float* dlogits, int classes, const void* w, ElementType type,
@@ -168,14 +225,13 @@ __global__ void skinny_input_grad_kernel(const float* dlogits, int classes, cons
 
 }  // namespace
 
-std::int64_t skinny_forward_blocks(std::int64_t rows) { return (rows + kForwardWarps - 1) / kForwardWarps; }
+std::int64_t skinny_forward_blocks(std::int64_t rows) { return rows; }
 
 cudaError_t launch_skinny_forward_cross_entropy(const SkinnyForwardArgs& args, cudaStream_t stream) {
   if (args.classes < 1 || args.classes > kSkinnyMaxOutputs) return cudaErrorInvalidValue;
   if (args.rows == 0) return cudaSuccess;
   const NvtxRange range("skinny_forward_cross_entropy");
-  skinny_forward_kernel<<<static_cast<unsigned>(skinny_forward_blocks(args.rows)), kForwardThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+  return args.classes <= 16 ? launch_forward_for<16>(args, stream) : launch_forward_for<32>(args, stream);
 }
 
 cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const void* x, ElementType type,
@@ -184,9 +240,8 @@ cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const v
   if (classes < 1 || classes > kSkinnyMaxOutputs) return cudaErrorInvalidValue;
   if (in == 0) return cudaSuccess;
   const NvtxRange range("skinny_weight_grad");
-  const auto blocks = static_cast<unsigned>((in + kGradThreads - 1) / kGradThreads);
-  skinny_weight_grad_kernel<<<blocks, kGradThreads, 0, stream>>>(dlogits, classes, x, type, rows, in, dw, dbias);
-  return cudaGetLastError();
+  return classes <= 16 ? launch_weight_grad_for<16>(dlogits, classes, x, type, rows, in, dw, dbias, stream)
+                       : launch_weight_grad_for<32>(dlogits, classes, x, type, rows, in, dw, dbias, stream);
 }
 
 cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const void* w, ElementType type,
