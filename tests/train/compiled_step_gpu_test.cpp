@@ -45,6 +45,26 @@ TEST(CompiledStep, EveryPrecisionReachesTheFp32AccuracyWithinAThirdOfAPercent) {
   }
 }
 
+// Softmax regression: the lone output layer reads its batch straight from the data set (no gather
+// launch); in fp32 it must follow the CPU's eager run like the deeper models do.
+TEST(CompiledStep, SoftmaxRegressionInFp32FollowsTheCpuRun) {
+  SN_REQUIRE_GPU();
+  const std::vector<std::string> slice = {"data.train_limit=10000", "data.test_limit=2000", "train.epochs=2",
+                                          "model.hidden=[]"};
+  std::vector<std::string> cpu_overrides = slice;
+  cpu_overrides.push_back("device.engine=\"auto\"");
+  cpu_overrides.push_back("device.name=\"cpu\"");
+  const TrainSummary cpu = Trainer(mnist_config("fp32", "softmax-cpu", cpu_overrides)).fit();
+  Trainer gpu_trainer(mnist_config("fp32", "softmax-gpu", slice));
+  ASSERT_NE(gpu_trainer.plan(), nullptr);
+  const TrainSummary gpu = gpu_trainer.fit();
+  for (std::size_t e = 0; e < cpu.epochs.size(); ++e) {
+    // As TrainerGpu.Fp32RunFollowsTheCpuRun: reordered fp32 sums, 156 steps; a wrong op is off by > 1e-2.
+    EXPECT_NEAR(gpu.epochs[e].train_loss, cpu.epochs[e].train_loss, 1e-3 * cpu.epochs[e].train_loss) << e;
+  }
+  EXPECT_NEAR(gpu.final_test.accuracy, cpu.final_test.accuracy, 0.003);
+}
+
 TEST(CompiledStep, AdamWTrainsInBf16) {
   SN_REQUIRE_GPU();
   const TrainSummary run = Trainer(mnist_config("bf16", "adamw", {"optim.type=\"adamw\"", "optim.lr=0.001",

@@ -137,7 +137,8 @@ class CudaTrainPlan final : public TrainPlan {
   // Records what `enqueue` launches on the plan's stream into `graph`, instantiated and uploaded.
   template <typename Enqueue>
   void capture(Graph& graph, Enqueue&& enqueue);
-  GemmDesc desc(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb, bool c_f32, GemmEpilogue e) const;
+  // A product in the plan's precision; outputs (activations and gradients) in the compute type.
+  GemmDesc desc(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb, GemmEpilogue e) const;
   std::vector<nn::Linear*> linears(nn::Sequential& model) const;
   cuda::StepState read_state();
 
@@ -158,6 +159,7 @@ class CudaTrainPlan final : public TrainPlan {
   Tensor input_, labels_, eval_input_, eval_labels_;
   Tensor dlogits_;  // skinny output layer: fp32 [B, classes]
   Tensor block_loss_, block_correct_, blocks_done_;  // its per-block scratch
+  cuda::GatherArgs step_gather_{};  // how the step gathers its batch (the lone skinny layer reads through it)
   Tensor order_, permutation_scratch_, lr_table_;
   Tensor state_, metrics_, eval_metrics_;  // StepState, StepMetrics (raw bytes)
   std::unique_ptr<void, PinnedDeleter> pinned_;  // kProgressSlots + 1 StepMetrics, then a StepState
@@ -216,12 +218,17 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   // fp16 checks every gradient before any update. SPRINTNET_SINGLE_UPDATE=1 also keeps one update at the
   // end of the step (for measuring what the overlap gains, docs/PERFORMANCE.md).
   const char* single_update = std::getenv("SPRINTNET_SINGLE_UPDATE");
-  per_layer_updates_ = precision_.element != ElementType::kF16 &&
+  // Below ~4 M parameters the update is short and the extra launches and dependencies cost more than
+  // the overlap gains (4x784x128: 30.9 ms/epoch with one update, 32.0 per layer; 4x4096x128: 232 vs 218).
+  constexpr std::int64_t kOverlapFromParams = std::int64_t{4} << 20;
+  per_layer_updates_ = precision_.element != ElementType::kF16 && params_ >= kOverlapFromParams &&
                        !(single_update != nullptr && std::string_view(single_update) == "1");
 
   // Padding stays zero in every buffer: its gradient is never written, so its update keeps it zero.
   master_ = Tensor::zeros({params_}, DType::kF32, device);
-  grad_ = Tensor::zeros({params_}, DType::kF32, device);
+  // Gradients in the products' output type: fp32, or bf16/fp16 as torch.autocast computes them (the
+  // update reads them into fp32 master weights and state). Half the bytes of the update's biggest read.
+  grad_ = Tensor::zeros({params_}, precision_.dtype, device);
   const bool sgd = spec.optim.type == "sgd";
   if (!sgd || spec.optim.momentum > 0.0) state1_ = Tensor::zeros({params_}, DType::kF32, device);
   if (!sgd) state2_ = Tensor::zeros({params_}, DType::kF32, device);
@@ -269,7 +276,7 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   // Plan every product now (cuBLASLt's heuristic runs on the host), so capture only records launches.
   for (const Layer& layer : layers_) {
     if (layer.bias_offset >= 0) {
-      const GemmDesc fused = desc(layer.out, layer.in, batch_, true, false, true, GemmEpilogue::kBiasGradA);
+      const GemmDesc fused = desc(layer.out, layer.in, batch_, true, false, GemmEpilogue::kBiasGradA);
       bias_grad_fused_ = bias_grad_fused_ && gemm_side_->supported(fused);
     }
   }
@@ -277,10 +284,10 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
 
 CudaTrainPlan::~CudaTrainPlan() = default;
 
-GemmDesc CudaTrainPlan::desc(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb, bool c_f32,
+GemmDesc CudaTrainPlan::desc(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb,
                              GemmEpilogue e) const {
   return GemmDesc{.m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .precision = precision_.gemm,
-                  .c_f32 = c_f32 || precision_.element == ElementType::kF32, .epilogue = e};
+                  .c_f32 = precision_.element == ElementType::kF32, .epilogue = e};
 }
 
 void* CudaTrainPlan::weights(std::int64_t offset) const {
@@ -312,7 +319,7 @@ void CudaTrainPlan::enqueue_forward(const void* input, std::int64_t rows, bool t
     }
     Tensor& out = training ? layer.act : layer.eval_act;
     // Forward: Y[rows, out] = X[rows, in] @ W[out, in]^T (+ bias, ReLU).
-    gemm_main_->run(desc(rows, layer.out, layer.in, false, true, false, e),
+    gemm_main_->run(desc(rows, layer.out, layer.in, false, true, e),
                     {.a = x, .b = weights(layer.weight_offset), .c = out.raw_data(),
                      .bias = bias ? weights(layer.bias_offset) : nullptr,
                      .aux = mask ? layer.mask.raw_data() : nullptr},
@@ -349,7 +356,9 @@ void CudaTrainPlan::enqueue_loss(const void* input, std::int64_t rows, const std
                                        .block_correct = static_cast<long long*>(block_correct_.raw_data()),
                                        .blocks_done = static_cast<std::uint32_t*>(blocks_done_.raw_data()),
                                        .metrics = metrics,
-                                       .loss_weight = weight};
+                                       .loss_weight = weight,
+                                       .gathered = training && layers_.size() == 1,
+                                       .source = step_gather_};
     SN_CUDA_CHECK(cuda::launch_skinny_forward_cross_entropy(args, stream));
     return;
   }
@@ -380,7 +389,8 @@ cuda::FlatOptimizerArgs CudaTrainPlan::update_args() {
                                                           : cuda::FlatOptimizerKind::kAdamW;
   return {.kind = kind,
           .master = master_.data<float>(),
-          .grad = grad_.data<float>(),
+          .grad = grad_.raw_data(),
+          .grad_type = precision_.element,
           .state1 = state1_.defined() ? state1_.data<float>() : nullptr,
           .state2 = state2_.defined() ? state2_.data<float>() : nullptr,
           .copy = copy_.defined() ? copy_.raw_data() : nullptr,
@@ -420,7 +430,10 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
                                 .dst = input_.raw_data(),
                                 .dst_type = precision_.element,
                                 .dst_labels = labels_.data<std::int32_t>()};
-  SN_CUDA_CHECK(cuda::launch_gather_batch(gather, main));
+  // A lone output layer reads the batch straight from the data set (one launch fewer per step).
+  const bool gathered = skinny_ && layers_.size() == 1;
+  if (!gathered) SN_CUDA_CHECK(cuda::launch_gather_batch(gather, main));
+  step_gather_ = gather;
   enqueue_forward(input_.raw_data(), batch_, true, main);
   enqueue_loss(input_.raw_data(), batch_, labels_.data<std::int32_t>(), true, metrics, main);
 
@@ -435,18 +448,23 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
     SN_CUDA_CHECK(cudaEventRecord(e, done));
     SN_CUDA_CHECK(cudaStreamWaitEvent(waiter, e, 0));
   };
-  float* grad = grad_.data<float>();
+  auto* grad = static_cast<char*>(grad_.raw_data());
+  const std::size_t grad_bytes = dtype_size(grad_.dtype());
+  const auto grad_at = [&](std::int64_t offset) { return static_cast<void*>(grad + offset * grad_bytes); };
   const cuda::FlatOptimizerArgs optimizer = update_args();
   for (std::size_t l = layers_.size(); l-- > 0;) {
     Layer& layer = layers_[l];
     const void* x = l == 0 ? input_.raw_data() : layers_[l - 1].act.raw_data();
     const bool bias = layer.bias_offset >= 0;
-    after(side, main);
+    // The first layer's weight gradient is the last product of the step: nothing to overlap it with.
+    cudaStream_t wgrad = l == 0 ? main : side;
+    if (wgrad == side) after(side, main);
     if (skinny_ && l + 1 == layers_.size()) {
       // The output layer: dW and the bias gradient from the fp32 logits gradient in one kernel.
       SN_CUDA_CHECK(cuda::launch_skinny_weight_grad(dlogits_.data<float>(), static_cast<int>(layer.out), x,
-                                                    precision_.element, batch_, layer.in, grad + layer.weight_offset,
-                                                    bias ? grad + layer.bias_offset : nullptr, side));
+                                                    precision_.element, batch_, layer.in, grad_at(layer.weight_offset),
+                                                    bias ? grad_at(layer.bias_offset) : nullptr, wgrad,
+                                                    gathered ? &step_gather_ : nullptr));
       if (l > 0) {
         Layer& below = layers_[l - 1];
         SN_CUDA_CHECK(cuda::launch_skinny_input_grad(dlogits_.data<float>(), static_cast<int>(layer.out),
@@ -457,27 +475,25 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
     } else {
       // dW[out, in] = dZ[B, out]^T @ X[B, in]; the bias gradient (sum of dZ over the batch) fused.
       const bool fused = bias && bias_grad_fused_;
-      gemm_side_->run(desc(layer.out, layer.in, batch_, true, false, true,
-                           fused ? GemmEpilogue::kBiasGradA : GemmEpilogue::kNone),
-                      {.a = layer.grad.raw_data(), .b = x, .c = grad + layer.weight_offset,
-                       .bias = fused ? grad + layer.bias_offset : nullptr},
-                      side);
+      (wgrad == side ? gemm_side_ : gemm_main_)->run(desc(layer.out, layer.in, batch_, true, false, fused ? GemmEpilogue::kBiasGradA : GemmEpilogue::kNone),
+                      {.a = layer.grad.raw_data(), .b = x, .c = grad_at(layer.weight_offset),
+                       .bias = fused ? grad_at(layer.bias_offset) : nullptr},
+                      wgrad);
       if (bias && !fused) {
         SN_CUDA_CHECK(cuda::launch_column_sum(layer.grad.raw_data(), precision_.element, batch_, layer.out,
-                                              grad + layer.bias_offset, side));
+                                              grad_at(layer.bias_offset), wgrad));
       }
       if (l > 0) {
         Layer& below = layers_[l - 1];
         // dX[B, in] = dZ[B, out] @ W[out, in], times the ReLU mask of the layer below.
-        gemm_main_->run(desc(batch_, layer.in, layer.out, false, false, false,
-                             below.relu ? GemmEpilogue::kDRelu : GemmEpilogue::kNone),
+        gemm_main_->run(desc(batch_, layer.in, layer.out, false, false, below.relu ? GemmEpilogue::kDRelu : GemmEpilogue::kNone),
                         {.a = layer.grad.raw_data(), .b = weights(layer.weight_offset), .c = below.grad.raw_data(),
                          .aux = below.relu ? below.mask.raw_data() : nullptr},
                         main);
       }
     }
     if (per_layer_updates_) {
-      after(update, side);
+      if (wgrad == side) after(update, side);
       after(update, main);
       const auto [begin, end] = layer_range(l);
       SN_CUDA_CHECK(cuda::launch_flat_optimizer_range(optimizer, begin, end, /*advance=*/l == 0, update));
@@ -486,8 +502,10 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
   if (per_layer_updates_) {
     after(main, update);
   } else {
-    after(main, side);
-    if (optimizer.check_finite) SN_CUDA_CHECK(cuda::launch_check_finite(grad, params_, optimizer.state, main));
+    if (layers_.size() > 1) after(main, side);
+    if (optimizer.check_finite) {
+      SN_CUDA_CHECK(cuda::launch_check_finite(grad_.raw_data(), precision_.element, params_, optimizer.state, main));
+    }
     SN_CUDA_CHECK(cuda::launch_flat_optimizer(optimizer, main));
   }
 }

@@ -8,17 +8,17 @@
 namespace sprintnet::cuda {
 namespace {
 
-__global__ void column_sum_kernel(const void* x, ElementType type, std::int64_t rows, std::int64_t cols, float* out) {
+__global__ void column_sum_kernel(const void* x, ElementType type, std::int64_t rows, std::int64_t cols, void* out) {
   for (std::int64_t c = global_thread(); c < cols; c += grid_threads()) {
     float sum = 0.0f;
     for (std::int64_t r = 0; r < rows; ++r) sum += load_element(x, type, r * cols + c);
-    out[c] = sum;
+    store_element(out, type, c, sum);
   }
 }
 
 }  // namespace
 
-cudaError_t launch_column_sum(const void* x, ElementType type, std::int64_t rows, std::int64_t cols, float* out,
+cudaError_t launch_column_sum(const void* x, ElementType type, std::int64_t rows, std::int64_t cols, void* out,
                               cudaStream_t stream) {
   if (cols == 0) return cudaSuccess;
   const NvtxRange range("column_sum");

@@ -17,16 +17,38 @@ constexpr int kForwardWarps = kForwardThreads / kWarpSize;
 __device__ inline float to_float(float v) { return v; }
 __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ inline float to_float(__half v) { return __half2float(v); }
+template <typename T>
+__device__ inline T from_float(float v);
+template <>
+__device__ inline float from_float<float>(float v) { return v; }
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
 __device__ inline float round_to(float v, const float*) { return v; }
 __device__ inline float round_to(float v, const __nv_bfloat16*) { return __bfloat162float(__float2bfloat16_rn(v)); }
 __device__ inline float round_to(float v, const __half*) { return __half2float(__float2half_rn(v)); }
+
+// The first row of the current step's batch in the epoch's order.
+__device__ inline std::int64_t batch_first_row(const GatherArgs& g) {
+  return (g.state != nullptr ? g.state->step % g.steps_per_epoch : 0) * g.rows + g.first;
+}
+// Row `row` of the step's batch: its sample index in the data set.
+__device__ inline std::int64_t batch_sample(const GatherArgs& g, std::int64_t first, std::int64_t row) {
+  return g.order != nullptr ? g.order[first + row] : first + row;
+}
+// A gathered input value, normalised and rounded to T exactly as batch_gather.cu stores it.
+template <typename T>
+__device__ inline float gathered_value(const GatherArgs& g, const std::uint8_t* row, std::int64_t f) {
+  return round_to(static_cast<float>(row[f]) * g.scale + g.shift, static_cast<const T*>(nullptr));
+}
 
 // One block per row: its 8 warps split the inputs, each lane keeping kC partial sums (classes
 // rounded up to kC; the rows past the last class read the last row again, so the hot loop has no
 // branch and its loads issue together); the warps' sums meet in shared memory in warp order; warp 0
 // then owns the row, lane c class c, for the softmax. Each row's loss and hit go to scratch, and the
 // last block to finish adds them in row order (a fixed tree), so the sums are deterministic.
-template <typename T, int kC>
+template <typename T, int kC, bool kGathered>
 __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyForwardArgs a) {
   __shared__ float sums[kForwardWarps][kC];
   __shared__ double tree_loss[kForwardThreads];
@@ -45,9 +67,18 @@ __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyF
 #pragma unroll
     for (int c = 0; c < kC; ++c) acc[c] = 0.0f;
     const T* x_row = x + row * a.in;
+    const std::uint8_t* u8_row = nullptr;
+    if constexpr (kGathered) {
+      u8_row = a.source.images + batch_sample(a.source, batch_first_row(a.source), row) * a.in;
+    }
 #pragma unroll 2
     for (std::int64_t f = threadIdx.x; f < a.in; f += kForwardThreads) {
-      const float xv = to_float(x_row[f]);
+      float xv;
+      if constexpr (kGathered) {
+        xv = gathered_value<T>(a.source, u8_row, f);
+      } else {
+        xv = to_float(x_row[f]);
+      }
 #pragma unroll
       for (int c = 0; c < kC; ++c) acc[c] += xv * to_float(w_rows[c][f]);
     }
@@ -67,7 +98,12 @@ __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyF
       if (a.bias != nullptr) v += to_float(static_cast<const T*>(a.bias)[lane]);
       logit = round_to(v, x);  // the product rounded to the compute type, as cuBLAS's output would be
     }
-    const std::int32_t label = a.labels[row];
+    std::int32_t label;
+    if constexpr (kGathered) {
+      label = a.source.labels[batch_sample(a.source, batch_first_row(a.source), row)];
+    } else {
+      label = a.labels[row];
+    }
     // Max and its first index.
     float max_logit = logit;
     int max_index = active ? lane : kWarpSize;
@@ -130,10 +166,10 @@ constexpr int kRowChunk = 64;
 // A block owns 32 input features (one per lane); its 8 warps split the rows, each thread keeping
 // kC sums for its feature; the warps' sums are then added in warp order (deterministic). The
 // output gradient passes through shared memory a chunk of rows at a time.
-template <typename T, int kC>
+template <typename T, int kC, bool kGathered>
 __global__ void __launch_bounds__(kGradWarps * kWarpSize)
     skinny_weight_grad_kernel(const float* dlogits, int classes, const T* x, std::int64_t rows, std::int64_t in,
-                              float* dw, float* dbias) {
+                              T* dw, T* dbias, GatherArgs source) {
   __shared__ float dz[kRowChunk * kSkinnyMaxOutputs + kC];  // + kC: the clamped reads past the last class
   __shared__ float partial[kGradWarps][kC][kWarpSize];
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -157,7 +193,13 @@ __global__ void __launch_bounds__(kGradWarps * kWarpSize)
     if (f < in) {
 #pragma unroll 4
       for (int r = warp; r < chunk; r += kGradWarps) {
-        const float xv = to_float(x[(start + r) * in + f]);
+        float xv;
+        if constexpr (kGathered) {
+          const std::int64_t sample = batch_sample(source, batch_first_row(source), start + r);
+          xv = gathered_value<T>(source, source.images + sample * in, f);
+        } else {
+          xv = to_float(x[(start + r) * in + f]);
+        }
         const float* dz_row = dz + r * classes;
 #pragma unroll
         for (int c = 0; c < kC; ++c) acc[c] += dz_row[c] * xv;
@@ -172,40 +214,50 @@ __global__ void __launch_bounds__(kGradWarps * kWarpSize)
     for (int c = warp; c < classes; c += kGradWarps) {
       float sum = 0.0f;
       for (int i = 0; i < kGradWarps; ++i) sum += partial[i][c][lane];
-      dw[c * in + f] = sum;
+      dw[c * in + f] = from_float<T>(sum);
     }
   }
-  if (bias_thread) dbias[lane] = bias_acc;
+  if (bias_thread) dbias[lane] = from_float<T>(bias_acc);
 }
 
-template <int kC>
+template <int kC, bool kGathered>
 cudaError_t launch_forward_for(const SkinnyForwardArgs& a, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>(skinny_forward_blocks(a.rows));
   switch (a.type) {
-    case ElementType::kBF16: skinny_forward_kernel<__nv_bfloat16, kC><<<blocks, kForwardThreads, 0, stream>>>(a); break;
-    case ElementType::kF16: skinny_forward_kernel<__half, kC><<<blocks, kForwardThreads, 0, stream>>>(a); break;
-    case ElementType::kF32: skinny_forward_kernel<float, kC><<<blocks, kForwardThreads, 0, stream>>>(a); break;
+    case ElementType::kBF16:
+      skinny_forward_kernel<__nv_bfloat16, kC, kGathered><<<blocks, kForwardThreads, 0, stream>>>(a);
+      break;
+    case ElementType::kF16:
+      skinny_forward_kernel<__half, kC, kGathered><<<blocks, kForwardThreads, 0, stream>>>(a);
+      break;
+    case ElementType::kF32:
+      skinny_forward_kernel<float, kC, kGathered><<<blocks, kForwardThreads, 0, stream>>>(a);
+      break;
   }
   return cudaGetLastError();
 }
 
-template <int kC>
+template <int kC, bool kGathered>
 cudaError_t launch_weight_grad_for(const float* dlogits, int classes, const void* x, ElementType type,
-                                   std::int64_t rows, std::int64_t in, float* dw, float* dbias, cudaStream_t stream) {
+                                   std::int64_t rows, std::int64_t in, void* dw, void* dbias, const GatherArgs& source,
+                                   cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((in + kWarpSize - 1) / kWarpSize);
   constexpr int threads = kGradWarps * kWarpSize;
   switch (type) {
     case ElementType::kBF16:
-      skinny_weight_grad_kernel<__nv_bfloat16, kC><<<blocks, threads, 0, stream>>>(
-          dlogits, classes, static_cast<const __nv_bfloat16*>(x), rows, in, dw, dbias);
+      skinny_weight_grad_kernel<__nv_bfloat16, kC, kGathered><<<blocks, threads, 0, stream>>>(
+          dlogits, classes, static_cast<const __nv_bfloat16*>(x), rows, in, static_cast<__nv_bfloat16*>(dw),
+          static_cast<__nv_bfloat16*>(dbias), source);
       break;
     case ElementType::kF16:
-      skinny_weight_grad_kernel<__half, kC><<<blocks, threads, 0, stream>>>(
-          dlogits, classes, static_cast<const __half*>(x), rows, in, dw, dbias);
+      skinny_weight_grad_kernel<__half, kC, kGathered><<<blocks, threads, 0, stream>>>(
+          dlogits, classes, static_cast<const __half*>(x), rows, in, static_cast<__half*>(dw),
+          static_cast<__half*>(dbias), source);
       break;
     case ElementType::kF32:
-      skinny_weight_grad_kernel<float, kC><<<blocks, threads, 0, stream>>>(
-          dlogits, classes, static_cast<const float*>(x), rows, in, dw, dbias);
+      skinny_weight_grad_kernel<float, kC, kGathered><<<blocks, threads, 0, stream>>>(
+          dlogits, classes, static_cast<const float*>(x), rows, in, static_cast<float*>(dw),
+          static_cast<float*>(dbias), source);
       break;
   }
   return cudaGetLastError();
@@ -231,17 +283,26 @@ cudaError_t launch_skinny_forward_cross_entropy(const SkinnyForwardArgs& args, c
   if (args.classes < 1 || args.classes > kSkinnyMaxOutputs) return cudaErrorInvalidValue;
   if (args.rows == 0) return cudaSuccess;
   const NvtxRange range("skinny_forward_cross_entropy");
-  return args.classes <= 16 ? launch_forward_for<16>(args, stream) : launch_forward_for<32>(args, stream);
+  if (args.gathered) {
+    return args.classes <= 16 ? launch_forward_for<16, true>(args, stream) : launch_forward_for<32, true>(args, stream);
+  }
+  return args.classes <= 16 ? launch_forward_for<16, false>(args, stream) : launch_forward_for<32, false>(args, stream);
 }
 
 cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const void* x, ElementType type,
-                                      std::int64_t rows, std::int64_t in, float* dw, float* dbias,
-                                      cudaStream_t stream) {
+                                      std::int64_t rows, std::int64_t in, void* dw, void* dbias,
+                                      cudaStream_t stream, const GatherArgs* source) {
   if (classes < 1 || classes > kSkinnyMaxOutputs) return cudaErrorInvalidValue;
   if (in == 0) return cudaSuccess;
   const NvtxRange range("skinny_weight_grad");
-  return classes <= 16 ? launch_weight_grad_for<16>(dlogits, classes, x, type, rows, in, dw, dbias, stream)
-                       : launch_weight_grad_for<32>(dlogits, classes, x, type, rows, in, dw, dbias, stream);
+  if (source != nullptr) {
+    return classes <= 16
+               ? launch_weight_grad_for<16, true>(dlogits, classes, x, type, rows, in, dw, dbias, *source, stream)
+               : launch_weight_grad_for<32, true>(dlogits, classes, x, type, rows, in, dw, dbias, *source, stream);
+  }
+  return classes <= 16
+             ? launch_weight_grad_for<16, false>(dlogits, classes, x, type, rows, in, dw, dbias, GatherArgs{}, stream)
+             : launch_weight_grad_for<32, false>(dlogits, classes, x, type, rows, in, dw, dbias, GatherArgs{}, stream);
 }
 
 cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const void* w, ElementType type,

@@ -83,7 +83,8 @@ enum class FlatOptimizerKind : int { kSgd, kAdam, kAdamW };
 struct FlatOptimizerArgs {
   FlatOptimizerKind kind = FlatOptimizerKind::kSgd;
   float* master = nullptr;
-  const float* grad = nullptr;
+  const void* grad = nullptr;  // in grad_type: the products' output type (fp32, or bf16/fp16 as torch.autocast)
+  ElementType grad_type = ElementType::kF32;
   float* state1 = nullptr;  // SGD momentum buffer (null without momentum) / Adam exp_avg
   float* state2 = nullptr;  // Adam exp_avg_sq
   void* copy = nullptr;
@@ -106,7 +107,8 @@ cudaError_t launch_flat_optimizer(const FlatOptimizerArgs& args, cudaStream_t st
 cudaError_t launch_flat_optimizer_range(const FlatOptimizerArgs& args, std::int64_t begin, std::int64_t end,
                                         bool advance, cudaStream_t stream);
 // fp16: state->found_inf |= any gradient is not finite (run before launch_flat_optimizer).
-cudaError_t launch_check_finite(const float* grad, std::int64_t count, StepState* state, cudaStream_t stream);
+cudaError_t launch_check_finite(const void* grad, ElementType type, std::int64_t count, StepState* state,
+                                cudaStream_t stream);
 
 // skinny_layer.cu: the output layer when it has few outputs (classes <= kSkinnyMaxOutputs). cuBLAS's
 // kernels for a 10-column product are latency-bound and its epilogues run as separate kernels;
@@ -130,14 +132,21 @@ struct SkinnyForwardArgs {
   std::uint32_t* blocks_done;  // scratch counter (zero between launches)
   StepMetrics* metrics;
   double loss_weight;
+  // With `gathered`, x and labels are not used: the rows are gathered from `source` (the step's
+  // batch of the uint8 data set, normalised and rounded to `type` exactly as launch_gather_batch
+  // would), which saves the gather launch when the output layer is the only layer.
+  bool gathered = false;
+  GatherArgs source{};
 };
 // Blocks (and so scratch entries) a forward over `rows` rows uses.
 std::int64_t skinny_forward_blocks(std::int64_t rows);
 cudaError_t launch_skinny_forward_cross_entropy(const SkinnyForwardArgs& args, cudaStream_t stream);
-// dw[c, f] = sum_r dlogits[r, c] x[r, f] (fp32), dbias[c] = sum_r dlogits[r, c] (may be null).
+// dw[c, f] = sum_r dlogits[r, c] x[r, f], dbias[c] = sum_r dlogits[r, c] (may be null): summed in
+// fp32, stored in `type` like x (the gradient type of the other layers' products).
+// With `source` set, x is not used and the rows are gathered as in SkinnyForwardArgs.
 cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const void* x, ElementType type,
-                                      std::int64_t rows, std::int64_t in, float* dw, float* dbias,
-                                      cudaStream_t stream);
+                                      std::int64_t rows, std::int64_t in, void* dw, void* dbias,
+                                      cudaStream_t stream, const GatherArgs* source = nullptr);
 // dx[r, f] = (sum_c dlogits[r, c] w[c, f]) * (relu_out == null || relu_out[r, f] > 0), in `type`.
 cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const void* w, ElementType type,
                                      std::int64_t rows, std::int64_t in, const void* relu_out, void* dx,
@@ -147,9 +156,9 @@ cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const vo
 cudaError_t launch_convert_from_f32(const float* src, void* dst, ElementType dst_type, std::int64_t count,
                                     cudaStream_t stream);
 
-// column_sum.cu: out[c] = sum_r x[r, c] in fp32, rows summed in order (the bias gradient where
-// cuBLASLt has no fused epilogue for it).
-cudaError_t launch_column_sum(const void* x, ElementType type, std::int64_t rows, std::int64_t cols, float* out,
+// column_sum.cu: out[c] = sum_r x[r, c], summed in fp32 with rows in order, stored in `type` like x
+// (the bias gradient where cuBLASLt has no fused epilogue for it).
+cudaError_t launch_column_sum(const void* x, ElementType type, std::int64_t rows, std::int64_t cols, void* out,
                               cudaStream_t stream);
 
 // permutation.cu: the epoch's order, identical to core/random.h's epoch_permutation():
