@@ -216,7 +216,7 @@ TEST(GpuStepKernels, Fp16LossScalingSkipsANonFiniteStepAndHalvesTheScale) {
   DeviceValue<cuda::StepState> state({.loss_scale = 256.0f});
   DeviceValue<cuda::StepMetrics> metrics;
   const auto update = [&] {
-    SN_CUDA_CHECK(cuda::launch_check_finite(grad.data<float>(), count, state.get(), stream()));
+    SN_CUDA_CHECK(cuda::launch_check_finite(grad.data<float>(), cuda::ElementType::kF32, count, state.get(), stream()));
     const cuda::FlatOptimizerArgs args{.kind = cuda::FlatOptimizerKind::kSgd, .master = param.data<float>(),
                                        .grad = grad.data<float>(), .count = count, .lr_table = lr.data<double>(),
                                        .lr_table_size = 1, .state = state.get(), .check_finite = true,
