@@ -452,6 +452,11 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
   const std::size_t grad_bytes = dtype_size(grad_.dtype());
   const auto grad_at = [&](std::int64_t offset) { return static_cast<void*>(grad + offset * grad_bytes); };
   const cuda::FlatOptimizerArgs optimizer = update_args();
+  // A lone output layer applies the update inside its weight-gradient kernel (not with fp16, whose
+  // update must wait for every gradient's finiteness check): two launches a step in all.
+  const bool fused_update = gathered && !optimizer.check_finite;
+  const cuda::FusedUpdate fused{.args = optimizer, .weight_offset = layers_[0].weight_offset,
+                                .bias_offset = layers_[0].bias_offset};
   for (std::size_t l = layers_.size(); l-- > 0;) {
     Layer& layer = layers_[l];
     const void* x = l == 0 ? input_.raw_data() : layers_[l - 1].act.raw_data();
@@ -464,7 +469,8 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
       SN_CUDA_CHECK(cuda::launch_skinny_weight_grad(dlogits_.data<float>(), static_cast<int>(layer.out), x,
                                                     precision_.element, batch_, layer.in, grad_at(layer.weight_offset),
                                                     bias ? grad_at(layer.bias_offset) : nullptr, wgrad,
-                                                    gathered ? &step_gather_ : nullptr));
+                                                    gathered ? &step_gather_ : nullptr,
+                                                    fused_update ? &fused : nullptr));
       if (l > 0) {
         Layer& below = layers_[l - 1];
         SN_CUDA_CHECK(cuda::launch_skinny_input_grad(dlogits_.data<float>(), static_cast<int>(layer.out),
@@ -492,13 +498,14 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
                         main);
       }
     }
-    if (per_layer_updates_) {
+    if (per_layer_updates_ && !fused_update) {
       if (wgrad == side) after(update, side);
       after(update, main);
       const auto [begin, end] = layer_range(l);
       SN_CUDA_CHECK(cuda::launch_flat_optimizer_range(optimizer, begin, end, /*advance=*/l == 0, update));
     }
   }
+  if (fused_update) return;
   if (per_layer_updates_) {
     after(main, update);
   } else {

@@ -8,57 +8,12 @@
 #include <cmath>
 
 #include "sprintnet/ops/cuda/element_access.cuh"
+#include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
 
 namespace sprintnet::cuda {
 namespace {
-
-struct BlockScalars {
-  float lr, inv_scale, step_size, bias2_sqrt, decoupled_keep, one_minus_beta1, one_minus_beta2;
-  bool first_update, skip;
-};
-
-__device__ BlockScalars block_scalars(const FlatOptimizerArgs& a) {
-  BlockScalars s{};
-  const std::int64_t step = a.state->step;
-  const std::int64_t index = step < a.lr_table_size ? step : a.lr_table_size - 1;
-  const double lr = a.lr_table[index];
-  s.lr = static_cast<float>(lr);
-  s.skip = a.check_finite && a.state->found_inf != 0;
-  s.inv_scale = a.check_finite ? 1.0f / a.state->loss_scale : 1.0f;
-  s.first_update = a.state->opt_steps == 0;
-  const double t = static_cast<double>(a.state->opt_steps + 1);
-  s.step_size = static_cast<float>(lr / (1.0 - pow(a.beta1_d, t)));
-  s.bias2_sqrt = static_cast<float>(sqrt(1.0 - pow(a.beta2_d, t)));
-  s.decoupled_keep = static_cast<float>(1.0 - lr * a.weight_decay_d);
-  s.one_minus_beta1 = static_cast<float>(1.0 - a.beta1_d);
-  s.one_minus_beta2 = static_cast<float>(1.0 - a.beta2_d);
-  return s;
-}
-
-__device__ inline void sgd_update(const FlatOptimizerArgs& a, const BlockScalars& s, float& p, float g, float* buf) {
-  float d = g * s.inv_scale + a.weight_decay * p;
-  if (buf != nullptr) {
-    const float b = s.first_update ? d : a.momentum * *buf + a.keep * d;  // first update: buf = g
-    *buf = b;
-    d = a.nesterov ? d + a.momentum * b : b;
-  }
-  p -= s.lr * d;
-}
-
-__device__ inline void adam_update(const FlatOptimizerArgs& a, const BlockScalars& s, float& p, float g, float& m,
-                                   float& v) {
-  g *= s.inv_scale;
-  if (a.kind == FlatOptimizerKind::kAdamW) {
-    p *= s.decoupled_keep;  // decay the weight, not the gradient
-  } else {
-    g += a.weight_decay * p;
-  }
-  m = a.beta1 * m + s.one_minus_beta1 * g;
-  v = a.beta2 * v + s.one_minus_beta2 * g * g;
-  p = p - s.step_size * m / (sqrtf(v) / s.bias2_sqrt + a.eps);
-}
 
 // Four compute-type copies in one store (8 bytes for 16-bit types).
 __device__ inline void store_copy4(void* copy, ElementType type, std::int64_t vector, float4 p) {
@@ -81,8 +36,8 @@ __device__ inline void store_copy4(void* copy, ElementType type, std::int64_t ve
 
 // Four gradients in one load (16 bytes in fp32, 8 in 16-bit types).
 __device__ inline float4 load_grad4(const void* grad, ElementType type, std::int64_t vector) {
-  if (type == ElementType::kF32) return reinterpret_cast<const float4*>(grad)[vector];
-  const uint2 packed = reinterpret_cast<const uint2*>(grad)[vector];
+  if (type == ElementType::kF32) return __ldcs(reinterpret_cast<const float4*>(grad) + vector);
+  const uint2 packed = __ldcs(reinterpret_cast<const uint2*>(grad) + vector);
   if (type == ElementType::kBF16) {
     const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&packed.x));
     const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&packed.y));
@@ -100,61 +55,50 @@ __global__ void flat_optimizer_kernel(FlatOptimizerArgs a, std::int64_t first_ve
   __syncthreads();
   const BlockScalars s = shared;
   if (!s.skip) {
-    for (std::int64_t i = first_vector + global_thread(); i < end_vector; i += grid_threads()) {
-      float4 p = reinterpret_cast<float4*>(a.master)[i];
-      const float4 g = load_grad4(a.grad, a.grad_type, i);
-      if (a.kind == FlatOptimizerKind::kSgd) {
-        if (a.state1 != nullptr) {
-          float4 b = reinterpret_cast<float4*>(a.state1)[i];
-          sgd_update(a, s, p.x, g.x, &b.x);
-          sgd_update(a, s, p.y, g.y, &b.y);
-          sgd_update(a, s, p.z, g.z, &b.z);
-          sgd_update(a, s, p.w, g.w, &b.w);
-          reinterpret_cast<float4*>(a.state1)[i] = b;
-        } else {
-          sgd_update(a, s, p.x, g.x, nullptr);
-          sgd_update(a, s, p.y, g.y, nullptr);
-          sgd_update(a, s, p.z, g.z, nullptr);
-          sgd_update(a, s, p.w, g.w, nullptr);
-        }
-      } else {
-        float4 m = reinterpret_cast<float4*>(a.state1)[i];
-        float4 v = reinterpret_cast<float4*>(a.state2)[i];
-        adam_update(a, s, p.x, g.x, m.x, v.x);
-        adam_update(a, s, p.y, g.y, m.y, v.y);
-        adam_update(a, s, p.z, g.z, m.z, v.z);
-        adam_update(a, s, p.w, g.w, m.w, v.w);
-        reinterpret_cast<float4*>(a.state1)[i] = m;
-        reinterpret_cast<float4*>(a.state2)[i] = v;
+    // Two vectors per thread per iteration, all loads issued before any arithmetic: more bytes in
+    // flight per thread for this memory-bound loop. Loads and stores stream (each byte is touched once).
+    const std::int64_t stride = grid_threads();
+    for (std::int64_t i0 = first_vector + global_thread(); i0 < end_vector; i0 += 2 * stride) {
+      constexpr int kUnroll = 2;
+      std::int64_t idx[kUnroll];
+      bool live[kUnroll];
+      float4 p[kUnroll], g[kUnroll], m[kUnroll], v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        idx[u] = i0 + u * stride;
+        live[u] = idx[u] < end_vector;
+        if (!live[u]) continue;
+        p[u] = __ldcs(reinterpret_cast<const float4*>(a.master) + idx[u]);
+        g[u] = load_grad4(a.grad, a.grad_type, idx[u]);
+        if (a.state1 != nullptr) m[u] = __ldcs(reinterpret_cast<const float4*>(a.state1) + idx[u]);
+        if (a.state2 != nullptr) v[u] = __ldcs(reinterpret_cast<const float4*>(a.state2) + idx[u]);
       }
-      reinterpret_cast<float4*>(a.master)[i] = p;
-      if (a.copy != nullptr) store_copy4(a.copy, a.copy_type, i, p);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (!live[u]) continue;
+        if (a.kind == FlatOptimizerKind::kSgd) {
+          float* b = a.state1 != nullptr ? &m[u].x : nullptr;
+          sgd_update(a, s, p[u].x, g[u].x, b);
+          sgd_update(a, s, p[u].y, g[u].y, b != nullptr ? &m[u].y : nullptr);
+          sgd_update(a, s, p[u].z, g[u].z, b != nullptr ? &m[u].z : nullptr);
+          sgd_update(a, s, p[u].w, g[u].w, b != nullptr ? &m[u].w : nullptr);
+        } else {
+          adam_update(a, s, p[u].x, g[u].x, m[u].x, v[u].x);
+          adam_update(a, s, p[u].y, g[u].y, m[u].y, v[u].y);
+          adam_update(a, s, p[u].z, g[u].z, m[u].z, v[u].z);
+          adam_update(a, s, p[u].w, g[u].w, m[u].w, v[u].w);
+        }
+        __stcs(reinterpret_cast<float4*>(a.master) + idx[u], p[u]);
+        if (a.state1 != nullptr) __stcs(reinterpret_cast<float4*>(a.state1) + idx[u], m[u]);
+        if (a.state2 != nullptr) __stcs(reinterpret_cast<float4*>(a.state2) + idx[u], v[u]);
+        if (a.copy != nullptr) store_copy4(a.copy, a.copy_type, idx[u], p[u]);
+      }
     }
   }
   // Every block has read the counters above; the last one to arrive advances them.
   if (!advance) return;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    const unsigned arrived = atomicAdd(&a.state->blocks_done, 1u);
-    if (arrived == gridDim.x - 1) {
-      StepState* st = a.state;
-      if (a.check_finite) {
-        if (s.skip) {
-          st->loss_scale *= 0.5f;
-          st->good_steps = 0;
-          if (a.metrics != nullptr) a.metrics->skipped += 1;
-        } else if (++st->good_steps == 2000) {  // torch.amp.GradScaler's growth interval and factors
-          st->loss_scale *= 2.0f;
-          st->good_steps = 0;
-        }
-        st->found_inf = 0;
-      }
-      if (!s.skip) st->opt_steps += 1;
-      st->step += 1;
-      st->blocks_done = 0;
-    }
-  }
+  if (threadIdx.x == 0) finish_update_block(a, s);
 }
 
 __global__ void check_finite_kernel(const void* grad, ElementType type, std::int64_t count, StepState* state) {
@@ -171,7 +115,7 @@ cudaError_t launch_flat_optimizer_range(const FlatOptimizerArgs& args, std::int6
   const NvtxRange range("flat_optimizer");
   // At least one block even for an empty range: with advance it moves the counters on.
   const std::int64_t vectors = (end - begin) / 4;
-  const unsigned blocks = vectors == 0 ? 1u : elementwise_blocks(vectors);
+  const unsigned blocks = vectors == 0 ? 1u : elementwise_blocks((vectors + 1) / 2);  // two vectors a thread
   flat_optimizer_kernel<<<blocks, kElementwiseThreads, 0, stream>>>(args, begin / 4, end / 4, advance);
   return cudaGetLastError();
 }

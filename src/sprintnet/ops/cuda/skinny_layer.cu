@@ -3,8 +3,10 @@
 // latency, and its epilogues run as extra kernels), so these kernels fuse the
 // product with its neighbours. Deterministic: every sum has a fixed order.
 #include <cmath>
+#include <type_traits>
 
 #include "sprintnet/ops/cuda/element_access.cuh"
+#include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
 
@@ -166,16 +168,21 @@ constexpr int kRowChunk = 64;
 // A block owns 32 input features (one per lane); its 8 warps split the rows, each thread keeping
 // kC sums for its feature; the warps' sums are then added in warp order (deterministic). The
 // output gradient passes through shared memory a chunk of rows at a time.
-template <typename T, int kC, bool kGathered>
+template <typename T, int kC, bool kGathered, bool kUpdate>
 __global__ void __launch_bounds__(kGradWarps * kWarpSize)
     skinny_weight_grad_kernel(const float* dlogits, int classes, const T* x, std::int64_t rows, std::int64_t in,
-                              T* dw, T* dbias, GatherArgs source) {
+                              T* dw, T* dbias, GatherArgs source, FusedUpdate update) {
+  __shared__ BlockScalars scalars;
+  if constexpr (kUpdate) {
+    if (threadIdx.x == 0) scalars = block_scalars(update.args);  // read before any block advances the state
+  }
   __shared__ float dz[kRowChunk * kSkinnyMaxOutputs + kC];  // + kC: the clamped reads past the last class
   __shared__ float partial[kGradWarps][kC][kWarpSize];
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const std::int64_t f = static_cast<std::int64_t>(blockIdx.x) * kWarpSize + lane;
-  const bool bias_thread = dbias != nullptr && blockIdx.x == 0 && warp == 0 && lane < classes;
+  const bool has_bias = kUpdate ? update.bias_offset >= 0 : dbias != nullptr;
+  const bool bias_thread = has_bias && blockIdx.x == 0 && warp == 0 && lane < classes;
   float acc[kC];
 #pragma unroll
   for (int c = 0; c < kC; ++c) acc[c] = 0.0f;
@@ -214,10 +221,24 @@ __global__ void __launch_bounds__(kGradWarps * kWarpSize)
     for (int c = warp; c < classes; c += kGradWarps) {
       float sum = 0.0f;
       for (int i = 0; i < kGradWarps; ++i) sum += partial[i][c][lane];
-      dw[c * in + f] = from_float<T>(sum);
+      if constexpr (kUpdate) {
+        update_element(update.args, scalars, update.weight_offset + c * in + f, to_float(from_float<T>(sum)));
+      } else {
+        dw[c * in + f] = from_float<T>(sum);
+      }
     }
   }
-  if (bias_thread) dbias[lane] = from_float<T>(bias_acc);
+  if (bias_thread) {
+    if constexpr (kUpdate) {
+      update_element(update.args, scalars, update.bias_offset + lane, to_float(from_float<T>(bias_acc)));
+    } else {
+      dbias[lane] = from_float<T>(bias_acc);
+    }
+  }
+  if constexpr (kUpdate) {
+    __syncthreads();
+    if (threadIdx.x == 0) finish_update_block(update.args, scalars);
+  }
 }
 
 template <int kC, bool kGathered>
@@ -237,27 +258,27 @@ cudaError_t launch_forward_for(const SkinnyForwardArgs& a, cudaStream_t stream) 
   return cudaGetLastError();
 }
 
-template <int kC, bool kGathered>
+template <int kC, bool kGathered, bool kUpdate>
 cudaError_t launch_weight_grad_for(const float* dlogits, int classes, const void* x, ElementType type,
                                    std::int64_t rows, std::int64_t in, void* dw, void* dbias, const GatherArgs& source,
-                                   cudaStream_t stream) {
+                                   const FusedUpdate& update, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((in + kWarpSize - 1) / kWarpSize);
   constexpr int threads = kGradWarps * kWarpSize;
   switch (type) {
     case ElementType::kBF16:
-      skinny_weight_grad_kernel<__nv_bfloat16, kC, kGathered><<<blocks, threads, 0, stream>>>(
+      skinny_weight_grad_kernel<__nv_bfloat16, kC, kGathered, kUpdate><<<blocks, threads, 0, stream>>>(
           dlogits, classes, static_cast<const __nv_bfloat16*>(x), rows, in, static_cast<__nv_bfloat16*>(dw),
-          static_cast<__nv_bfloat16*>(dbias), source);
+          static_cast<__nv_bfloat16*>(dbias), source, update);
       break;
     case ElementType::kF16:
-      skinny_weight_grad_kernel<__half, kC, kGathered><<<blocks, threads, 0, stream>>>(
+      skinny_weight_grad_kernel<__half, kC, kGathered, kUpdate><<<blocks, threads, 0, stream>>>(
           dlogits, classes, static_cast<const __half*>(x), rows, in, static_cast<__half*>(dw),
-          static_cast<__half*>(dbias), source);
+          static_cast<__half*>(dbias), source, update);
       break;
     case ElementType::kF32:
-      skinny_weight_grad_kernel<float, kC, kGathered><<<blocks, threads, 0, stream>>>(
+      skinny_weight_grad_kernel<float, kC, kGathered, kUpdate><<<blocks, threads, 0, stream>>>(
           dlogits, classes, static_cast<const float*>(x), rows, in, static_cast<float*>(dw),
-          static_cast<float*>(dbias), source);
+          static_cast<float*>(dbias), source, update);
       break;
   }
   return cudaGetLastError();
@@ -291,18 +312,29 @@ cudaError_t launch_skinny_forward_cross_entropy(const SkinnyForwardArgs& args, c
 
 cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const void* x, ElementType type,
                                       std::int64_t rows, std::int64_t in, void* dw, void* dbias,
-                                      cudaStream_t stream, const GatherArgs* source) {
+                                      cudaStream_t stream, const GatherArgs* source, const FusedUpdate* update) {
   if (classes < 1 || classes > kSkinnyMaxOutputs) return cudaErrorInvalidValue;
   if (in == 0) return cudaSuccess;
   const NvtxRange range("skinny_weight_grad");
-  if (source != nullptr) {
-    return classes <= 16
-               ? launch_weight_grad_for<16, true>(dlogits, classes, x, type, rows, in, dw, dbias, *source, stream)
-               : launch_weight_grad_for<32, true>(dlogits, classes, x, type, rows, in, dw, dbias, *source, stream);
-  }
-  return classes <= 16
-             ? launch_weight_grad_for<16, false>(dlogits, classes, x, type, rows, in, dw, dbias, GatherArgs{}, stream)
-             : launch_weight_grad_for<32, false>(dlogits, classes, x, type, rows, in, dw, dbias, GatherArgs{}, stream);
+  const GatherArgs no_source{};
+  const GatherArgs& src = source != nullptr ? *source : no_source;
+  const FusedUpdate no_update{};
+  const FusedUpdate& up = update != nullptr ? *update : no_update;
+  // Four variants per class bound: gathered or stored input, fused update or stored gradient.
+  const auto launch = [&](auto kc) {
+    constexpr int kC = decltype(kc)::value;
+    if (source != nullptr && update != nullptr) {
+      return launch_weight_grad_for<kC, true, true>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, stream);
+    }
+    if (source != nullptr) {
+      return launch_weight_grad_for<kC, true, false>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, stream);
+    }
+    if (update != nullptr) {
+      return launch_weight_grad_for<kC, false, true>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, stream);
+    }
+    return launch_weight_grad_for<kC, false, false>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, stream);
+  };
+  return classes <= 16 ? launch(std::integral_constant<int, 16>{}) : launch(std::integral_constant<int, 32>{});
 }
 
 cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const void* w, ElementType type,

@@ -143,10 +143,18 @@ std::int64_t skinny_forward_blocks(std::int64_t rows);
 cudaError_t launch_skinny_forward_cross_entropy(const SkinnyForwardArgs& args, cudaStream_t stream);
 // dw[c, f] = sum_r dlogits[r, c] x[r, f], dbias[c] = sum_r dlogits[r, c] (may be null): summed in
 // fp32, stored in `type` like x (the gradient type of the other layers' products).
-// With `source` set, x is not used and the rows are gathered as in SkinnyForwardArgs.
+// With `source` set, x is not used and the rows are gathered as in SkinnyForwardArgs. With `update`
+// set (a lone output layer, no fp16 check), dw and dbias are not written: each gradient, rounded to
+// `type` as it would have been stored, updates its parameter at once (flat_update.cuh) and the last
+// block advances the step state, so the step needs no separate optimizer launch.
+struct FusedUpdate {
+  FlatOptimizerArgs args;
+  std::int64_t weight_offset = 0, bias_offset = -1;  // the layer's place in the flat buffers
+};
 cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const void* x, ElementType type,
                                       std::int64_t rows, std::int64_t in, void* dw, void* dbias,
-                                      cudaStream_t stream, const GatherArgs* source = nullptr);
+                                      cudaStream_t stream, const GatherArgs* source = nullptr,
+                                      const FusedUpdate* update = nullptr);
 // dx[r, f] = (sum_c dlogits[r, c] w[c, f]) * (relu_out == null || relu_out[r, f] > 0), in `type`.
 cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const void* w, ElementType type,
                                      std::int64_t rows, std::int64_t in, const void* relu_out, void* dx,
