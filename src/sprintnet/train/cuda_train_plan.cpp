@@ -355,7 +355,8 @@ void CudaTrainPlan::enqueue_loss(const void* input, std::int64_t rows, const std
                                        .block_loss = block_loss_.data<double>(),
                                        .block_correct = static_cast<long long*>(block_correct_.raw_data()),
                                        .blocks_done = static_cast<std::uint32_t*>(blocks_done_.raw_data()),
-                                       .metrics = metrics,
+                                       // Training: the weight-gradient kernel adds the rows (RowSums).
+                                       .metrics = training ? nullptr : metrics,
                                        .loss_weight = weight,
                                        .gathered = training && layers_.size() == 1,
                                        .source = step_gather_};
@@ -465,12 +466,18 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
     cudaStream_t wgrad = l == 0 ? main : side;
     if (wgrad == side) after(side, main);
     if (skinny_ && l + 1 == layers_.size()) {
-      // The output layer: dW and the bias gradient from the fp32 logits gradient in one kernel.
+      // The output layer: dW and the bias gradient from the fp32 logits gradient in one kernel, which
+      // also adds the forward's per-row losses into the step's metrics.
+      const cuda::RowSums row_sums{.loss = block_loss_.data<double>(),
+                                   .correct = static_cast<const long long*>(block_correct_.raw_data()),
+                                   .rows = batch_,
+                                   .metrics = metrics,
+                                   .loss_weight = 1.0 / static_cast<double>(batch_)};
       SN_CUDA_CHECK(cuda::launch_skinny_weight_grad(dlogits_.data<float>(), static_cast<int>(layer.out), x,
                                                     precision_.element, batch_, layer.in, grad_at(layer.weight_offset),
                                                     bias ? grad_at(layer.bias_offset) : nullptr, wgrad,
                                                     gathered ? &step_gather_ : nullptr,
-                                                    fused_update ? &fused : nullptr));
+                                                    fused_update ? &fused : nullptr, &row_sums));
       if (l > 0) {
         Layer& below = layers_[l - 1];
         SN_CUDA_CHECK(cuda::launch_skinny_input_grad(dlogits_.data<float>(), static_cast<int>(layer.out),

@@ -126,8 +126,12 @@ __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyF
       a.block_loss[row] = static_cast<double>(log_sum_exp) - (1.0 - a.smoothing) * static_cast<double>(target_logit) -
                           static_cast<double>(off_target) * static_cast<double>(logit_sum);
       a.block_correct[row] = max_index == label ? 1 : 0;
-      __threadfence();
-      last_block = atomicAdd(a.blocks_done, 1u) == gridDim.x - 1;
+      if (a.metrics != nullptr) {
+        __threadfence();
+        last_block = atomicAdd(a.blocks_done, 1u) == gridDim.x - 1;
+      } else {
+        last_block = false;  // the weight-gradient kernel adds the rows (RowSums)
+      }
     }
     if (a.dlogits != nullptr && active) {
       const float scale = a.grad_scale * (a.state != nullptr ? a.state->loss_scale : 1.0f);
@@ -162,6 +166,33 @@ __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyF
   }
 }
 
+// Adds the rows' losses and hits into the metrics, in a fixed tree (every thread of the block calls it).
+template <int kThreads>
+__device__ void add_row_sums(const RowSums& r) {
+  __shared__ double tree_loss[kThreads];
+  __shared__ long long tree_correct[kThreads];
+  double loss = 0.0;
+  long long correct = 0;
+  for (std::int64_t i = threadIdx.x; i < r.rows; i += kThreads) {
+    loss += r.loss[i];
+    correct += r.correct[i];
+  }
+  tree_loss[threadIdx.x] = loss;
+  tree_correct[threadIdx.x] = correct;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) {
+      tree_loss[threadIdx.x] += tree_loss[threadIdx.x + half];
+      tree_correct[threadIdx.x] += tree_correct[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    r.metrics->loss_sum += r.loss_weight * tree_loss[0];
+    r.metrics->correct += tree_correct[0];
+  }
+}
+
 constexpr int kGradWarps = 8;
 constexpr int kRowChunk = 64;
 
@@ -171,8 +202,19 @@ constexpr int kRowChunk = 64;
 template <typename T, int kC, bool kGathered, bool kUpdate>
 __global__ void __launch_bounds__(kGradWarps * kWarpSize)
     skinny_weight_grad_kernel(const float* dlogits, int classes, const T* x, std::int64_t rows, std::int64_t in,
-                              T* dw, T* dbias, GatherArgs source, FusedUpdate update) {
+                              T* dw, T* dbias, GatherArgs source, FusedUpdate update, RowSums sums) {
   __shared__ BlockScalars scalars;
+  // With RowSums, one extra block (the last) adds the forward's row sums while the others work.
+  if (sums.metrics != nullptr && blockIdx.x == gridDim.x - 1) {
+    add_row_sums<kGradWarps * kWarpSize>(sums);
+    if constexpr (kUpdate) {
+      if (threadIdx.x == 0) {
+        const BlockScalars unused = block_scalars(update.args);  // read before counting in, like every block
+        finish_update_block(update.args, unused);
+      }
+    }
+    return;
+  }
   if constexpr (kUpdate) {
     if (threadIdx.x == 0) scalars = block_scalars(update.args);  // read before any block advances the state
   }
@@ -261,24 +303,24 @@ cudaError_t launch_forward_for(const SkinnyForwardArgs& a, cudaStream_t stream) 
 template <int kC, bool kGathered, bool kUpdate>
 cudaError_t launch_weight_grad_for(const float* dlogits, int classes, const void* x, ElementType type,
                                    std::int64_t rows, std::int64_t in, void* dw, void* dbias, const GatherArgs& source,
-                                   const FusedUpdate& update, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>((in + kWarpSize - 1) / kWarpSize);
+                                   const FusedUpdate& update, const RowSums& sums, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>((in + kWarpSize - 1) / kWarpSize + (sums.metrics != nullptr ? 1 : 0));
   constexpr int threads = kGradWarps * kWarpSize;
   switch (type) {
     case ElementType::kBF16:
       skinny_weight_grad_kernel<__nv_bfloat16, kC, kGathered, kUpdate><<<blocks, threads, 0, stream>>>(
           dlogits, classes, static_cast<const __nv_bfloat16*>(x), rows, in, static_cast<__nv_bfloat16*>(dw),
-          static_cast<__nv_bfloat16*>(dbias), source, update);
+          static_cast<__nv_bfloat16*>(dbias), source, update, sums);
       break;
     case ElementType::kF16:
       skinny_weight_grad_kernel<__half, kC, kGathered, kUpdate><<<blocks, threads, 0, stream>>>(
           dlogits, classes, static_cast<const __half*>(x), rows, in, static_cast<__half*>(dw),
-          static_cast<__half*>(dbias), source, update);
+          static_cast<__half*>(dbias), source, update, sums);
       break;
     case ElementType::kF32:
       skinny_weight_grad_kernel<float, kC, kGathered, kUpdate><<<blocks, threads, 0, stream>>>(
           dlogits, classes, static_cast<const float*>(x), rows, in, static_cast<float*>(dw),
-          static_cast<float*>(dbias), source, update);
+          static_cast<float*>(dbias), source, update, sums);
       break;
   }
   return cudaGetLastError();
@@ -312,7 +354,8 @@ cudaError_t launch_skinny_forward_cross_entropy(const SkinnyForwardArgs& args, c
 
 cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const void* x, ElementType type,
                                       std::int64_t rows, std::int64_t in, void* dw, void* dbias,
-                                      cudaStream_t stream, const GatherArgs* source, const FusedUpdate* update) {
+                                      cudaStream_t stream, const GatherArgs* source, const FusedUpdate* update,
+                                      const RowSums* row_sums) {
   if (classes < 1 || classes > kSkinnyMaxOutputs) return cudaErrorInvalidValue;
   if (in == 0) return cudaSuccess;
   const NvtxRange range("skinny_weight_grad");
@@ -320,19 +363,21 @@ cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const v
   const GatherArgs& src = source != nullptr ? *source : no_source;
   const FusedUpdate no_update{};
   const FusedUpdate& up = update != nullptr ? *update : no_update;
+  const RowSums no_sums{};
+  const RowSums& rs = row_sums != nullptr ? *row_sums : no_sums;
   // Four variants per class bound: gathered or stored input, fused update or stored gradient.
   const auto launch = [&](auto kc) {
     constexpr int kC = decltype(kc)::value;
     if (source != nullptr && update != nullptr) {
-      return launch_weight_grad_for<kC, true, true>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, stream);
+      return launch_weight_grad_for<kC, true, true>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, rs, stream);
     }
     if (source != nullptr) {
-      return launch_weight_grad_for<kC, true, false>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, stream);
+      return launch_weight_grad_for<kC, true, false>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, rs, stream);
     }
     if (update != nullptr) {
-      return launch_weight_grad_for<kC, false, true>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, stream);
+      return launch_weight_grad_for<kC, false, true>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, rs, stream);
     }
-    return launch_weight_grad_for<kC, false, false>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, stream);
+    return launch_weight_grad_for<kC, false, false>(dlogits, classes, x, type, rows, in, dw, dbias, src, up, rs, stream);
   };
   return classes <= 16 ? launch(std::integral_constant<int, 16>{}) : launch(std::integral_constant<int, 32>{});
 }

@@ -127,9 +127,11 @@ struct SkinnyForwardArgs {
   float* dlogits;  // [rows, classes] fp32, may be null (evaluation)
   float grad_scale;
   const StepState* state;  // loss scale; may be null
-  double* block_loss;      // scratch: one per block
+  double* block_loss;      // scratch: one per row
   long long* block_correct;
   std::uint32_t* blocks_done;  // scratch counter (zero between launches)
+  // Where the rows' sums go; null leaves them in the scratch for the weight-gradient kernel to add
+  // (RowSums), off the critical path of the step.
   StepMetrics* metrics;
   double loss_weight;
   // With `gathered`, x and labels are not used: the rows are gathered from `source` (the step's
@@ -147,6 +149,15 @@ cudaError_t launch_skinny_forward_cross_entropy(const SkinnyForwardArgs& args, c
 // set (a lone output layer, no fp16 check), dw and dbias are not written: each gradient, rounded to
 // `type` as it would have been stored, updates its parameter at once (flat_update.cuh) and the last
 // block advances the step state, so the step needs no separate optimizer launch.
+// The per-row losses and hits a training forward left in its scratch (SkinnyForwardArgs with no
+// metrics): the weight-gradient kernel adds them into `metrics` in a fixed order, in a block of its own.
+struct RowSums {
+  const double* loss = nullptr;
+  const long long* correct = nullptr;
+  std::int64_t rows = 0;
+  StepMetrics* metrics = nullptr;
+  double loss_weight = 1.0;
+};
 struct FusedUpdate {
   FlatOptimizerArgs args;
   std::int64_t weight_offset = 0, bias_offset = -1;  // the layer's place in the flat buffers
@@ -154,7 +165,7 @@ struct FusedUpdate {
 cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const void* x, ElementType type,
                                       std::int64_t rows, std::int64_t in, void* dw, void* dbias,
                                       cudaStream_t stream, const GatherArgs* source = nullptr,
-                                      const FusedUpdate* update = nullptr);
+                                      const FusedUpdate* update = nullptr, const RowSums* sums = nullptr);
 // dx[r, f] = (sum_c dlogits[r, c] w[c, f]) * (relu_out == null || relu_out[r, f] > 0), in `type`.
 cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const void* w, ElementType type,
                                      std::int64_t rows, std::int64_t in, const void* relu_out, void* dx,
