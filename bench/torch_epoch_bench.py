@@ -21,8 +21,9 @@ import time
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+
+from torch_mlp import build, flops_per_step
 
 
 def read_idx(path):
@@ -52,20 +53,6 @@ def load_mnist(data_dir, device):
 
     return (images("train-images-idx3-ubyte"), labels("train-labels-idx1-ubyte"),
             images("t10k-images-idx3-ubyte"), labels("t10k-labels-idx1-ubyte"))
-
-
-def build(layers, width, inputs=784, classes=10):
-    mods, w = [], inputs
-    for _ in range(layers - 1):
-        mods += [nn.Linear(w, width), nn.ReLU()]
-        w = width
-    mods.append(nn.Linear(w, classes))
-    return nn.Sequential(*mods)
-
-
-def flops_per_step(layers, width, batch, inputs=784, classes=10):
-    widths = [inputs] + [width] * (layers - 1) + [classes]
-    return sum(2.0 * batch * widths[i] * widths[i + 1] * (2 if i == 0 else 3) for i in range(layers))
 
 
 MEAN, STD = 0.1307, 0.3081  # sprintnet's "standard" normalisation of MNIST

@@ -8,25 +8,8 @@ import statistics
 import time
 
 import torch
-import torch.nn as nn
 
-
-def build(layers, width, inputs=784, classes=10):
-    mods, w = [], inputs
-    for _ in range(layers - 1):
-        mods += [nn.Linear(w, width), nn.ReLU()]
-        w = width
-    mods.append(nn.Linear(w, classes))
-    return nn.Sequential(*mods)
-
-
-def flops(layers, width, batch, inputs=784, classes=10):
-    widths = [inputs] + [width] * (layers - 1) + [classes]
-    total = 0.0
-    for i in range(layers):
-        gemm = 2.0 * batch * widths[i] * widths[i + 1]
-        total += gemm * (2 if i == 0 else 3)
-    return total
+from torch_mlp import build, flops_per_step
 
 
 def main():
@@ -71,7 +54,7 @@ def main():
         med = statistics.median(times)
         print(json.dumps({"system": "pytorch-eager", "device": str(dev), "threads": torch.get_num_threads(),
                           "config": text, "step_ms": med * 1e3, "epoch_ms": med * 1e3 * 468,
-                          "samples_per_s": batch / med, "gflops": flops(layers, width, batch) / med / 1e9,
+                          "samples_per_s": batch / med, "gflops": flops_per_step(layers, width, batch) / med / 1e9,
                           "torch": torch.__version__}), flush=True)
 
 

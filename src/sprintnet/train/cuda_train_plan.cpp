@@ -2,18 +2,18 @@
 //
 // Compile time (the constructor) allocates every buffer the step touches and
 // plans every cuBLASLt product; the first start_epoch() captures one step into
-// a CUDA graph. A step is then a single graph launch:
+// a CUDA graph. A step is then a single graph launch (docs/ARCHITECTURE.md):
 //
-//   gather (uint8 → compute type, batch from the device step counter)
-//   forward   L products, epilogue bias + ReLU (ReLU mask to aux), last layer bias only
-//   loss      one block: softmax cross-entropy, its gradient, loss sum, correct count
-//   backward  per layer: weight gradient (fp32, bias gradient fused: BGRADB) on a side
-//             stream, input gradient with the ReLU mask applied (DRELU) on the main one
-//   update    one launch over flat fp32 buffers; writes the compute-type copy and
-//             advances the device step counter
+//   gather    uint8 → compute type, the batch picked by the device step counter
+//   forward   hidden layers: products with bias + ReLU epilogues (ReLU mask to aux);
+//             output layer (<= 32 classes): one kernel with the softmax cross-entropy
+//   backward  weight gradients (bias gradient fused) on a side stream, input
+//             gradients (ReLU gradient fused) on the main one
+//   update    flat fp32 buffers, per layer on a third stream from 4 M parameters, else
+//             one launch; writes the compute-type copy and advances the step counter
 //
 // Weights, gradients and optimizer state of all layers live in flat buffers
-// (each tensor at a 128-element boundary), so the update is one kernel.
+// (each tensor at a 128-element boundary), so an update is one kernel.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -131,6 +131,9 @@ class CudaTrainPlan final : public TrainPlan {
   void enqueue_loss(const void* input, std::int64_t rows, const std::int32_t* labels, bool training,
                     cuda::StepMetrics* metrics, cudaStream_t stream);
   cuda::FlatOptimizerArgs update_args();
+  // Rows [0, rows) of `loader`'s data set into dst and dst_labels, in order (callers set order/state).
+  cuda::GatherArgs gather_args(const BatchLoader& loader, std::int64_t rows, const Tensor& dst,
+                               const Tensor& dst_labels) const;
   // Elements [begin, end) of the flat buffers that hold layer l's weight and bias.
   std::pair<std::int64_t, std::int64_t> layer_range(std::size_t l) const;
   void enqueue_evaluation(const BatchLoader& loader, cudaStream_t stream);
@@ -377,6 +380,23 @@ void CudaTrainPlan::enqueue_loss(const void* input, std::int64_t rows, const std
   SN_CUDA_CHECK(cuda::launch_fused_cross_entropy(args, stream));
 }
 
+cuda::GatherArgs CudaTrainPlan::gather_args(const BatchLoader& loader, std::int64_t rows, const Tensor& dst,
+                                            const Tensor& dst_labels) const {
+  return {.images = loader.images().data<std::uint8_t>(),
+          .labels = loader.labels().data<std::int32_t>(),
+          .features = spec_.mlp.inputs,
+          .order = nullptr,
+          .state = nullptr,
+          .steps_per_epoch = 1,
+          .first = 0,
+          .rows = rows,
+          .scale = static_cast<float>(loader.normalization().scale),
+          .shift = static_cast<float>(loader.normalization().shift),
+          .dst = dst.raw_data(),
+          .dst_type = precision_.element,
+          .dst_labels = dst_labels.data<std::int32_t>()};
+}
+
 std::pair<std::int64_t, std::int64_t> CudaTrainPlan::layer_range(std::size_t l) const {
   const std::int64_t begin = layers_[l].weight_offset;
   const std::int64_t end = l + 1 < layers_.size() ? layers_[l + 1].weight_offset : params_;
@@ -418,19 +438,10 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
   const BatchLoader& train = *spec_.train;
   auto* state = static_cast<cuda::StepState*>(state_.raw_data());
   auto* metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
-  const cuda::GatherArgs gather{.images = train.images().data<std::uint8_t>(),
-                                .labels = train.labels().data<std::int32_t>(),
-                                .features = spec_.mlp.inputs,
-                                .order = order_.data<std::int32_t>(),
-                                .state = state,
-                                .steps_per_epoch = steps_per_epoch_,
-                                .first = 0,
-                                .rows = batch_,
-                                .scale = static_cast<float>(train.normalization().scale),
-                                .shift = static_cast<float>(train.normalization().shift),
-                                .dst = input_.raw_data(),
-                                .dst_type = precision_.element,
-                                .dst_labels = labels_.data<std::int32_t>()};
+  cuda::GatherArgs gather = gather_args(train, batch_, input_, labels_);
+  gather.order = order_.data<std::int32_t>();
+  gather.state = state;
+  gather.steps_per_epoch = steps_per_epoch_;
   // A lone output layer reads the batch straight from the data set (one launch fewer per step).
   const bool gathered = skinny_ && layers_.size() == 1;
   if (!gathered) SN_CUDA_CHECK(cuda::launch_gather_batch(gather, main));
@@ -456,8 +467,8 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
   // A lone output layer applies the update inside its weight-gradient kernel (not with fp16, whose
   // update must wait for every gradient's finiteness check): two launches a step in all.
   const bool fused_update = gathered && !optimizer.check_finite;
-  const cuda::FusedUpdate fused{.args = optimizer, .weight_offset = layers_[0].weight_offset,
-                                .bias_offset = layers_[0].bias_offset};
+  const cuda::FusedUpdate fused_args{.args = optimizer, .weight_offset = layers_[0].weight_offset,
+                                     .bias_offset = layers_[0].bias_offset};
   for (std::size_t l = layers_.size(); l-- > 0;) {
     Layer& layer = layers_[l];
     const void* x = l == 0 ? input_.raw_data() : layers_[l - 1].act.raw_data();
@@ -477,7 +488,7 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
                                                     precision_.element, batch_, layer.in, grad_at(layer.weight_offset),
                                                     bias ? grad_at(layer.bias_offset) : nullptr, wgrad,
                                                     gathered ? &step_gather_ : nullptr,
-                                                    fused_update ? &fused : nullptr, &row_sums));
+                                                    fused_update ? &fused_args : nullptr, &row_sums));
       if (l > 0) {
         Layer& below = layers_[l - 1];
         SN_CUDA_CHECK(cuda::launch_skinny_input_grad(dlogits_.data<float>(), static_cast<int>(layer.out),
@@ -682,19 +693,8 @@ void CudaTrainPlan::enqueue_evaluation(const BatchLoader& loader, cudaStream_t s
   const std::int64_t n = loader.samples();
   for (std::int64_t first = 0; first < n; first += eval_batch_) {
     const std::int64_t rows = std::min(eval_batch_, n - first);
-    const cuda::GatherArgs gather{.images = loader.images().data<std::uint8_t>(),
-                                  .labels = loader.labels().data<std::int32_t>(),
-                                  .features = spec_.mlp.inputs,
-                                  .order = nullptr,
-                                  .state = nullptr,
-                                  .steps_per_epoch = 1,
-                                  .first = first,
-                                  .rows = rows,
-                                  .scale = static_cast<float>(loader.normalization().scale),
-                                  .shift = static_cast<float>(loader.normalization().shift),
-                                  .dst = eval_input_.raw_data(),
-                                  .dst_type = precision_.element,
-                                  .dst_labels = eval_labels_.data<std::int32_t>()};
+    cuda::GatherArgs gather = gather_args(loader, rows, eval_input_, eval_labels_);
+    gather.first = first;
     SN_CUDA_CHECK(cuda::launch_gather_batch(gather, stream));
     enqueue_forward(eval_input_.raw_data(), rows, false, stream);
     enqueue_loss(eval_input_.raw_data(), rows, eval_labels_.data<std::int32_t>(), false, metrics, stream);
