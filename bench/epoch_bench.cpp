@@ -1,6 +1,7 @@
 // Time per MNIST epoch of sprintnet's Trainer for LxHxB MLPs (L linear layers,
 // hidden width H, batch B): the same run a user gets from `sprintnet train`,
-// with SGD momentum 0.9 at a constant lr, evaluation only after the last epoch.
+// with SGD momentum 0.9 at a constant lr, evaluation only after the last epoch
+// (or every --eval-every epochs, untimed, for time-to-accuracy).
 // The median is over epochs 2..N (the first captures the graph). Prints one
 // JSON line per config in the format of bench/torch_epoch_bench.py, so bench/run
 // can put the two side by side.
@@ -11,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "sprintnet/memory/cuda_allocator.h"
 #include "sprintnet/nn/mlp.h"
 #include "sprintnet/train/trainer.h"
 #include "support_bench.h"
@@ -22,8 +24,9 @@ int main(int argc, char** argv) try {
   CLI::App app{"sprintnet time-per-epoch benchmark"};
   std::vector<std::string> configs{"4x784x128"};
   std::string device = "cuda", precision = "bf16", engine = "auto", data_dir = "data";
-  int epochs = 5;
+  int epochs = 5, eval_every = 0;
   double lr = 0.05;
+  bool no_bias = false;
   app.add_option("--config", configs, "LxHxB configs, e.g. 4x784x128")->expected(1, -1);
   app.add_option("--device", device, "device.name");
   app.add_option("--precision", precision, "device.precision");
@@ -31,6 +34,8 @@ int main(int argc, char** argv) try {
   app.add_option("--epochs", epochs, "epochs (the first is not in the median)");
   app.add_option("--lr", lr, "SGD learning rate");
   app.add_option("--data", data_dir, "data.dir");
+  app.add_option("--eval-every", eval_every, "evaluate every N epochs (0: after the last only; not timed)");
+  app.add_flag("--no-bias", no_bias, "Linear layers without bias");
   CLI11_PARSE(app, argc, argv);
 
   for (const std::string& text : configs) {
@@ -41,7 +46,8 @@ int main(int argc, char** argv) try {
         fmt::format("model.hidden=[{}]", fmt::join(hidden, ", ")),
         fmt::format("train.batch_size={}", shape.batch),
         fmt::format("train.epochs={}", epochs),
-        "train.eval_every=0",
+        fmt::format("train.eval_every={}", eval_every),
+        fmt::format("model.bias={}", no_bias ? "false" : "true"),
         "optim.type=\"sgd\"",
         fmt::format("optim.lr={}", lr),
         "optim.momentum=0.9",
@@ -54,11 +60,20 @@ int main(int argc, char** argv) try {
         "checkpoint.every_epochs=0",
     });
     Trainer trainer(std::move(config));
+    const Device device_used = trainer.device();
+    const AllocatorStats before = device_used.is_cuda() ? cuda_allocator_stats(device_used.index) : AllocatorStats{};
     const TrainSummary summary = trainer.fit();
+    // Device memory the run holds at its peak (the caching allocator's count; the cuBLASLt
+    // workspaces, 32 MiB each, come on top). Runs in one process: the peak is the largest so far.
+    const AllocatorStats after = device_used.is_cuda() ? cuda_allocator_stats(device_used.index) : AllocatorStats{};
+    const double peak_mb = static_cast<double>(std::max(after.peak_allocated_bytes, before.peak_allocated_bytes)) /
+                           (1024.0 * 1024.0);
     std::vector<double> ms, losses;
+    nlohmann::json accuracy = nlohmann::json::array();  // per epoch; null where not evaluated
     for (const EpochRecord& e : summary.epochs) {
       ms.push_back(1e3 * e.epoch_time_s);
       losses.push_back(e.train_loss);
+      accuracy.push_back(e.test_accuracy ? nlohmann::json(*e.test_accuracy) : nlohmann::json());
     }
     std::vector<double> tail(ms.begin() + (ms.size() > 1 ? 1 : 0), ms.end());
     std::sort(tail.begin(), tail.end());
@@ -78,6 +93,9 @@ int main(int argc, char** argv) try {
                           {"tflops", flops / (median / 1e3) / 1e12},
                           {"train_loss", losses},
                           {"test_accuracy", summary.final_test.accuracy},
+                          {"epoch_test_accuracy", accuracy},
+                          {"bias", !no_bias},
+                          {"peak_mem_mb", peak_mb},
                           {"wall_s", summary.wall_time_s}};
     std::printf("%s\n", row.dump().c_str());
     std::fflush(stdout);

@@ -8,7 +8,8 @@ MNIST, the way an expert would run it on one GPU (../shared/BASELINES.md):
   compile  torch.compile(mode="max-autotune", fullgraph=True) of model + loss
            (compile time reported separately, not in the epoch time)
 
-Each in fp32 and bf16 (autocast; fp32 master weights). The data set lives on the
+Each in fp32 and bf16 (autocast; fp32 master weights); fp16 (autocast with a
+GradScaler) in eager mode only. The data set lives on the
 GPU as uint8 and batches are gathered there from a per-epoch permutation. SGD
 momentum 0.9, constant lr. Time per epoch = median over epochs 2..N, measured
 with a synchronize around each epoch. One JSON line per (config, mode, precision)."""
@@ -58,19 +59,28 @@ def load_mnist(data_dir, device):
 MEAN, STD = 0.1307, 0.3081  # sprintnet's "standard" normalisation of MNIST
 
 
-def run(config, mode, precision, data, epochs, lr):
+def evaluate(model, test_x, test_y, scale, shift, dtype):
+    with torch.no_grad(), torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+        logits = model(test_x.float() * scale + shift)
+        return (logits.argmax(1) == test_y).float().mean().item()
+
+
+def run(config, mode, precision, data, epochs, lr, bias=True, eval_every_epoch=False):
     layers, width, batch = (int(v) for v in config.split("x"))
     train_x, train_y, test_x, test_y = data
     dev = train_x.device
     torch.manual_seed(0)
-    model = build(layers, width).to(dev)
+    model = build(layers, width, bias=bias).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     steps = train_x.shape[0] // batch
     scale, shift = 1.0 / (255.0 * STD), -MEAN / STD
-    autocast = precision == "bf16"
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    if precision == "fp16" and mode == "graph":
+        raise ValueError("fp16 (GradScaler) runs in eager mode only here")
+    scaler = torch.amp.GradScaler("cuda", enabled=precision == "fp16")
 
     def loss_of(xb, yb):
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast, cache_enabled=False):
+        with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None, cache_enabled=False):
             return F.cross_entropy(model(xb), yb)
 
     compile_s = None
@@ -85,8 +95,9 @@ def run(config, mode, precision, data, epochs, lr):
         yb = train_y[idx]
         opt.zero_grad(set_to_none=False)
         loss = forward_loss(xb, yb)
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         return loss
 
     # Warm-up on a side stream (creates momentum buffers, autotunes, compiles).
@@ -108,7 +119,7 @@ def run(config, mode, precision, data, epochs, lr):
         with torch.cuda.graph(graph):
             static_loss = step()
 
-    times, losses = [], []
+    times, losses, accuracies = [], [], []
     for epoch in range(epochs):
         perm = torch.randperm(train_x.shape[0], device=dev)
         loss_sum = torch.zeros((), device=dev)
@@ -124,10 +135,10 @@ def run(config, mode, precision, data, epochs, lr):
         torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
         losses.append(loss_sum.item() / steps)
-
-    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
-        logits = model(test_x.float() * scale + shift)
-        accuracy = (logits.argmax(1) == test_y).float().mean().item()
+        last = epoch + 1 == epochs
+        accuracies.append(round(evaluate(model, test_x, test_y, scale, shift, dtype), 5)
+                          if eval_every_epoch or last else None)
+    accuracy = accuracies[-1]
     median = statistics.median(times[1:]) if len(times) > 1 else times[0]
     return {
         "system": "pytorch", "version": torch.__version__, "mode": mode, "precision": precision,
@@ -135,7 +146,8 @@ def run(config, mode, precision, data, epochs, lr):
         "epoch_ms": [round(1e3 * t, 3) for t in times], "epoch_ms_median": round(1e3 * median, 3),
         "samples_per_s": round(steps * batch / median, 1),
         "tflops": round(flops_per_step(layers, width, batch) * steps / median / 1e12, 2),
-        "train_loss": [round(v, 5) for v in losses], "test_accuracy": round(accuracy, 5),
+        "train_loss": [round(v, 5) for v in losses], "test_accuracy": accuracy,
+        "epoch_test_accuracy": accuracies, "bias": bias,
         "compile_s": None if compile_s is None else round(compile_s, 1),
         "peak_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
         "gpu": torch.cuda.get_device_name(),
@@ -146,17 +158,22 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--config", nargs="+", default=["4x784x128"])
     p.add_argument("--mode", nargs="+", default=["eager", "graph"], choices=["eager", "graph", "compile"])
-    p.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    p.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16", "fp16"])
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--data", default="data/mnist")
+    p.add_argument("--no-bias", action="store_true", help="Linear layers without bias")
+    p.add_argument("--eval-every-epoch", action="store_true", help="test accuracy after every epoch (not timed)")
     a = p.parse_args()
     data = load_mnist(a.data, torch.device("cuda"))
     for config in a.config:
         for mode in a.mode:
             for precision in a.precision:
                 torch.cuda.reset_peak_memory_stats()
-                print(json.dumps(run(config, mode, precision, data, a.epochs, a.lr)), flush=True)
+                if precision == "fp16" and mode == "graph":
+                    continue
+                row = run(config, mode, precision, data, a.epochs, a.lr, not a.no_bias, a.eval_every_epoch)
+                print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

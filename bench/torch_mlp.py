@@ -1,14 +1,15 @@
 """The LxHxB MLP of BASELINES.md as torch.nn.Sequential, and its FLOPs per training
-step: shared by the PyTorch references in bench/."""
-import torch.nn as nn
+step: shared by the PyTorch references in bench/ and bench/run."""
 
 
-def build(layers, width, inputs=784, classes=10):
+def build(layers, width, inputs=784, classes=10, bias=True):
+    import torch.nn as nn  # here, so flops_per_step works without PyTorch (bench/run on a CPU machine)
+
     mods, w = [], inputs
     for _ in range(layers - 1):
-        mods += [nn.Linear(w, width), nn.ReLU()]
+        mods += [nn.Linear(w, width, bias=bias), nn.ReLU()]
         w = width
-    mods.append(nn.Linear(w, classes))
+    mods.append(nn.Linear(w, classes, bias=bias))
     return nn.Sequential(*mods)
 
 
