@@ -91,6 +91,9 @@ def run(config, mode, precision, data, epochs, lr, bias=True, eval_every_epoch=F
     idx = torch.zeros(batch, dtype=torch.long, device=dev)
 
     def step():
+        if mode == "compile":
+            # max-autotune replays its own CUDA graphs: mark the step so the last one's outputs may be reused.
+            torch.compiler.cudagraph_mark_step_begin()
         xb = train_x[idx].float() * scale + shift
         yb = train_y[idx]
         opt.zero_grad(set_to_none=False)
@@ -98,7 +101,7 @@ def run(config, mode, precision, data, epochs, lr, bias=True, eval_every_epoch=F
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
-        return loss
+        return loss.detach().clone() if mode == "compile" else loss
 
     # Warm-up on a side stream (creates momentum buffers, autotunes, compiles).
     t0 = time.perf_counter()

@@ -34,7 +34,7 @@ def main():
 
         def step():
             opt.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
             opt.step()
 
         def sync():
