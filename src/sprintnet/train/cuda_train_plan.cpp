@@ -499,7 +499,8 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
     } else {
       // dW[out, in] = dZ[B, out]^T @ X[B, in]; the bias gradient (sum of dZ over the batch) fused.
       const bool fused = bias && bias_grad_fused_;
-      (wgrad == side ? gemm_side_ : gemm_main_)->run(desc(layer.out, layer.in, batch_, true, false, fused ? GemmEpilogue::kBiasGradA : GemmEpilogue::kNone),
+      const GemmEpilogue wgrad_epilogue = fused ? GemmEpilogue::kBiasGradA : GemmEpilogue::kNone;
+      (wgrad == side ? gemm_side_ : gemm_main_)->run(desc(layer.out, layer.in, batch_, true, false, wgrad_epilogue),
                       {.a = layer.grad.raw_data(), .b = x, .c = grad_at(layer.weight_offset),
                        .bias = fused ? grad_at(layer.bias_offset) : nullptr},
                       wgrad);
@@ -510,7 +511,8 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
       if (l > 0) {
         Layer& below = layers_[l - 1];
         // dX[B, in] = dZ[B, out] @ W[out, in], times the ReLU mask of the layer below.
-        gemm_main_->run(desc(batch_, layer.in, layer.out, false, false, below.relu ? GemmEpilogue::kDRelu : GemmEpilogue::kNone),
+        const GemmEpilogue dgrad_epilogue = below.relu ? GemmEpilogue::kDRelu : GemmEpilogue::kNone;
+        gemm_main_->run(desc(batch_, layer.in, layer.out, false, false, dgrad_epilogue),
                         {.a = layer.grad.raw_data(), .b = weights(layer.weight_offset), .c = below.grad.raw_data(),
                          .aux = below.relu ? below.mask.raw_data() : nullptr},
                         main);
@@ -620,7 +622,9 @@ void CudaTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
   std::int64_t index = 0;
   const auto add = [&](std::int64_t offset, const Shape& shape) {
     if (spec_.optim.type == "sgd") {
-      if (state1_.defined()) tensors.emplace_back(fmt::format("{}.momentum_buffer", index), flat_view(state1_, offset, shape));
+      if (state1_.defined()) {
+        tensors.emplace_back(fmt::format("{}.momentum_buffer", index), flat_view(state1_, offset, shape));
+      }
       counters[fmt::format("{}.momentum_started", index)] = state.opt_steps > 0 ? 1 : 0;
     } else {
       tensors.emplace_back(fmt::format("{}.exp_avg", index), flat_view(state1_, offset, shape));
@@ -725,7 +729,8 @@ EvalResult CudaTrainPlan::evaluate(const BatchLoader& loader) {
 
 std::string CudaTrainPlan::describe() const {
   return fmt::format("compiled step: one CUDA graph per step, {} matrix products{}, cuBLASLt epilogues (bias+ReLU "
-                     "with mask, ReLU gradient, {}), fused softmax cross-entropy, one {} update over {} flat parameters",
+                     "with mask, ReLU gradient, {}), fused softmax cross-entropy, one {} update over {} flat "
+                     "parameters",
                      spec_.precision, precision_.element == ElementType::kF32 ? "" : " with fp32 master weights",
                      bias_grad_fused_ ? "bias gradient" : "bias gradient by a column-sum kernel", spec_.optim.type,
                      params_);

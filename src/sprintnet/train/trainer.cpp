@@ -43,12 +43,14 @@ Device resolve_device(const DeviceConfig& config) {
 bool resolve_compiled(const Config& config, Device device, std::int64_t train_samples) {
   const std::string& engine = config.device.engine;
   if (device.is_cpu()) {
-    SN_CHECK(engine != "compiled", "device.engine = \"compiled\" needs a GPU; the CPU runs the eager step (use \"auto\")");
+    SN_CHECK(engine != "compiled",
+             "device.engine = \"compiled\" needs a GPU; the CPU runs the eager step (use \"auto\")");
     return false;
   }
   if (engine == "eager") return false;
   const std::optional<std::string> why_not = train_plan_unsupported(config, train_samples);
-  SN_CHECK(engine != "compiled" || !why_not, "device.engine = \"compiled\" cannot compile this run: {}; use \"auto\" or \"eager\"",
+  SN_CHECK(engine != "compiled" || !why_not,
+           "device.engine = \"compiled\" cannot compile this run: {}; use \"auto\" or \"eager\"",
            why_not.value_or(""));
   return !why_not;
 }
@@ -58,7 +60,8 @@ std::string resolve_precision(const DeviceConfig& config, Device device, bool co
   if (config.precision == "fp32") return "fp32";
   SN_CHECK(!device.is_cpu(), "device.precision = \"{}\" needs a GPU; the CPU backend computes in fp32 (use \"auto\")",
            config.precision);
-  SN_CHECK(compiled, "device.precision = \"{}\" needs the compiled step, and this run is eager (device.engine = \"{}\"): "
+  SN_CHECK(compiled,
+           "device.precision = \"{}\" needs the compiled step, and this run is eager (device.engine = \"{}\"): "
            "use \"fp32\" or \"auto\"", config.precision, config.engine);
   return config.precision;
 }
