@@ -186,7 +186,7 @@ EpochRecord Trainer::train_epoch(std::int64_t epoch, ProgressBar& progress) {
   const std::int64_t steps = train_loader_->batches_per_epoch();
   // Per-step mean losses summed on the device; read only when progress is shown.
   const Tensor loss_sum = Tensor::zeros({1}, DType::kF32, device_);
-  const bool show_progress = resolve_progress_mode(config_.output.progress, stderr_is_terminal()) != ProgressMode::kNone;
+  const bool show_progress = progress_shown();
   const auto start = Clock::now();
   for (std::int64_t b = 0; b < steps; ++b) {
     optimizer_->set_lr(schedule_->lr_at(step_));
@@ -199,25 +199,38 @@ EpochRecord Trainer::train_epoch(std::int64_t epoch, ProgressBar& progress) {
     ops::axpy(loss_sum, loss);
     ++step_;
     if (show_progress && ((b + 1) % config_.train.log_every == 0 || b + 1 == steps)) {
-      const double elapsed = seconds_since(start);
-      progress.update(epoch, b + 1, loss_sum.item() / static_cast<double>(b + 1),
-                      static_cast<double>((b + 1) * config_.train.batch_size) / std::max(elapsed, 1e-9));
+      show_progress_at(progress, epoch, b + 1, loss_sum.item(), start);
     }
   }
   backend_for(device_).synchronize();
+  return epoch_record(epoch, start, loss_sum.item());
+}
+
+bool Trainer::progress_shown() const {
+  return resolve_progress_mode(config_.output.progress, stderr_is_terminal()) != ProgressMode::kNone;
+}
+
+void Trainer::show_progress_at(ProgressBar& progress, std::int64_t epoch, std::int64_t steps_done, double loss_sum,
+                               Clock::time_point start) const {
+  const double elapsed = seconds_since(start);
+  progress.update(epoch, steps_done, loss_sum / static_cast<double>(steps_done),
+                  static_cast<double>(steps_done * config_.train.batch_size) / std::max(elapsed, 1e-9));
+}
+
+EpochRecord Trainer::epoch_record(std::int64_t epoch, Clock::time_point start, double loss_sum) const {
   EpochRecord record;
   record.epoch = epoch;
   record.step = step_;
   record.epoch_time_s = seconds_since(start);
-  record.train_loss = loss_sum.item() / static_cast<double>(steps);
+  record.train_loss = loss_sum / static_cast<double>(steps_per_epoch());
   record.samples_per_s = static_cast<double>(train_loader_->samples_per_epoch()) / record.epoch_time_s;
-  record.lr = optimizer_->lr();
+  record.lr = schedule_->lr_at(step_ - 1);  // the last step's: what the optimizer was set to
   return record;
 }
 
 EpochRecord Trainer::train_epoch_compiled(std::int64_t epoch, ProgressBar& progress) {
   const std::int64_t steps = steps_per_epoch();
-  const bool show_progress = resolve_progress_mode(config_.output.progress, stderr_is_terminal()) != ProgressMode::kNone;
+  const bool show_progress = progress_shown();
   const auto start = Clock::now();
   // Nothing in this loop waits for the device: steps are graph launches, progress reads are
   // asynchronous copies shown when they have arrived (tests/train/host_sync_gpu_test.cpp counts).
@@ -226,21 +239,13 @@ EpochRecord Trainer::train_epoch_compiled(std::int64_t epoch, ProgressBar& progr
     plan_->step();
     if (show_progress && (b + 1) % config_.train.log_every == 0) {
       if (const auto seen = plan_->progress(b + 1)) {
-        const double elapsed = seconds_since(start);
-        progress.update(epoch, seen->steps, seen->loss_sum / static_cast<double>(seen->steps),
-                        static_cast<double>(seen->steps * config_.train.batch_size) / std::max(elapsed, 1e-9));
+        show_progress_at(progress, epoch, seen->steps, seen->loss_sum, start);
       }
     }
   }
   const EpochTotals totals = plan_->finish_epoch();
   step_ += steps;
-  EpochRecord record;
-  record.epoch = epoch;
-  record.step = step_;
-  record.epoch_time_s = seconds_since(start);
-  record.train_loss = totals.loss_sum / static_cast<double>(steps);
-  record.samples_per_s = static_cast<double>(train_loader_->samples_per_epoch()) / record.epoch_time_s;
-  record.lr = schedule_->lr_at(step_ - 1);
+  EpochRecord record = epoch_record(epoch, start, totals.loss_sum);
   if (show_progress) progress.update(epoch, steps, record.train_loss, record.samples_per_s);
   return record;
 }

@@ -84,6 +84,11 @@ class Trainer {
   EpochRecord train_epoch(std::int64_t epoch, ProgressBar& progress);
   EpochRecord train_epoch_compiled(std::int64_t epoch, ProgressBar& progress);
   EvalResult evaluate_test();
+  // Shared by both epoch loops: whether progress is shown, one progress line, the epoch's record.
+  bool progress_shown() const;
+  void show_progress_at(ProgressBar& progress, std::int64_t epoch, std::int64_t steps_done, double loss_sum,
+                        std::chrono::steady_clock::time_point start) const;
+  EpochRecord epoch_record(std::int64_t epoch, std::chrono::steady_clock::time_point start, double loss_sum) const;
   void compile_plan();
   void restore(const Checkpoint& checkpoint);
   void save_checkpoint(const std::filesystem::path& run_dir, std::int64_t epoch);

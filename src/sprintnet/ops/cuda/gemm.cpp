@@ -140,11 +140,6 @@ bool uses_aux(GemmEpilogue e) {
 
 }  // namespace
 
-std::size_t gemm_input_bytes(GemmPrecision precision) {
-  return precision == GemmPrecision::kBF16 || precision == GemmPrecision::kF16 ? 2 : 4;
-}
-std::size_t gemm_output_bytes(const GemmDesc& desc) { return desc.c_f32 ? 4 : gemm_input_bytes(desc.precision); }
-
 CublasLtGemm::Plan* CublasLtGemm::plan_for(const GemmDesc& desc) {
   if (auto it = plans_.find(desc); it != plans_.end()) return it->second.get();
 

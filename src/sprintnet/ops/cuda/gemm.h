@@ -70,10 +70,6 @@ inline std::size_t relu_mask_bytes(std::int64_t m, std::int64_t n) {
   return static_cast<std::size_t>(relu_mask_ld(n) / 8 * m);
 }
 
-// Element size of the operands and of C for a precision.
-std::size_t gemm_input_bytes(GemmPrecision precision);
-std::size_t gemm_output_bytes(const GemmDesc& desc);
-
 // Pointers of one product. a, b, c point to elements of the types GemmDesc says;
 // bias and aux are needed by the epilogues that use them, null otherwise.
 struct GemmArgs {
