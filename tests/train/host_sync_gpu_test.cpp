@@ -19,6 +19,7 @@ namespace {
 std::atomic<bool> counting{false};
 std::atomic<int> waits{0};        // calls that block the host until device work finishes
 std::atomic<int> allocations{0};  // calls that allocate or free device or pinned memory
+std::atomic<int> cooperative_launches{0}, graph_launches{0};
 
 template <typename F>
 F real(const char* name) {
@@ -58,6 +59,18 @@ cudaError_t cudaMemset(void* p, int v, size_t n) {
   static const auto f = real<cudaError_t (*)(void*, int, size_t)>("cudaMemset");
   return f(p, v, n);
 }
+cudaError_t cudaLaunchCooperativeKernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t shared,
+                                        cudaStream_t s) {
+  count(cooperative_launches);
+  static const auto f =
+      real<cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t)>("cudaLaunchCooperativeKernel");
+  return f(kernel, grid, block, args, shared, s);
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s) {
+  count(graph_launches);
+  static const auto f = real<cudaError_t (*)(cudaGraphExec_t, cudaStream_t)>("cudaGraphLaunch");
+  return f(g, s);
+}
 cudaError_t cudaMalloc(void** p, size_t n) {
   count(allocations);
   static const auto f = real<cudaError_t (*)(void**, size_t)>("cudaMalloc");
@@ -93,7 +106,7 @@ cudaError_t cudaFreeHost(void* p) {
 namespace sprintnet::train {
 namespace {
 
-Config run_config(const std::string& allocator) {
+Config run_config(const std::string& allocator, const std::string& engine = "compiled") {
   return config_from_overrides({
       fmt::format("data.dir=\"{}\"", test::data_dir().string()),
       "data.train_limit=10000",
@@ -102,7 +115,7 @@ Config run_config(const std::string& allocator) {
       "train.epochs=3",
       "train.log_every=5",  // many progress reads: each must be asynchronous
       "device.name=\"cuda\"",
-      "device.engine=\"compiled\"",
+      fmt::format("device.engine=\"{}\"", engine),
       fmt::format("device.allocator=\"{}\"", allocator),
       fmt::format("output.dir=\"{}\"", test::temp_dir("host-sync").string()),
       "output.progress=\"none\"",
@@ -139,6 +152,37 @@ TEST(HostSync, AnEpochOfTheCompiledStepNeverWaitsForTheDeviceNorAllocates) {
   EXPECT_GT(totals.loss_sum, 0.0);
   std::printf("epoch of %lld steps: 0 waits, 0 allocations while enqueued; %lld progress snapshots seen on the way\n",
               static_cast<long long>(steps), static_cast<long long>(snapshots));
+}
+
+// The fused engine: an epoch is one cooperative launch of its kernel (after the permutation's
+// sort), no graph, no wait, no allocation; progress comes from host-mapped memory.
+TEST(HostSync, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
+  SN_REQUIRE_GPU();
+  Trainer trainer(run_config("caching", "fused"));
+  TrainPlan* plan = trainer.plan();
+  ASSERT_NE(plan, nullptr);
+  const std::int64_t steps = trainer.steps_per_epoch();
+  waits = 0;
+  allocations = 0;
+  cooperative_launches = 0;
+  graph_launches = 0;
+  counting = true;
+  plan->start_epoch(0);
+  for (std::int64_t s = 0; s < steps; ++s) {
+    plan->step();
+    if ((s + 1) % 5 == 0) plan->progress(s + 1);
+  }
+  counting = false;
+  EXPECT_EQ(cooperative_launches.load(), 1) << "the epoch's kernel";
+  EXPECT_EQ(graph_launches.load(), 0);
+  EXPECT_EQ(waits.load(), 0) << "synchronising CUDA calls while enqueuing an epoch";
+  EXPECT_EQ(allocations.load(), 0) << "device or pinned allocations while enqueuing an epoch";
+  const EpochTotals totals = plan->finish_epoch();
+  EXPECT_GT(totals.loss_sum, 0.0);
+  const auto seen = plan->progress(steps);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->steps, steps) << "the kernel's last progress record";
+  EXPECT_DOUBLE_EQ(seen->loss_sum, totals.loss_sum);
 }
 
 }  // namespace

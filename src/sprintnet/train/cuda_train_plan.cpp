@@ -31,6 +31,7 @@
 #include "sprintnet/ops/cuda/nvtx.h"
 #include "sprintnet/ops/cuda/step_launch.h"
 #include "sprintnet/ops/ops.h"
+#include "sprintnet/train/flat_parameters.h"
 #include "sprintnet/train/train_plan.h"
 
 namespace sprintnet::train {
@@ -583,20 +584,7 @@ void CudaTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
     SN_CHECK(flat.defined(), "optimizer state '{}' has no place in the compiled step", name);
     ops::copy(flat_view(flat, params[index].first, params[index].second), tensor);
   }
-  cuda::StepState state;
-  state.step = counters.at("steps");
-  state.opt_steps = state.step;
-  if (const auto it = counters.find("0.step"); it != counters.end()) {
-    state.opt_steps = it->second;  // Adam: updates per parameter (all alike in a compiled step)
-    for (const auto& [name, value] : counters) {
-      SN_CHECK(name == "steps" || value == state.opt_steps,
-               "optimizer counter '{}' is {}, the compiled step updates every parameter together ({})", name, value,
-               state.opt_steps);
-    }
-  } else if (const auto started = counters.find("0.momentum_started"); started != counters.end()) {
-    state.opt_steps = started->second == 1 ? std::max<std::int64_t>(state.step, 1) : 0;
-  }
-  state.loss_scale = precision_.element == ElementType::kF16 ? 65536.0f : 1.0f;  // torch.amp.GradScaler's start
+  const cuda::StepState state = step_state_from(counters, precision_.element == ElementType::kF16);
   SN_CUDA_CHECK(cudaMemcpyAsync(state_.raw_data(), &state, sizeof(state), cudaMemcpyHostToDevice, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `state` is on this stack frame
 }

@@ -1,4 +1,5 @@
-// make_cuda_train_plan() in a build without CUDA.
+// The GPU engines' factories in a build without CUDA.
+#include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/train_plan.h"
 
 namespace sprintnet::train {
@@ -6,5 +7,11 @@ namespace sprintnet::train {
 std::unique_ptr<TrainPlan> make_cuda_train_plan(const TrainPlanSpec&, Device device) {
   SN_FAIL("{}: this sprintnet was built without CUDA, so there is no compiled GPU step", device.str());
 }
+
+std::unique_ptr<TrainPlan> make_fused_train_plan(const TrainPlanSpec&, Device device) {
+  SN_FAIL("{}: this sprintnet was built without CUDA, so there is no fused engine", device.str());
+}
+
+std::int64_t gpu_on_chip_bytes(int) { return 0; }
 
 }  // namespace sprintnet::train

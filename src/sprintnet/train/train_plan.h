@@ -1,4 +1,8 @@
 #pragma once
+// The GPU engines behind one interface: the compiled step (below) and the
+// fused engine (make_fused_train_plan: a whole epoch in one kernel, whose
+// start_epoch() launches it and whose step() has nothing left to do).
+//
 // The compiled training step: what the Trainer runs on a GPU instead of the
 // eager module-by-module loop. An MLP, its loss and its optimizer are compiled
 // once into fixed buffers and a CUDA graph; an epoch is then one permutation
@@ -64,6 +68,7 @@ struct TrainPlanSpec {
   nn::MlpSpec mlp;
   OptimConfig optim;
   double label_smoothing = 0.0;
+  std::string loss = "cross_entropy";  // or mse (the fused engine; the compiled step takes cross_entropy)
   std::string precision;  // fp32, tf32, bf16 or fp16
   const BatchLoader* train = nullptr;  // its data set, normalisation, batch size and shuffle seed
   std::int64_t eval_batch_size = 1000;
@@ -74,5 +79,7 @@ struct TrainPlanSpec {
 std::optional<std::string> train_plan_unsupported(const Config& config, std::int64_t train_samples);
 // The CUDA plan on `device`. Throws when built without CUDA.
 std::unique_ptr<TrainPlan> make_cuda_train_plan(const TrainPlanSpec& spec, Device device);
+// The fused engine (one persistent kernel per epoch, docs/FUSED.md) on `device`. Throws when built without CUDA.
+std::unique_ptr<TrainPlan> make_fused_train_plan(const TrainPlanSpec& spec, Device device);
 
 }  // namespace sprintnet::train

@@ -11,6 +11,7 @@
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/optim/make_optimizer.h"
 #include "sprintnet/train/checkpoint.h"
+#include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/model_io.h"
 #include "sprintnet/train/run_directory.h"
 
@@ -55,6 +56,42 @@ bool resolve_compiled(const Config& config, Device device, std::int64_t train_sa
   return !why_not;
 }
 
+const char* engine_name(Engine engine) {
+  switch (engine) {
+    case Engine::kEager: return "eager";
+    case Engine::kCompiled: return "compiled";
+    case Engine::kFused: return "fused";
+  }
+  return "eager";
+}
+
+EngineChoice resolve_engine(const Config& config, Device device, std::int64_t train_samples, const nn::MlpSpec& mlp,
+                            std::int64_t eval_batch, std::int64_t on_chip_bytes) {
+  const std::string& engine = config.device.engine;
+  if (device.is_cpu()) {
+    SN_CHECK(engine != "fused", "device.engine = \"fused\" needs a GPU; the CPU runs the eager step (use \"auto\")");
+    resolve_compiled(config, device, train_samples);  // its errors
+    return {Engine::kEager, "the CPU runs the eager step"};
+  }
+  if (engine == "eager") return {Engine::kEager, "device.engine = \"eager\""};
+  // The precision a GPU engine computes in ("auto": bf16).
+  const std::string precision = config.device.precision == "auto" ? "bf16" : config.device.precision;
+  const std::optional<std::string> not_fused = fused_unsupported(mlp, precision, config.optim, config.train.batch_size,
+                                                                 eval_batch, on_chip_bytes);
+  SN_CHECK(engine != "fused" || !not_fused, "device.engine = \"fused\" cannot run this model: {}; use \"auto\" or "
+           "\"compiled\"", not_fused.value_or(""));
+  if (engine == "fused") return {Engine::kFused, "device.engine = \"fused\""};
+  // auto: the compiled step where it runs (today the faster of the two on every model the fused
+  // engine takes, docs/PERFORMANCE.md), else the fused engine, else eager.
+  if (resolve_compiled(config, device, train_samples)) {
+    return {Engine::kCompiled, engine == "compiled" ? "device.engine = \"compiled\""
+                                                    : "auto: the compiled step runs this model, the fastest engine"};
+  }
+  const std::string not_compiled = train_plan_unsupported(config, train_samples).value_or("");
+  if (!not_fused) return {Engine::kFused, fmt::format("auto: not compiled, {}; the fused engine runs it", not_compiled)};
+  return {Engine::kEager, fmt::format("auto: not compiled, {}; not fused, {}", not_compiled, not_fused.value_or(""))};
+}
+
 std::string resolve_precision(const DeviceConfig& config, Device device, bool compiled) {
   if (config.precision == "auto") return compiled ? "bf16" : "fp32";
   if (config.precision == "fp32") return "fp32";
@@ -78,17 +115,18 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   set_cpu_threads(static_cast<int>(config_.device.threads));
 
   data_ = load_train_test(config_.data);
-  const bool compiled = resolve_compiled(config_, device_, data_.train.size());
-  precision_ = resolve_precision(config_.device, device_, compiled);
-  const DType dtype = DType::kF32;  // the eager model: fp32 (the compiled step's master weights)
-  norm_ = make_normalization(data_.train, config_.data.normalize);
-
   spec_.inputs = data_.train.images.size(1);
   spec_.hidden = config_.model.hidden;
   spec_.outputs = data_.train.num_classes;
   spec_.activation = ops::parse_activation(config_.model.activation);
   spec_.bias = config_.model.bias;
   spec_.init = nn::parse_init(config_.model.init);
+  engine_ = resolve_engine(config_, device_, data_.train.size(), spec_, eval_batch_size(),
+                           device_.is_cuda() ? gpu_on_chip_bytes(device_.index) : 0);
+  const bool compiled = engine_.engine != Engine::kEager;
+  precision_ = resolve_precision(config_.device, device_, compiled);
+  const DType dtype = DType::kF32;  // the eager model: fp32 (the compiled step's master weights)
+  norm_ = make_normalization(data_.train, config_.data.normalize);
   Generator init_gen(config_.seed, kInitStream);
   model_ = nn::make_mlp(spec_, init_gen, device_, dtype);
 
@@ -98,7 +136,7 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   const LoaderOptions train_options{config_.train.batch_size, config_.train.shuffle, config_.train.drop_last,
                                     config_.seed ^ kShuffleSeedSalt};
   train_loader_ = std::make_unique<BatchLoader>(data_.train, norm_, train_options, device_, dtype);
-  const LoaderOptions test_options{std::min(config_.train.eval_batch_size, data_.test.size()), false, false, 0};
+  const LoaderOptions test_options{eval_batch_size(), false, false, 0};
   test_loader_ = std::make_unique<BatchLoader>(data_.test, norm_, test_options, device_, dtype);
 
   const std::int64_t steps = train_loader_->batches_per_epoch();
@@ -116,13 +154,14 @@ void Trainer::compile_plan() {
   spec.mlp = spec_;
   spec.optim = config_.optim;
   spec.label_smoothing = config_.loss.label_smoothing;
+  spec.loss = config_.loss.type;
   spec.precision = precision_;
   spec.train = train_loader_.get();
-  spec.eval_batch_size = std::min(config_.train.eval_batch_size, data_.test.size());
+  spec.eval_batch_size = eval_batch_size();
   const std::int64_t total = steps_per_epoch() * config_.train.epochs;
   spec.lr_per_step.reserve(static_cast<std::size_t>(total));
   for (std::int64_t s = 0; s < total; ++s) spec.lr_per_step.push_back(schedule_->lr_at(s));
-  plan_ = make_cuda_train_plan(spec, device_);
+  plan_ = engine_.engine == Engine::kFused ? make_fused_train_plan(spec, device_) : make_cuda_train_plan(spec, device_);
   plan_->load(*model_, *optimizer_);
 }
 
@@ -170,7 +209,8 @@ std::string Trainer::describe() const {
     resuming = fmt::format("\nresuming {} after epoch {} of {} (step {})", resume_run_dir_.string(), start_epoch_,
                            config_.train.epochs, step_);
   }
-  const std::string engine = plan_ ? plan_->describe() : fmt::format("eager step, {}", precision_);
+  const std::string engine = fmt::format("{} ({})", plan_ ? plan_->describe() : fmt::format("eager step, {}", precision_),
+                                         engine_.reason);
   return fmt::format("{} train / {} test samples of {} ({} classes), {}\n{}\n{}, {}, batch {}, {} epochs, lr schedule {}"
                      "\n{}",
                      data_.train.size(), data_.test.size(), config_.data.dataset, data_.train.num_classes,

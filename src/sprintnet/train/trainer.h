@@ -48,6 +48,13 @@ struct TrainSummary {
   std::filesystem::path run_dir;
 };
 
+// The engine a run trains on (resolve_engine()) and why.
+enum class Engine { kEager, kCompiled, kFused };
+struct EngineChoice {
+  Engine engine = Engine::kEager;
+  std::string reason;
+};
+
 class Trainer {
  public:
   explicit Trainer(Config config);
@@ -76,6 +83,8 @@ class Trainer {
   std::string describe() const;
   // The compiled GPU step the epochs run on, or null when they run eager (train/train_plan.h).
   TrainPlan* plan() const { return plan_.get(); }
+  // The engine the epochs run on.
+  Engine engine() const { return engine_.engine; }
   // The precision the step computes in ("fp32", "bf16", ...).
   const std::string& precision() const { return precision_; }
 
@@ -90,6 +99,8 @@ class Trainer {
                         std::chrono::steady_clock::time_point start) const;
   EpochRecord epoch_record(std::int64_t epoch, std::chrono::steady_clock::time_point start, double loss_sum) const;
   void compile_plan();
+  // Rows per evaluation batch: train.eval_batch_size, at most the test set.
+  std::int64_t eval_batch_size() const { return std::min(config_.train.eval_batch_size, data_.test.size()); }
   void restore(const Checkpoint& checkpoint);
   void save_checkpoint(const std::filesystem::path& run_dir, std::int64_t epoch);
   // Metadata of the weights files (<run>/model.safetensors and each checkpoint's).
@@ -107,6 +118,7 @@ class Trainer {
   std::unique_ptr<BatchLoader> train_loader_, test_loader_;
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::string precision_;
+  EngineChoice engine_;
   std::unique_ptr<TrainPlan> plan_;
   std::int64_t step_ = 0;
   std::int64_t start_epoch_ = 0;
@@ -120,6 +132,13 @@ Device resolve_device(const DeviceConfig& config);
 // Whether `config` trains with the compiled GPU step (device.engine, resolved: "auto" compiles
 // on a GPU when train_plan_unsupported() has no objection). Errors name the key and the reason.
 bool resolve_compiled(const Config& config, Device device, std::int64_t train_samples);
+// The engine a GPU run trains on, and why (for the banner): device.engine = "fused" runs the fused
+// engine (one kernel per epoch) or fails naming the limit; "auto" takes the compiled step where it
+// runs, else the fused engine where the model fits (fused_unsupported() with `on_chip_bytes`), else eager.
+// "eager", "compiled" or "fused".
+const char* engine_name(Engine engine);
+EngineChoice resolve_engine(const Config& config, Device device, std::int64_t train_samples, const nn::MlpSpec& mlp,
+                            std::int64_t eval_batch, std::int64_t on_chip_bytes);
 // The precision a config asks for ("fp32", "tf32", "bf16", "fp16"): "auto" is bf16 for the
 // compiled step and fp32 otherwise; only the compiled step computes in anything but fp32.
 std::string resolve_precision(const DeviceConfig& config, Device device, bool compiled);

@@ -14,22 +14,29 @@ struct BlockScalars {
   bool first_update, skip;
 };
 
-__device__ inline BlockScalars block_scalars(const FlatOptimizerArgs& a) {
+// The scalars of the update at run step `step` after `opt_steps` applied updates (the fused
+// engine tracks these in registers; the graph kernels read them from StepState).
+__device__ inline BlockScalars step_scalars(const FlatOptimizerArgs& a, std::int64_t step, std::int64_t opt_steps,
+                                            float loss_scale, bool skip) {
   BlockScalars s{};
-  const std::int64_t step = a.state->step;
   const std::int64_t index = step < a.lr_table_size ? step : a.lr_table_size - 1;
   const double lr = a.lr_table[index];
   s.lr = static_cast<float>(lr);
-  s.skip = a.check_finite && a.state->found_inf != 0;
-  s.inv_scale = a.check_finite ? 1.0f / a.state->loss_scale : 1.0f;
-  s.first_update = a.state->opt_steps == 0;
-  const double t = static_cast<double>(a.state->opt_steps + 1);
+  s.skip = skip;
+  s.inv_scale = a.check_finite ? 1.0f / loss_scale : 1.0f;
+  s.first_update = opt_steps == 0;
+  const double t = static_cast<double>(opt_steps + 1);
   s.step_size = static_cast<float>(lr / (1.0 - pow(a.beta1_d, t)));
   s.bias2_sqrt = static_cast<float>(sqrt(1.0 - pow(a.beta2_d, t)));
   s.decoupled_keep = static_cast<float>(1.0 - lr * a.weight_decay_d);
   s.one_minus_beta1 = static_cast<float>(1.0 - a.beta1_d);
   s.one_minus_beta2 = static_cast<float>(1.0 - a.beta2_d);
   return s;
+}
+
+__device__ inline BlockScalars block_scalars(const FlatOptimizerArgs& a) {
+  return step_scalars(a, a.state->step, a.state->opt_steps, a.state->loss_scale,
+                      a.check_finite && a.state->found_inf != 0);
 }
 
 __device__ inline void sgd_update(const FlatOptimizerArgs& a, const BlockScalars& s, float& p, float g, float* buf) {
@@ -55,8 +62,10 @@ __device__ inline void adam_update(const FlatOptimizerArgs& a, const BlockScalar
   p = p - s.step_size * m / (sqrtf(v) / s.bias2_sqrt + a.eps);
 }
 
-// One parameter: master[i] (and its state, and the compute-type copy) updated with gradient g.
-__device__ inline void update_element(const FlatOptimizerArgs& a, const BlockScalars& s, std::int64_t i, float g) {
+// One parameter: master[i] (and its state, and element i of `copy`, in a.copy_type, when not null)
+// updated with gradient g. The fused engine writes the copy the next step reads (it double-buffers).
+__device__ inline void update_element_into(const FlatOptimizerArgs& a, const BlockScalars& s, std::int64_t i, float g,
+                                           void* copy) {
   float p = a.master[i];
   if (a.kind == FlatOptimizerKind::kSgd) {
     sgd_update(a, s, p, g, a.state1 != nullptr ? a.state1 + i : nullptr);
@@ -67,7 +76,61 @@ __device__ inline void update_element(const FlatOptimizerArgs& a, const BlockSca
     a.state2[i] = v;
   }
   a.master[i] = p;
-  if (a.copy != nullptr) store_element(a.copy, a.copy_type, i, p);
+  if (copy != nullptr) store_element(copy, a.copy_type, i, p);
+}
+
+// N parameters at once: every load issued before any store, so their latencies overlap (the
+// compiler cannot reorder a load past a store that may alias it). Entries with valid[j] false are
+// left alone.
+template <int N>
+__device__ inline void update_elements_into(const FlatOptimizerArgs& a, const BlockScalars scalars,
+                                            const std::int64_t (&i)[N], const float (&g)[N], const bool (&valid)[N],
+                                            void* copy) {
+  const BlockScalars& s = scalars;  // a copy in registers, read between the stores below
+  float p[N], m[N], v[N];
+  for (int j = 0; j < N; ++j) {
+    if (!valid[j]) continue;
+    p[j] = a.master[i[j]];
+    m[j] = a.state1 != nullptr ? a.state1[i[j]] : 0.0f;
+    v[j] = a.state2 != nullptr ? a.state2[i[j]] : 0.0f;
+  }
+  for (int j = 0; j < N; ++j) {
+    if (!valid[j]) continue;
+    if (a.kind == FlatOptimizerKind::kSgd) {
+      sgd_update(a, s, p[j], g[j], a.state1 != nullptr ? &m[j] : nullptr);
+    } else {
+      adam_update(a, s, p[j], g[j], m[j], v[j]);
+    }
+  }
+  for (int j = 0; j < N; ++j) {
+    if (!valid[j]) continue;
+    a.master[i[j]] = p[j];
+    if (a.state1 != nullptr) a.state1[i[j]] = m[j];
+    if (a.state2 != nullptr) a.state2[i[j]] = v[j];
+    if (copy != nullptr) store_element(copy, a.copy_type, i[j], p[j]);
+  }
+}
+
+__device__ inline void update_element(const FlatOptimizerArgs& a, const BlockScalars& s, std::int64_t i, float g) {
+  update_element_into(a, s, i, g, a.copy);
+}
+
+// The state after one step: the fp16 loss scale grows or shrinks as torch.amp.GradScaler's does
+// (growth interval 2000, factors 2 and 1/2), the update count advances unless the update was skipped.
+__device__ inline void advance_step_state(StepState& st, bool check_finite, bool skip, StepMetrics* metrics) {
+  if (check_finite) {
+    if (skip) {
+      st.loss_scale *= 0.5f;
+      st.good_steps = 0;
+      if (metrics != nullptr) metrics->skipped += 1;
+    } else if (++st.good_steps == 2000) {
+      st.loss_scale *= 2.0f;
+      st.good_steps = 0;
+    }
+    st.found_inf = 0;
+  }
+  if (!skip) st.opt_steps += 1;
+  st.step += 1;
 }
 
 // Called by thread 0 of every block after its updates: the last block to arrive advances the state
@@ -76,21 +139,8 @@ __device__ inline void finish_update_block(const FlatOptimizerArgs& a, const Blo
   __threadfence();
   const unsigned arrived = atomicAdd(&a.state->blocks_done, 1u);
   if (arrived != gridDim.x - 1) return;
-  StepState* st = a.state;
-  if (a.check_finite) {
-    if (s.skip) {
-      st->loss_scale *= 0.5f;
-      st->good_steps = 0;
-      if (a.metrics != nullptr) a.metrics->skipped += 1;
-    } else if (++st->good_steps == 2000) {  // torch.amp.GradScaler's growth interval and factors
-      st->loss_scale *= 2.0f;
-      st->good_steps = 0;
-    }
-    st->found_inf = 0;
-  }
-  if (!s.skip) st->opt_steps += 1;
-  st->step += 1;
-  st->blocks_done = 0;
+  advance_step_state(*a.state, a.check_finite, s.skip, a.metrics);
+  a.state->blocks_done = 0;
 }
 
 }  // namespace sprintnet::cuda

@@ -1,0 +1,46 @@
+#pragma once
+// The eager model's weights and optimizer state as flat fp32 host images in a
+// GPU engine's layout, and back: what a plan's load() and store() do. The eager
+// model and optimizer stay the source of truth for checkpoints and resume; an
+// engine keeps copies in flat buffers (one update kernel over all of them).
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "sprintnet/io/config.h"
+#include "sprintnet/nn/linear.h"
+#include "sprintnet/nn/sequential.h"
+#include "sprintnet/ops/cuda/step_launch.h"
+#include "sprintnet/optim/optimizer.h"
+
+namespace sprintnet::train {
+
+// One parameter's place in the flat buffers: `rows` rows of `cols` values, `row_stride` apart
+// (a bias is one row).
+struct FlatSlot {
+  std::int64_t offset = 0, rows = 1, cols = 0, row_stride = 0;
+};
+
+// Host images of the flat buffers (state1: momentum or exp_avg; state2: exp_avg_sq; empty when
+// the optimizer keeps no such state).
+struct FlatImages {
+  std::vector<float> master, state1, state2;
+};
+
+// The model's Linear layers, checked to be `expected` many.
+std::vector<nn::Linear*> linear_layers(nn::Sequential& model, std::size_t expected, std::string_view engine);
+// The slots of `layers`' parameters in parameters() order (weight, then bias, layer by layer).
+// Reads the model's weights and the optimizer's state into images of `length` elements (zeros elsewhere).
+FlatImages export_to_flat(const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer,
+                          const std::vector<FlatSlot>& slots, std::int64_t length, const OptimConfig& optim,
+                          std::string_view engine);
+// The step counters the flat update starts from (fp16: torch.amp.GradScaler's initial scale).
+cuda::StepState step_state_from(const optim::Counters& counters, bool fp16);
+// Writes images back into the model and the optimizer, with the counters of `state`.
+void import_from_flat(const FlatImages& images, const std::vector<FlatSlot>& slots,
+                      const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
+                      const cuda::StepState& state, std::string_view engine);
+// The update's hyper-parameters from the config (pointers and sizes left for the engine to set).
+cuda::FlatOptimizerArgs flat_optimizer_config(const OptimConfig& optim, bool check_finite);
+
+}  // namespace sprintnet::train

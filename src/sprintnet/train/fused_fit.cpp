@@ -1,0 +1,67 @@
+#include "sprintnet/train/fused_fit.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace sprintnet::train {
+namespace {
+
+// The fused kernel's layout (ops/cuda/fused/fused_epoch.h): rows padded to 16 elements, parameters
+// 128 elements apart, batch buffers a multiple of 32 rows.
+std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+}  // namespace
+
+FusedFootprint fused_footprint(const nn::MlpSpec& mlp, const std::string& precision, const OptimConfig& optim,
+                               std::int64_t batch, std::int64_t eval_batch) {
+  std::vector<std::int64_t> widths = mlp.hidden;
+  widths.push_back(mlp.outputs);
+  const std::int64_t rows = round_up(std::max(batch, eval_batch), 32);
+  const bool keeps_pre = mlp.activation != Activation::kReLU && mlp.activation != Activation::kIdentity;
+  FusedFootprint f;
+  std::int64_t activations = 2 * rows * round_up(mlp.inputs, 16);  // two gathered batches
+  std::int64_t in = mlp.inputs;
+  for (std::size_t l = 0; l < widths.size(); ++l) {
+    f.params = round_up(f.params + widths[l] * round_up(in, 16), 128);
+    if (mlp.bias) f.params = round_up(f.params + widths[l], 128);
+    const bool hidden = l + 1 < widths.size();
+    activations += rows * round_up(widths[l], 16) * (1 + (hidden ? 1 : 0) + (hidden && keeps_pre ? 1 : 0));
+    in = widths[l];
+  }
+  const bool fp16 = precision == "fp16";
+  const int state_buffers = optim.type != "sgd" ? 2 : (optim.momentum > 0.0 ? 1 : 0);
+  // fp32 master + state; bf16: two compute copies; fp16: one copy and fp32 gradients.
+  const std::int64_t per_param = 4 + 4 * state_buffers + (fp16 ? 2 + 4 : 2 * 2);
+  f.bytes = f.params * per_param + activations * 2;
+  return f;
+}
+
+std::optional<std::string> fused_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                             const OptimConfig& optim, std::int64_t batch, std::int64_t eval_batch,
+                                             std::int64_t on_chip_bytes) {
+  if (precision != "bf16" && precision != "fp16") {
+    return fmt::format("device.precision = \"{}\" (the fused engine computes in bf16 or fp16)", precision);
+  }
+  const std::size_t layers = mlp.hidden.size() + 1;
+  if (layers > kFusedMaxLayersSupported) {
+    return fmt::format("{} layers (the fused engine takes at most {})", layers, kFusedMaxLayersSupported);
+  }
+  if (mlp.outputs > kFusedMaxClassesSupported) {
+    return fmt::format("{} classes (the fused engine's output layer takes at most {})", mlp.outputs,
+                       kFusedMaxClassesSupported);
+  }
+  if (batch > 65535 || eval_batch > 65535) return std::string("a batch of more than 65535 samples");
+  const FusedFootprint f = fused_footprint(mlp, precision, optim, batch, eval_batch);
+  if (f.bytes > on_chip_bytes) {
+    return fmt::format("the model needs {:.1f} MiB resident ({} parameters with {} state, and batch buffers), more "
+                       "than the GPU's {:.1f} MiB of L2 the fused engine keeps it in",
+                       mib(f.bytes), f.params, optim.type, mib(on_chip_bytes));
+  }
+  return std::nullopt;
+}
+
+}  // namespace sprintnet::train

@@ -1,0 +1,388 @@
+// The fused engine (train/train_plan.h, docs/FUSED.md): a whole epoch is one
+// cooperative launch of ops/cuda/fused's kernel; evaluation is another. The
+// plan owns the flat parameter buffers (weights padded to 16-element rows, so
+// every product reads 16-byte aligned rows), two compute-type copies of the
+// weights, the batch buffers of every layer, and a host-mapped progress record
+// the kernel writes once a step.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "sprintnet/core/cuda_check.h"
+#include "sprintnet/core/error.h"
+#include "sprintnet/ops/cuda/cuda_backend.h"
+#include "sprintnet/ops/cuda/device_guard.h"
+#include "sprintnet/ops/cuda/fused/fused_epoch.h"
+#include "sprintnet/ops/cuda/nvtx.h"
+#include "sprintnet/ops/cuda/step_launch.h"
+#include "sprintnet/ops/ops.h"
+#include "sprintnet/train/flat_parameters.h"
+#include "sprintnet/train/fused_fit.h"
+#include "sprintnet/train/train_plan.h"
+
+namespace sprintnet::train {
+namespace {
+
+using cuda::ElementType;
+
+constexpr std::int64_t kTensorAlignment = 128;  // elements between parameters in the flat buffers
+
+std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+struct MappedDeleter {
+  void operator()(cuda::FusedProgress* p) const noexcept { SN_CUDA_WARN(cudaFreeHost(p)); }
+};
+
+class FusedTrainPlan final : public TrainPlan {
+ public:
+  FusedTrainPlan(const TrainPlanSpec& spec, Device device);
+
+  void load(nn::Sequential& model, optim::Optimizer& optimizer) override;
+  void store(nn::Sequential& model, optim::Optimizer& optimizer) override;
+  void start_epoch(std::int64_t epoch) override;
+  void step() override {}  // the epoch's kernel runs every step
+  std::optional<ProgressSnapshot> progress(std::int64_t steps) override;
+  EpochTotals finish_epoch() override;
+  EvalResult evaluate(const BatchLoader& loader) override;
+  std::string describe() const override;
+
+ private:
+  // The kernel's arguments common to training and evaluation.
+  cuda::FusedEpochArgs base_args(const BatchLoader& loader) const;
+  void launch(const cuda::FusedEpochArgs& args);
+  cuda::StepState read_state();
+
+  TrainPlanSpec spec_;
+  Device device_;
+  ElementType type_;
+  DType dtype_;
+  cudaStream_t stream_;
+  std::int64_t batch_ = 0, eval_batch_ = 0, samples_ = 0, steps_per_epoch_ = 0, rows_alloc_ = 0, params_ = 0;
+  int blocks_ = 0;
+  std::vector<cuda::FusedLayer> layers_;
+  std::vector<FlatSlot> slots_;
+  Tensor master_, state1_, state2_, grads_, copies_[2];
+  std::vector<Tensor> buffers_;  // per layer: act, pre, dz
+  Tensor inputs_[2], batch_labels_[2];
+  Tensor row_loss_, row_correct_;
+  Tensor order_, permutation_scratch_, lr_table_;
+  Tensor state_, metrics_, eval_metrics_, sync_;  // sync_: the barrier counter, then two found_inf flags
+  std::unique_ptr<cuda::FusedProgress, MappedDeleter> progress_;
+  cuda::FusedProgress* progress_device_ = nullptr;
+  Tensor stage_clock_;  // SPRINTNET_FUSED_PROFILE=1: when each stage of the last epoch ended
+  void print_profile();
+};
+
+Tensor zeros_bytes(std::int64_t bytes, Device device) { return Tensor::zeros({bytes}, DType::kU8, device); }
+
+FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_(spec), device_(device) {
+  SN_CHECK(device.is_cuda(), "the fused engine runs on CUDA devices, not {}", device.str());
+  SN_CHECK(spec.precision == "bf16" || spec.precision == "fp16",
+           "device.precision = \"{}\": the fused engine computes in bf16 or fp16", spec.precision);
+  type_ = spec.precision == "fp16" ? ElementType::kF16 : ElementType::kBF16;
+  dtype_ = spec.precision == "fp16" ? DType::kF16 : DType::kBF16;
+  const cuda::DeviceGuard guard(device.index);
+  stream_ = static_cast<cuda::CudaBackend&>(backend_for(device)).stream();
+
+  const BatchLoader& train = *spec.train;
+  batch_ = train.options().batch_size;
+  eval_batch_ = spec.eval_batch_size;
+  samples_ = train.samples_per_epoch();
+  steps_per_epoch_ = train.batches_per_epoch();
+  rows_alloc_ = round_up(std::max(batch_, eval_batch_), cuda::kFusedRowTile);
+  const auto& mlp = spec.mlp;
+  std::vector<std::int64_t> widths = mlp.hidden;
+  widths.push_back(mlp.outputs);
+  SN_CHECK(static_cast<int>(widths.size()) <= cuda::kFusedMaxLayers, "the fused engine takes at most {} layers, not {}",
+           cuda::kFusedMaxLayers, widths.size());
+  SN_CHECK(mlp.outputs <= cuda::kFusedMaxClasses, "the fused engine takes at most {} classes, not {}",
+           cuda::kFusedMaxClasses, mlp.outputs);
+
+  // Flat layout: layer by layer, the weight as [out][in_pad] rows, then the bias.
+  std::int64_t in = mlp.inputs;
+  const bool keeps_pre = mlp.activation != Activation::kReLU && mlp.activation != Activation::kIdentity;
+  buffers_.reserve(3 * widths.size());  // the references below must stay valid
+  for (std::size_t l = 0; l < widths.size(); ++l) {
+    cuda::FusedLayer layer;
+    layer.in = static_cast<int>(in);
+    layer.out = static_cast<int>(widths[l]);
+    layer.in_pad = static_cast<int>(round_up(in, cuda::kFusedRowAlign));
+    layer.out_pad = static_cast<int>(round_up(widths[l], cuda::kFusedRowAlign));
+    layer.weight_offset = params_;
+    slots_.push_back({params_, layer.out, layer.in, layer.in_pad});
+    params_ = round_up(params_ + std::int64_t{layer.out} * layer.in_pad, kTensorAlignment);
+    if (mlp.bias) {
+      layer.bias_offset = params_;
+      slots_.push_back({params_, 1, layer.out, layer.out});
+      params_ = round_up(params_ + layer.out, kTensorAlignment);
+    }
+    const bool hidden = l + 1 < widths.size();
+    const Shape shape{rows_alloc_, layer.out_pad};
+    Tensor& act = buffers_.emplace_back(hidden ? Tensor::zeros(shape, dtype_, device) : Tensor());
+    Tensor& pre = buffers_.emplace_back(hidden && keeps_pre ? Tensor::zeros(shape, dtype_, device) : Tensor());
+    Tensor& dz = buffers_.emplace_back(Tensor::zeros(shape, dtype_, device));
+    layer.act = act.defined() ? act.raw_data() : nullptr;
+    layer.pre = pre.defined() ? pre.raw_data() : nullptr;
+    layer.dz = dz.raw_data();
+    layers_.push_back(layer);
+    in = widths[l];
+  }
+
+  master_ = Tensor::zeros({params_}, DType::kF32, device);
+  const bool sgd = spec.optim.type == "sgd";
+  if (!sgd || spec.optim.momentum > 0.0) state1_ = Tensor::zeros({params_}, DType::kF32, device);
+  if (!sgd) state2_ = Tensor::zeros({params_}, DType::kF32, device);
+  copies_[0] = Tensor::zeros({params_}, dtype_, device);
+  // bf16 alternates two copies; fp16 applies its update in a stage of its own and keeps one.
+  if (type_ == ElementType::kF16) {
+    copies_[1] = copies_[0];
+    grads_ = Tensor::zeros({params_}, DType::kF32, device);
+  } else {
+    copies_[1] = Tensor::zeros({params_}, dtype_, device);
+  }
+  for (int s = 0; s < 2; ++s) {
+    inputs_[s] = Tensor::zeros({rows_alloc_, layers_[0].in_pad}, dtype_, device);
+    batch_labels_[s] = Tensor::zeros({rows_alloc_}, DType::kI32, device);
+  }
+  row_loss_ = Tensor::zeros({rows_alloc_}, DType::kF64, device);
+  row_correct_ = Tensor::zeros({rows_alloc_}, DType::kI32, device);
+
+  std::vector<std::int32_t> identity(static_cast<std::size_t>(train.samples()));
+  for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int32_t>(i);
+  order_ = Tensor::from_vector(identity, {train.samples()}, device);
+  permutation_scratch_ = zeros_bytes(static_cast<std::int64_t>(cuda::epoch_permutation_scratch_bytes(train.samples())),
+                                     device);
+  SN_CHECK(!spec.lr_per_step.empty(), "the fused engine needs the learning rate of at least one step");
+  lr_table_ = Tensor::from_vector(spec.lr_per_step, {static_cast<std::int64_t>(spec.lr_per_step.size())}, device);
+  state_ = zeros_bytes(sizeof(cuda::StepState), device);
+  metrics_ = zeros_bytes(sizeof(cuda::StepMetrics), device);
+  eval_metrics_ = zeros_bytes(sizeof(cuda::StepMetrics), device);
+  sync_ = zeros_bytes(4 * sizeof(std::uint32_t), device);
+
+  cuda::FusedProgress* progress = nullptr;
+  SN_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&progress), sizeof(*progress) + sizeof(cuda::StepMetrics) +
+                                                                        sizeof(cuda::StepState),
+                              cudaHostAllocMapped));
+  progress_.reset(progress);
+  SN_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&progress_device_), progress, 0));
+
+  if (const char* profile = std::getenv("SPRINTNET_FUSED_PROFILE"); profile != nullptr && *profile == '1') {
+    stage_clock_ = zeros_bytes(std::int64_t{8} << 16, device);  // 2^16 nanosecond stamps
+  }
+  int max_blocks = 0;
+  SN_CUDA_CHECK(cuda::fused_epoch_max_blocks(device.index, &max_blocks));
+  // More blocks than the widest training stage has jobs only add barrier arrivals (evaluation,
+  // with its larger batches, gives each block several jobs a stage).
+  std::int64_t widest = 0;
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const auto& layer = layers_[l];
+    const std::int64_t row_tiles = round_up(batch_, 32) / 32;
+    const std::int64_t forward = row_tiles * round_up(layer.out_pad, 32) / 32;
+    const std::int64_t wgrad = round_up(layer.out, 32) / 32 * (round_up(layer.in, 64) / 64);
+    const std::int64_t dgrad = l > 0 ? row_tiles * round_up(layers_[l - 1].out_pad, 32) / 32 : 0;
+    widest = std::max({widest, forward, wgrad + dgrad});
+  }
+  blocks_ = static_cast<int>(std::min<std::int64_t>(max_blocks, widest));
+  if (const char* env = std::getenv("SPRINTNET_FUSED_BLOCKS"); env != nullptr && *env != '\0') {
+    const int asked = std::atoi(env);
+    SN_CHECK(asked >= 1 && asked <= max_blocks, "SPRINTNET_FUSED_BLOCKS = {}: this GPU runs 1 to {} blocks at once",
+             env, max_blocks);
+    blocks_ = asked;
+  }
+}
+
+cuda::FusedEpochArgs FusedTrainPlan::base_args(const BatchLoader& loader) const {
+  cuda::FusedEpochArgs a;
+  a.type = type_;
+  a.activation = static_cast<cuda::ActivationKind>(spec_.mlp.activation);
+  a.loss = spec_.loss == "mse" ? cuda::FusedLoss::kMse : cuda::FusedLoss::kCrossEntropy;
+  a.smoothing = static_cast<float>(spec_.label_smoothing);
+  a.num_layers = static_cast<int>(layers_.size());
+  std::copy(layers_.begin(), layers_.end(), a.layers);
+  a.rows_alloc = rows_alloc_;
+  a.images = loader.images().data<std::uint8_t>();
+  a.labels = loader.labels().data<std::int32_t>();
+  a.scale = static_cast<float>(loader.normalization().scale);
+  a.shift = static_cast<float>(loader.normalization().shift);
+  for (int s = 0; s < 2; ++s) {
+    a.inputs[s] = inputs_[s].raw_data();
+    a.batch_labels[s] = batch_labels_[s].data<std::int32_t>();
+    a.copies[s] = copies_[s].raw_data();
+  }
+  a.optimizer = flat_optimizer_config(spec_.optim, type_ == ElementType::kF16);
+  a.optimizer.master = master_.data<float>();
+  a.optimizer.state1 = state1_.defined() ? state1_.data<float>() : nullptr;
+  a.optimizer.state2 = state2_.defined() ? state2_.data<float>() : nullptr;
+  a.optimizer.copy_type = type_;
+  a.optimizer.count = params_;
+  a.optimizer.lr_table = lr_table_.data<double>();
+  a.optimizer.lr_table_size = lr_table_.numel();
+  a.grads = grads_.defined() ? grads_.data<float>() : nullptr;
+  a.params = params_;
+  auto* sync = static_cast<std::uint32_t*>(sync_.raw_data());
+  a.barrier = sync;
+  a.found_inf = reinterpret_cast<std::int32_t*>(sync + 2);
+  a.row_loss = row_loss_.data<double>();
+  a.row_correct = row_correct_.data<std::int32_t>();
+  a.state = static_cast<cuda::StepState*>(state_.raw_data());
+  if (stage_clock_.defined()) {
+    a.stage_clock = static_cast<std::uint64_t*>(stage_clock_.raw_data());
+    a.stage_clock_capacity = static_cast<int>(stage_clock_.numel() / 8);
+  }
+  return a;
+}
+
+void FusedTrainPlan::launch(const cuda::FusedEpochArgs& args) {
+  SN_CUDA_CHECK(cudaMemsetAsync(sync_.raw_data(), 0, sync_.nbytes(), stream_));
+  SN_CUDA_CHECK(cuda::launch_fused_epoch(args, blocks_, stream_));
+}
+
+void FusedTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
+  const cuda::DeviceGuard guard(device_.index);
+  const auto layers = linear_layers(model, layers_.size(), "fused engine");
+  const FlatImages images = export_to_flat(layers, optimizer, slots_, params_, spec_.optim, "fused engine");
+  const auto upload = [&](const Tensor& dst, const std::vector<float>& image) {
+    if (dst.defined()) ops::copy(dst, Tensor::from_vector(image, {params_}, device_));
+  };
+  upload(master_, images.master);
+  upload(state1_, images.state1);
+  upload(state2_, images.state2);
+  const cuda::StepState state = step_state_from(optimizer.counters(), type_ == ElementType::kF16);
+  // The step reads copies[step % 2]; both start as the weights (fp16 has one).
+  for (const Tensor& copy : copies_) {
+    SN_CUDA_CHECK(cuda::launch_convert_from_f32(master_.data<float>(), copy.raw_data(), type_, params_, stream_));
+  }
+  SN_CUDA_CHECK(cudaMemcpyAsync(state_.raw_data(), &state, sizeof(state), cudaMemcpyHostToDevice, stream_));
+  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `state` is on this stack frame
+}
+
+cuda::StepState FusedTrainPlan::read_state() {
+  cuda::StepState state;
+  SN_CUDA_CHECK(cudaMemcpyAsync(&state, state_.raw_data(), sizeof(state), cudaMemcpyDeviceToHost, stream_));
+  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return state;
+}
+
+void FusedTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
+  const cuda::DeviceGuard guard(device_.index);
+  const auto layers = linear_layers(model, layers_.size(), "fused engine");
+  FlatImages images;
+  images.master = master_.to(Device::cpu()).to_vector<float>();
+  if (state1_.defined()) images.state1 = state1_.to(Device::cpu()).to_vector<float>();
+  if (state2_.defined()) images.state2 = state2_.to(Device::cpu()).to_vector<float>();
+  import_from_flat(images, slots_, layers, optimizer, spec_.optim, read_state(), "the fused engine");
+}
+
+void FusedTrainPlan::start_epoch(std::int64_t epoch) {
+  const cuda::DeviceGuard guard(device_.index);
+  const BatchLoader& train = *spec_.train;
+  if (train.options().shuffle) {
+    SN_CUDA_CHECK(cuda::launch_epoch_permutation(train.options().seed, static_cast<std::uint64_t>(epoch), train.samples(),
+                                                 permutation_scratch_.raw_data(), permutation_scratch_.nbytes(),
+                                                 order_.data<std::int32_t>(), stream_));
+  }
+  SN_CUDA_CHECK(cudaMemsetAsync(metrics_.raw_data(), 0, metrics_.nbytes(), stream_));
+  *progress_ = cuda::FusedProgress{};
+  cuda::FusedEpochArgs a = base_args(train);
+  a.train = true;
+  a.samples = samples_;
+  a.order = order_.data<std::int32_t>();
+  a.batch = batch_;
+  a.steps = steps_per_epoch_;
+  a.metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
+  a.progress = progress_device_;
+  launch(a);
+}
+
+std::optional<ProgressSnapshot> FusedTrainPlan::progress(std::int64_t /*steps*/) {
+  // The kernel writes both fields in one 16-byte store.
+  const volatile cuda::FusedProgress* p = progress_.get();
+  const std::int64_t steps = p->steps;
+  if (steps == 0) return std::nullopt;
+  return ProgressSnapshot{steps, p->loss_sum};
+}
+
+EpochTotals FusedTrainPlan::finish_epoch() {
+  const cuda::NvtxRange range("finish_epoch");
+  auto* host = reinterpret_cast<cuda::StepMetrics*>(progress_.get() + 1);
+  SN_CUDA_CHECK(cudaMemcpyAsync(host, metrics_.raw_data(), sizeof(*host), cudaMemcpyDeviceToHost, stream_));
+  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (stage_clock_.defined()) print_profile();
+  return {host->loss_sum, host->correct, host->skipped};
+}
+
+// The mean time of each stage of a step over the epoch (clock[0]: start, clock[1]: first gather).
+void FusedTrainPlan::print_profile() {
+  const auto bytes = stage_clock_.to(Device::cpu()).to_vector<std::uint8_t>();
+  std::vector<std::int64_t> clock(bytes.size() / 8);
+  std::memcpy(clock.data(), bytes.data(), clock.size() * 8);
+  const std::size_t per_step = 2 * layers_.size() + (type_ == ElementType::kF16 ? 1 : 0);
+  std::vector<double> sum(per_step, 0.0);
+  std::int64_t steps = 0;
+  for (std::size_t first = 2; first + per_step <= clock.size() && steps < steps_per_epoch_; first += per_step) {
+    for (std::size_t k = 0; k < per_step; ++k) sum[k] += static_cast<double>(clock[first + k] - clock[first + k - 1]);
+    ++steps;
+  }
+  const double per = 1e-3 / static_cast<double>(std::max<std::int64_t>(steps, 1));
+  std::string line = fmt::format("fused profile ({} blocks, {} steps): start+gather {:.2f} us; per step:", blocks_,
+                                 steps, 1e-3 * static_cast<double>(clock[1] - clock[0]));
+  double total = 0.0;
+  for (std::size_t k = 0; k < per_step; ++k) {
+    line += fmt::format(" s{} {:.2f}", k, sum[k] * per);
+    total += sum[k];
+  }
+  std::fprintf(stderr, "%s us; %.2f us a step\n", line.c_str(), total * per);
+}
+
+EvalResult FusedTrainPlan::evaluate(const BatchLoader& loader) {
+  const cuda::NvtxRange range("evaluate");
+  const cuda::DeviceGuard guard(device_.index);
+  SN_CHECK(loader.features() == spec_.mlp.inputs, "evaluation data has {} features, the model takes {}",
+           loader.features(), spec_.mlp.inputs);
+  const std::int64_t n = loader.samples();
+  if (row_loss_.numel() < n) {  // one loss per evaluated sample, added in order at the end
+    row_loss_ = Tensor::zeros({n}, DType::kF64, device_);
+    row_correct_ = Tensor::zeros({n}, DType::kI32, device_);
+  }
+  SN_CUDA_CHECK(cudaMemsetAsync(eval_metrics_.raw_data(), 0, eval_metrics_.nbytes(), stream_));
+  cuda::FusedEpochArgs a = base_args(loader);
+  a.train = false;
+  a.samples = n;
+  a.batch = eval_batch_;
+  a.steps = (n + eval_batch_ - 1) / eval_batch_;
+  a.metrics = static_cast<cuda::StepMetrics*>(eval_metrics_.raw_data());
+  launch(a);
+  auto* host = reinterpret_cast<cuda::StepMetrics*>(progress_.get() + 1);
+  SN_CUDA_CHECK(cudaMemcpyAsync(host, eval_metrics_.raw_data(), sizeof(*host), cudaMemcpyDeviceToHost, stream_));
+  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  EvalResult result;
+  result.samples = n;
+  result.correct = host->correct;
+  result.loss = host->loss_sum / static_cast<double>(n);
+  result.accuracy = static_cast<double>(host->correct) / static_cast<double>(n);
+  return result;
+}
+
+std::string FusedTrainPlan::describe() const {
+  return fmt::format("fused engine: one persistent kernel per epoch on {} blocks ({} barriers a step), {} tensor-core "
+                     "products with fp32 master weights, {} update over {} flat parameters",
+                     blocks_, 2 * layers_.size() + (type_ == ElementType::kF16 ? 1 : 0), spec_.precision,
+                     spec_.optim.type, params_);
+}
+
+}  // namespace
+
+std::int64_t gpu_on_chip_bytes(int index) {
+  int bytes = 0;
+  SN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, index));
+  return bytes;
+}
+
+std::unique_ptr<TrainPlan> make_fused_train_plan(const TrainPlanSpec& spec, Device device) {
+  return std::make_unique<FusedTrainPlan>(spec, device);
+}
+
+}  // namespace sprintnet::train

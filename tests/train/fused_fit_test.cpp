@@ -1,0 +1,91 @@
+// Which models the fused engine takes, and the engine a GPU run resolves to:
+// pure arithmetic on the config and the GPU's L2 size, tested without a GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sprintnet/train/fused_fit.h"
+#include "sprintnet/train/trainer.h"
+#include "support/error_message.h"
+
+namespace sprintnet::train {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::int64_t kH100L2 = 50 << 20;
+
+nn::MlpSpec mlp(std::vector<std::int64_t> hidden, std::int64_t outputs = 10) {
+  nn::MlpSpec spec;
+  spec.hidden = std::move(hidden);
+  spec.outputs = outputs;
+  return spec;
+}
+
+TEST(FusedFit, TheFootprintCountsPaddedParametersStateCopiesAndBatchBuffers) {
+  OptimConfig sgd;  // momentum 0.9: one state buffer
+  // 784-10 softmax regression: 10 rows of 784 (already a multiple of 16) end at 7936 (rounded to
+  // 128 elements), then 10 biases end at 8064; 4 + 4 + 2 * 2 bytes each (bf16 keeps two copies).
+  const FusedFootprint f = fused_footprint(mlp({}), "bf16", sgd, 128, 1000);
+  EXPECT_EQ(f.params, 8064);
+  // Batch buffers: 1024 rows (1000 rounded to 32) x (2 gathered inputs x 784 + dlogits x 16), 2 bytes.
+  EXPECT_EQ(f.bytes, 8064 * 12 + 1024 * (2 * 784 + 16) * 2);
+  OptimConfig adam;
+  adam.type = "adam";
+  EXPECT_EQ(fused_footprint(mlp({}), "bf16", adam, 128, 1000).bytes - f.bytes, 8064 * 4);
+  // fp16 keeps one copy and fp32 gradients: 2 bytes more a parameter than bf16.
+  EXPECT_EQ(fused_footprint(mlp({}), "fp16", sgd, 128, 1000).bytes - f.bytes, 8064 * 2);
+}
+
+TEST(FusedFit, ModelsThatFitAreTakenAndTheRestNamedWithLimitAndNeed) {
+  OptimConfig sgd;
+  EXPECT_EQ(fused_unsupported(mlp({784, 784, 784}), "bf16", sgd, 128, 1000, kH100L2), std::nullopt);
+  EXPECT_EQ(fused_unsupported(mlp({1024, 1024, 1024}), "bf16", sgd, 128, 1000, kH100L2), std::nullopt);
+  const auto too_big = fused_unsupported(mlp({4096, 4096, 4096}), "bf16", sgd, 128, 1000, kH100L2);
+  ASSERT_TRUE(too_big.has_value());
+  EXPECT_THAT(*too_big, HasSubstr("MiB resident"));
+  EXPECT_THAT(*too_big, HasSubstr("50.0 MiB of L2"));
+  EXPECT_THAT(fused_unsupported(mlp({256}, 100), "bf16", sgd, 128, 1000, kH100L2).value_or(""),
+              HasSubstr("100 classes"));
+  EXPECT_THAT(fused_unsupported(mlp({8, 8, 8, 8, 8, 8, 8, 8}), "bf16", sgd, 128, 1000, kH100L2).value_or(""),
+              HasSubstr("9 layers"));
+  EXPECT_THAT(fused_unsupported(mlp({256}), "fp32", sgd, 128, 1000, kH100L2).value_or(""),
+              HasSubstr("device.precision = \"fp32\""));
+}
+
+Config with(const std::vector<std::string>& overrides) { return config_from_overrides(overrides); }
+
+TEST(FusedFit, AutoTakesTheCompiledStepThenTheFusedEngineThenEager) {
+  const Device gpu = Device::cuda(0);  // resolve_engine reads only the device's kind
+  const auto engine = [&](const Config& c, const nn::MlpSpec& m) {
+    return resolve_engine(c, gpu, 60000, m, 1000, kH100L2);
+  };
+  // The compiled step is the faster engine where it runs (docs/PERFORMANCE.md).
+  EXPECT_EQ(engine(with({}), mlp({256, 256})).engine, Engine::kCompiled);
+  EXPECT_EQ(engine(with({}), mlp({4096, 4096, 4096})).engine, Engine::kCompiled);
+  // What the compiled step does not run goes to the fused engine, with the reason.
+  const Config gelu = with({"model.activation=\"gelu\"", "loss.type=\"mse\"", "train.drop_last=false"});
+  if (train_plan_unsupported(gelu, 60000).has_value()) {
+    const EngineChoice choice = engine(gelu, mlp({256}));
+    EXPECT_EQ(choice.engine, Engine::kFused);
+    EXPECT_THAT(choice.reason, HasSubstr("not compiled"));
+  }
+  // Asked for, the fused engine runs whatever fits.
+  EXPECT_EQ(engine(with({"device.engine=\"fused\""}), mlp({256})).engine, Engine::kFused);
+  EXPECT_EQ(engine(with({"device.engine=\"eager\""}), mlp({256})).engine, Engine::kEager);
+  EXPECT_EQ(resolve_engine(with({}), Device::cpu(), 60000, mlp({256}), 1000, 0).engine, Engine::kEager);
+}
+
+TEST(FusedFit, AskingForTheFusedEngineWhereItCannotRunNamesTheLimit) {
+  const std::string message = test::error_message([] {
+    resolve_engine(with({"device.engine=\"fused\""}), Device::cuda(0), 60000, mlp({4096, 4096, 4096}), 1000, kH100L2);
+  });
+  EXPECT_THAT(message, HasSubstr("device.engine = \"fused\" cannot run this model"));
+  EXPECT_THAT(message, HasSubstr("MiB resident"));
+  EXPECT_THAT(test::error_message([] {
+                resolve_engine(with({"device.engine=\"fused\""}), Device::cpu(), 60000, mlp({256}), 1000, 0);
+              }),
+              HasSubstr("needs a GPU"));
+}
+
+}  // namespace
+}  // namespace sprintnet::train
