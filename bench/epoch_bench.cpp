@@ -23,7 +23,7 @@ using namespace sprintnet::train;
 int main(int argc, char** argv) try {
   CLI::App app{"sprintnet time-per-epoch benchmark"};
   std::vector<std::string> configs{"4x784x128"};
-  std::string device = "cuda", precision = "bf16", engine = "auto", data_dir = "data";
+  std::string device = "cuda", precision = "bf16", engine = "auto", data_dir = "data", activation = "relu";
   int epochs = 5, eval_every = 0;
   double lr = 0.05;
   bool no_bias = false;
@@ -36,6 +36,7 @@ int main(int argc, char** argv) try {
   app.add_option("--data", data_dir, "data.dir");
   app.add_option("--eval-every", eval_every, "evaluate every N epochs (0: after the last only; not timed)");
   app.add_flag("--no-bias", no_bias, "Linear layers without bias");
+  app.add_option("--activation", activation, "model.activation");
   CLI11_PARSE(app, argc, argv);
 
   for (const std::string& text : configs) {
@@ -48,6 +49,7 @@ int main(int argc, char** argv) try {
         fmt::format("train.epochs={}", epochs),
         fmt::format("train.eval_every={}", eval_every),
         fmt::format("model.bias={}", no_bias ? "false" : "true"),
+        fmt::format("model.activation=\"{}\"", activation),
         "optim.type=\"sgd\"",
         fmt::format("optim.lr={}", lr),
         "optim.momentum=0.9",
@@ -81,7 +83,8 @@ int main(int argc, char** argv) try {
     const std::int64_t steps = trainer.steps_per_epoch();
     const double flops = nn::mlp_train_flops(trainer.spec(), shape.batch) * static_cast<double>(steps);
     nlohmann::json row = {{"system", "sprintnet"},
-                          {"mode", trainer.plan() ? "compiled" : "eager"},
+                          {"mode", engine_name(trainer.engine())},
+                          {"activation", activation},
                           {"precision", trainer.precision()},
                           {"config", text},
                           {"batch", shape.batch},

@@ -14,7 +14,6 @@ GPU as uint8 and batches are gathered there from a per-epoch permutation. SGD
 momentum 0.9, constant lr. Time per epoch = median over epochs 2..N, measured
 with a synchronize around each epoch. One JSON line per (config, mode, precision)."""
 import argparse
-import gzip
 import json
 import os
 import statistics
@@ -24,24 +23,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mnist_idx import MEAN, STD, find, read_idx  # noqa: F401  (MEAN, STD: used by bench/run)
 from torch_mlp import build, flops_per_step
-
-
-def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
-
-
-def find(data_dir, name):
-    for candidate in (name, name + ".gz"):
-        path = os.path.join(data_dir, candidate)
-        if os.path.exists(path):
-            return path
-    raise FileNotFoundError(os.path.join(data_dir, name))
 
 
 def load_mnist(data_dir, device):
@@ -54,9 +37,6 @@ def load_mnist(data_dir, device):
 
     return (images("train-images-idx3-ubyte"), labels("train-labels-idx1-ubyte"),
             images("t10k-images-idx3-ubyte"), labels("t10k-labels-idx1-ubyte"))
-
-
-MEAN, STD = 0.1307, 0.3081  # sprintnet's "standard" normalisation of MNIST
 
 
 def evaluate(model, test_x, test_y, scale, shift, dtype):
