@@ -23,12 +23,12 @@ nn::MlpSpec mlp(std::vector<std::int64_t> hidden, std::int64_t outputs = 10) {
 
 TEST(FusedFit, TheFootprintCountsPaddedParametersStateCopiesAndBatchBuffers) {
   OptimConfig sgd;  // momentum 0.9: one state buffer
-  // 784-10 softmax regression: 10 rows of 784 (already a multiple of 16) end at 7936 (rounded to
-  // 128 elements), then 10 biases end at 8064; 4 + 4 + 2 * 2 bytes each (bf16 keeps two copies).
+  // 784-10 softmax regression: 10 rows of 784 weights and the bias, padded to 800, end at 8000,
+  // rounded to 128 elements: 8064; 4 + 4 + 2 * 2 bytes each (bf16 keeps two copies).
   const FusedFootprint f = fused_footprint(mlp({}), "bf16", sgd, 128, 1000);
   EXPECT_EQ(f.params, 8064);
-  // Batch buffers: 1024 rows (1000 rounded to 32) x (2 gathered inputs x 784 + dlogits x 16), 2 bytes.
-  EXPECT_EQ(f.bytes, 8064 * 12 + 1024 * (2 * 784 + 16) * 2);
+  // Batch buffers: 1024 rows (1000 rounded to 32) x (2 gathered inputs x 800 + dlogits x 16), 2 bytes.
+  EXPECT_EQ(f.bytes, 8064 * 12 + 1024 * (2 * 800 + 16) * 2);
   OptimConfig adam;
   adam.type = "adam";
   EXPECT_EQ(fused_footprint(mlp({}), "bf16", adam, 128, 1000).bytes - f.bytes, 8064 * 4);

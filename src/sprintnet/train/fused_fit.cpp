@@ -23,13 +23,15 @@ FusedFootprint fused_footprint(const nn::MlpSpec& mlp, const std::string& precis
   const std::int64_t rows = round_up(std::max(batch, eval_batch), 32);
   const bool keeps_pre = mlp.activation != Activation::kReLU && mlp.activation != Activation::kIdentity;
   FusedFootprint f;
-  std::int64_t activations = 2 * rows * round_up(mlp.inputs, 16);  // two gathered batches
+  // A bias is one more weight column, and one more (constant 1) input column.
+  const std::int64_t bias = mlp.bias ? 1 : 0;
+  std::int64_t activations = 2 * rows * round_up(mlp.inputs + bias, 16);  // two gathered batches
   std::int64_t in = mlp.inputs;
   for (std::size_t l = 0; l < widths.size(); ++l) {
-    f.params = round_up(f.params + widths[l] * round_up(in, 16), 128);
-    if (mlp.bias) f.params = round_up(f.params + widths[l], 128);
+    f.params = round_up(f.params + widths[l] * round_up(in + bias, 16), 128);
     const bool hidden = l + 1 < widths.size();
-    activations += rows * round_up(widths[l], 16) * (1 + (hidden ? 1 : 0) + (hidden && keeps_pre ? 1 : 0));
+    activations += rows * round_up(widths[l] + (hidden ? bias : 0), 16) *
+                   (1 + (hidden ? 1 : 0) + (hidden && keeps_pre ? 1 : 0));
     in = widths[l];
   }
   const bool fp16 = precision == "fp16";

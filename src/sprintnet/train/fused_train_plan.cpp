@@ -101,25 +101,24 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   SN_CHECK(mlp.outputs <= cuda::kFusedMaxClasses, "the fused engine takes at most {} classes, not {}",
            cuda::kFusedMaxClasses, mlp.outputs);
 
-  // Flat layout: layer by layer, the weight as [out][in_pad] rows, then the bias.
+  // Flat layout: layer by layer, the weight as [out][in_pad] rows whose column `in` is the bias
+  // (fused_epoch.h); a hidden layer's output rows carry the next layer's 1 in column `out`.
   std::int64_t in = mlp.inputs;
+  const int bias = mlp.bias ? 1 : 0;
   const bool keeps_pre = mlp.activation != Activation::kReLU && mlp.activation != Activation::kIdentity;
   buffers_.reserve(3 * widths.size());  // the references below must stay valid
   for (std::size_t l = 0; l < widths.size(); ++l) {
     cuda::FusedLayer layer;
     layer.in = static_cast<int>(in);
     layer.out = static_cast<int>(widths[l]);
-    layer.in_pad = static_cast<int>(round_up(in, cuda::kFusedRowAlign));
-    layer.out_pad = static_cast<int>(round_up(widths[l], cuda::kFusedRowAlign));
+    const bool hidden = l + 1 < widths.size();
+    layer.bias = bias;
+    layer.in_pad = static_cast<int>(round_up(in + bias, cuda::kFusedRowAlign));
+    layer.out_pad = static_cast<int>(round_up(widths[l] + (hidden ? bias : 0), cuda::kFusedRowAlign));
     layer.weight_offset = params_;
     slots_.push_back({params_, layer.out, layer.in, layer.in_pad});
+    if (mlp.bias) slots_.push_back({params_ + layer.in, layer.out, 1, layer.in_pad});
     params_ = round_up(params_ + std::int64_t{layer.out} * layer.in_pad, kTensorAlignment);
-    if (mlp.bias) {
-      layer.bias_offset = params_;
-      slots_.push_back({params_, 1, layer.out, layer.out});
-      params_ = round_up(params_ + layer.out, kTensorAlignment);
-    }
-    const bool hidden = l + 1 < widths.size();
     const Shape shape{rows_alloc_, layer.out_pad};
     Tensor& act = buffers_.emplace_back(hidden ? Tensor::zeros(shape, dtype_, device) : Tensor());
     Tensor& pre = buffers_.emplace_back(hidden && keeps_pre ? Tensor::zeros(shape, dtype_, device) : Tensor());
@@ -181,7 +180,7 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
     const auto& layer = layers_[l];
     const std::int64_t row_tiles = round_up(batch_, 32) / 32;
     const std::int64_t forward = row_tiles * round_up(layer.out_pad, 32) / 32;
-    const std::int64_t wgrad = round_up(layer.out, 32) / 32 * (round_up(layer.in, 64) / 64);
+    const std::int64_t wgrad = round_up(layer.out, 32) / 32 * (round_up(layer.in + layer.bias, 64) / 64);
     const std::int64_t dgrad = l > 0 ? row_tiles * round_up(layers_[l - 1].out_pad, 32) / 32 : 0;
     widest = std::max({widest, forward, wgrad + dgrad});
   }

@@ -80,20 +80,33 @@ __device__ inline void update_element_into(const FlatOptimizerArgs& a, const Blo
 }
 
 // N parameters at once: every load issued before any store, so their latencies overlap (the
-// compiler cannot reorder a load past a store that may alias it). Entries with valid[j] false are
-// left alone.
+// compiler cannot reorder a load past a store that may alias it). The fused engine issues the
+// loads (load_parameters) before computing the gradients, so they arrive while it does.
+// Entries with valid[j] false are left alone.
 template <int N>
-__device__ inline void update_elements_into(const FlatOptimizerArgs& a, const BlockScalars scalars,
-                                            const std::int64_t (&i)[N], const float (&g)[N], const bool (&valid)[N],
-                                            void* copy) {
-  const BlockScalars& s = scalars;  // a copy in registers, read between the stores below
+struct ParameterBatch {
   float p[N], m[N], v[N];
+};
+
+template <int N>
+__device__ inline void load_parameters(const FlatOptimizerArgs& a, const std::int64_t (&i)[N], const bool (&valid)[N],
+                                       ParameterBatch<N>& b) {
   for (int j = 0; j < N; ++j) {
     if (!valid[j]) continue;
-    p[j] = a.master[i[j]];
-    m[j] = a.state1 != nullptr ? a.state1[i[j]] : 0.0f;
-    v[j] = a.state2 != nullptr ? a.state2[i[j]] : 0.0f;
+    b.p[j] = a.master[i[j]];
+    b.m[j] = a.state1 != nullptr ? a.state1[i[j]] : 0.0f;
+    b.v[j] = a.state2 != nullptr ? a.state2[i[j]] : 0.0f;
   }
+}
+
+template <int N>
+__device__ inline void update_parameters(const FlatOptimizerArgs& a, const BlockScalars scalars,
+                                         const std::int64_t (&i)[N], const float (&g)[N], const bool (&valid)[N],
+                                         ParameterBatch<N>& b, void* copy) {
+  const BlockScalars& s = scalars;  // a copy in registers, read between the stores below
+  float* p = b.p;
+  float* m = b.m;
+  float* v = b.v;
   for (int j = 0; j < N; ++j) {
     if (!valid[j]) continue;
     if (a.kind == FlatOptimizerKind::kSgd) {
@@ -109,6 +122,15 @@ __device__ inline void update_elements_into(const FlatOptimizerArgs& a, const Bl
     if (a.state2 != nullptr) a.state2[i[j]] = v[j];
     if (copy != nullptr) store_element(copy, a.copy_type, i[j], p[j]);
   }
+}
+
+template <int N>
+__device__ inline void update_elements_into(const FlatOptimizerArgs& a, const BlockScalars scalars,
+                                            const std::int64_t (&i)[N], const float (&g)[N], const bool (&valid)[N],
+                                            void* copy) {
+  ParameterBatch<N> b;
+  load_parameters(a, i, valid, b);
+  update_parameters(a, scalars, i, g, valid, b, copy);
 }
 
 __device__ inline void update_element(const FlatOptimizerArgs& a, const BlockScalars& s, std::int64_t i, float g) {

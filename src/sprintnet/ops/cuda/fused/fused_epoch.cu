@@ -109,10 +109,6 @@ struct Kernel {
     const FusedLayer& L = layer(l);
     return {static_cast<const T*>(L.dz), L.out_pad, rows, L.out_pad};
   }
-  __device__ float bias(int l, const void* copy, int col) const {
-    const FusedLayer& L = layer(l);
-    return L.bias_offset >= 0 ? from_t(static_cast<const T*>(copy)[L.bias_offset + col]) : 0.0f;
-  }
 
   // ---- gather: rows [first, first + rows) of the data set (through `order`), zeros up to the tile.
   __device__ void gather(T* dst, std::int32_t* dst_labels, std::int64_t first, std::int64_t rows, const std::int32_t* order) {
@@ -129,7 +125,9 @@ struct Kernel {
           const auto* px = reinterpret_cast<const std::uint8_t*>(&packed);
           for (int j = 0; j < 8; ++j) out[j] = to_t<T>(static_cast<float>(px[j]) * a.scale + a.shift);
         } else {
-          for (int j = 0; j < 8; ++j) out[j] = to_t<T>(0.0f);
+          // The bias column (f == features, a multiple of 8 here) holds 1 on the batch's rows.
+          const bool ones = layer(0).bias != 0 && r < rows && f == features;
+          for (int j = 0; j < 8; ++j) out[j] = to_t<T>(ones && j == 0 ? 1.0f : 0.0f);
         }
         *reinterpret_cast<uint4*>(dst + i) = *reinterpret_cast<const uint4*>(out);
       }
@@ -149,6 +147,8 @@ struct Kernel {
       if (r < rows && f < features) {
         const std::int64_t sample = order != nullptr ? order[first + r] : first + r;
         v = static_cast<float>(a.images[sample * features + f]) * a.scale + a.shift;
+      } else if (layer(0).bias != 0 && r < rows && f == features) {
+        v = 1.0f;  // the bias column
       }
       dst[i] = to_t<T>(v);
     }
@@ -164,17 +164,19 @@ struct Kernel {
     constexpr int ldc = TileShape<kTile, kTile, false, false>::kLdC;
     T* act = static_cast<T*>(L.act);
     T* pre = static_cast<T*>(L.pre);
-    // A thread keeps one column (kFusedThreads is a multiple of the tile width): one bias load.
+    // A thread keeps one column (kFusedThreads is a multiple of the tile width).
     const int n = static_cast<int>(threadIdx.x) % kTile;
     const std::int64_t col = n0 + n;
     if (col >= L.out_pad) return;
-    const float b = col < L.out ? bias(l, copy, static_cast<int>(col)) : 0.0f;
+    const bool ones = L.bias != 0 && col == L.out;  // the next layer's bias column
     for (int r = static_cast<int>(threadIdx.x) / kTile; r < kTile; r += kFusedThreads / kTile) {
       const std::int64_t row = m0 + r;
       float z = 0.0f, y = 0.0f;
       if (row < rows && col < L.out) {
-        z = c[r * ldc + n] + b;
+        z = c[r * ldc + n];  // the bias is in the product
         y = activation(a.activation, z);
+      } else if (row < rows && ones) {
+        y = 1.0f;
       }
       act[row * L.out_pad + col] = to_t<T>(y);
       if (pre != nullptr) pre[row * L.out_pad + col] = to_t<T>(z);
@@ -199,8 +201,6 @@ struct Kernel {
     const float grad_scale = (mse ? 2.0f / static_cast<float>(rows * classes) : 1.0f / static_cast<float>(rows)) *
                              run.state.loss_scale;
     T* dz = static_cast<T*>(L.dz);
-    float b[2];
-    for (int j = 0; j < 2; ++j) b[j] = lane + 32 * j < classes ? bias(l, run.copy, lane + 32 * j) : 0.0f;
     for (int r = warp; r < kLossRows; r += kFusedThreads / kWarpSize) {
       const std::int64_t row = m0 + r;
       const bool valid = row < rows;
@@ -208,7 +208,7 @@ struct Kernel {
       float v[2];
       for (int j = 0; j < 2; ++j) {
         const int cls = lane + 32 * j;
-        v[j] = cls < classes ? c[r * ldc + cls] + b[j] : -INFINITY;
+        v[j] = cls < classes ? c[r * ldc + cls] : -INFINITY;  // the bias is in the product
       }
       // The first maximum (ties to the lower class, as torch.argmax).
       float best = v[0];
@@ -322,63 +322,49 @@ struct Kernel {
     }
   }
 
-  // ---- dW_l (and its bias gradient): one 32x64 tile, applied by the optimizer (or stored, fp16).
+  // ---- dW_l (its column `in` is the bias gradient): one 32x64 tile, applied by the optimizer (or
+  // stored, fp16). bf16 issues the update's loads of master weights and state before the product,
+  // so they arrive while it runs.
   __device__ std::int64_t weight_grad_jobs(int l) const {
-    return cdiv(layer(l).out, kWgradRows) * cdiv(layer(l).in, kWgradCols);
+    return cdiv(layer(l).out, kWgradRows) * cdiv(layer(l).in + layer(l).bias, kWgradCols);
   }
-  __device__ void apply(const Run& run, std::int64_t index, float g) {
-    if (a.grads != nullptr) {
-      a.grads[index] = g;
-      if (!isfinite(g)) *reinterpret_cast<volatile std::int32_t*>(&a.found_inf[run.state.step & 1]) = 1;
-    } else {
-      update_element_into(a.optimizer, run.scalars, index, g, run.next);
-    }
-  }
-  template <int N>
-  __device__ void apply_all(const Run& run, const std::int64_t (&index)[N], const float (&g)[N],
-                            const bool (&valid)[N]) {
-    if (a.grads != nullptr) {
-      for (int j = 0; j < N; ++j) {
-        if (valid[j]) apply(run, index[j], g[j]);
-      }
-    } else {
-      update_elements_into(a.optimizer, run.scalars, index, g, valid, run.next);
-    }
+  __device__ void store_gradient(const Run& run, std::int64_t index, float g) {
+    a.grads[index] = g;
+    if (!isfinite(g)) *reinterpret_cast<volatile std::int32_t*>(&a.found_inf[run.state.step & 1]) = 1;
   }
   __device__ void weight_grad_job(int l, const T* x0, const Run& run, std::int64_t rows, std::int64_t job) {
     const FusedLayer& L = layer(l);
-    const std::int64_t n_tiles = cdiv(L.in, kWgradCols);
+    const std::int64_t n_tiles = cdiv(L.in + L.bias, kWgradCols);
     const std::int64_t o0 = job / n_tiles * kWgradRows, i0 = job % n_tiles * kWgradCols;
-    const std::int64_t k = cdiv(rows, 16) * 16;  // rows past `rows` hold zeros
-    const Matrix<T> x = input(l, x0);
-    const float* c = tile_product<kWgradRows, kWgradCols, true, true>(gradient(l, k), o0, {x.data, x.ld, k, x.cols}, i0,
-                                                                     k, smem);
-    constexpr int ldc = TileShape<kWgradRows, kWgradCols, true, true>::kLdC;
     constexpr int kPerThread = kWgradRows * kWgradCols / kFusedThreads;
     std::int64_t index[kPerThread];
-    float g[kPerThread];
     bool valid[kPerThread];
     for (int j = 0; j < kPerThread; ++j) {
       const int i = static_cast<int>(threadIdx.x) + j * kFusedThreads;
-      const int r = i / kWgradCols, n = i % kWgradCols;
-      const std::int64_t o = o0 + r, in = i0 + n;
-      valid[j] = o < L.out && in < L.in;
+      const std::int64_t o = o0 + i / kWgradCols, in = i0 + i % kWgradCols;
+      valid[j] = o < L.out && in < L.in + L.bias;
       index[j] = L.weight_offset + o * L.in_pad + in;
-      g[j] = c[r * ldc + n];
     }
-    apply_all(run, index, g, valid);
-    if (L.bias_offset >= 0 && i0 == 0) {
-      // db[o] = sum over rows of dZ[row, o]: a warp per output, lanes strided over rows, a fixed tree.
-      const T* dz = static_cast<const T*>(L.dz);
-      const int warp = static_cast<int>(threadIdx.x) / kWarpSize, lane = static_cast<int>(threadIdx.x) % kWarpSize;
-      for (int r = warp; r < kWgradRows; r += kFusedThreads / kWarpSize) {
-        const std::int64_t o = o0 + r;
-        if (o >= L.out) break;
-        float sum = 0.0f;
-        for (std::int64_t row = lane; row < rows; row += kWarpSize) sum += from_t(dz[row * L.out_pad + o]);
-        sum = warp_sum(sum);
-        if (lane == 0) apply(run, L.bias_offset + o, sum);
+    const bool fp16 = a.grads != nullptr;
+    ParameterBatch<kPerThread> params;
+    if (!fp16) load_parameters(a.optimizer, index, valid, params);
+
+    const std::int64_t k = cdiv(rows, 16) * 16;  // rows past `rows` hold zeros
+    const Matrix<T> x = input(l, x0);
+    const Matrix<T> x_rows{x.data, x.ld, k, x.cols};
+    const float* c = tile_product<kWgradRows, kWgradCols, true, true>(gradient(l, k), o0, x_rows, i0, k, smem);
+    constexpr int ldc = TileShape<kWgradRows, kWgradCols, true, true>::kLdC;
+    float g[kPerThread];
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = static_cast<int>(threadIdx.x) + j * kFusedThreads;
+      g[j] = c[(i / kWgradCols) * ldc + i % kWgradCols];
+    }
+    if (fp16) {
+      for (int j = 0; j < kPerThread; ++j) {
+        if (valid[j]) store_gradient(run, index[j], g[j]);
       }
+    } else {
+      update_parameters(a.optimizer, run.scalars, index, g, valid, params, run.next);
     }
   }
 

@@ -24,11 +24,15 @@ inline constexpr int kFusedThreads = 256;
 
 enum class FusedLoss : int { kCrossEntropy, kMse };
 
-// One Linear layer: its weight [out][in_pad] and bias [out] in the flat buffers (offsets in
-// elements), and its batch buffers, [rows][out_pad] in the compute type.
+// One Linear layer: its weight rows [out][in_pad] in the flat buffers (offset in elements), and
+// its batch buffers, [rows][out_pad] in the compute type. With a bias, the bias is column `in` of
+// the weight rows and every input row carries a 1 in that column (the gathered batch and the
+// hidden layers' outputs), so the products add the bias and the weight gradient's column `in` is
+// the bias gradient: no separate bias pass anywhere.
 struct FusedLayer {
   int in = 0, out = 0, in_pad = 0, out_pad = 0;
-  std::int64_t weight_offset = 0, bias_offset = -1;  // -1: no bias
+  int bias = 0;  // 1: the bias is weight column `in`
+  std::int64_t weight_offset = 0;
   void* act = nullptr;  // the layer's output (after the activation; the logits' layer has none)
   void* pre = nullptr;  // the pre-activation, kept where the derivative needs it (GELU, tanh, sigmoid, SiLU)
   void* dz = nullptr;   // the gradient w.r.t. the pre-activation (the output layer's: of the logits)
