@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   sprintnet::cli::add_eval_command(app);
   sprintnet::cli::add_predict_command(app);
   sprintnet::cli::add_config_command(app);
+  sprintnet::cli::add_sweep_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -146,6 +146,7 @@ class ConfigBuilder {
   void apply_file_table(const toml::table& table, std::string_view prefix, const std::string& file) {
     for (auto&& [name, node] : table) {
       const std::string dotted = prefix.empty() ? std::string(name.str()) : fmt::format("{}.{}", prefix, name.str());
+      if (dotted == "sweep" && node.is_table()) continue;  // the grid of `sprintnet sweep` (sweep/grid.h)
       if (const ConfigKey* key = find_config_key(dotted)) {
         assign(*key, node, located(file, node.source()));
       } else if (is_config_table(dotted)) {

@@ -42,6 +42,19 @@ weight_decay = 0.01
 [schedule]
 type = "onecycle"
 ```
+
+## The `[sweep]` table
+
+`sprintnet sweep CONFIG` trains the config over a grid (docs/SWEEP.md). The grid
+can live in the file: `grid` maps dotted keys to arrays of the values each takes,
+`seeds` lists the seeds every grid point runs with. `sprintnet train` ignores the
+table; `--grid KEY=V1,V2` on the command line replaces the file's values of KEY.
+
+```toml
+[sweep]
+grid = { "optim.lr" = [0.1, 0.05, 0.02], "model.hidden" = [[128], [256, 256]] }
+seeds = [0, 1, 2]
+```
 )";
 
 std::string_view type_name(ValueKind kind) {

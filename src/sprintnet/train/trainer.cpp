@@ -322,7 +322,7 @@ TrainSummary Trainer::fit() {
       line += fmt::format(", test loss {:.4f}, test accuracy {:.2f} %", *record.test_loss, 100.0 * *record.test_accuracy);
     }
     line += fmt::format(", {:.2f} s, {:.0f} samples/s", record.epoch_time_s, record.samples_per_s);
-    progress.finish_epoch(line);
+    if (!quiet_) progress.finish_epoch(line);
     summary.epochs.push_back(record);
     SN_CHECK(std::isfinite(record.train_loss),
              "training diverged: the train loss of epoch {} is {} (try a lower optim.lr); metrics so far are in {}",

@@ -71,6 +71,8 @@ class Trainer {
   // Called after each epoch's metrics row, final weights and checkpoint are written. A callback
   // may throw to end the run there (the tests use this to stand in for a kill).
   void on_epoch_end(std::function<void(const EpochRecord&)> callback) { epoch_callback_ = std::move(callback); }
+  // No per-epoch lines on stderr (a sweep prints one line per run instead).
+  void set_quiet(bool quiet) { quiet_ = quiet; }
 
   const Config& config() const { return config_; }
   nn::Sequential& model() { return *model_; }
@@ -124,6 +126,7 @@ class Trainer {
   std::int64_t start_epoch_ = 0;
   std::filesystem::path resume_run_dir_;  // empty unless resuming
   std::function<void(const EpochRecord&)> epoch_callback_;
+  bool quiet_ = false;
 };
 
 // The device a config asks for, resolved ("auto" → first GPU, else CPU), with

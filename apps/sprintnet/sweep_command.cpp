@@ -1,0 +1,79 @@
+// sprintnet sweep CONFIG [--grid KEY=V1,V2,...]... [--seeds 0,1,2] [--out DIR] [--set key=value]...
+// sprintnet sweep --resume DIR
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/chrono.h>
+
+#include "commands.h"
+#include "sprintnet/core/error.h"
+#include "sprintnet/sweep/sweep_plot.h"
+#include "sprintnet/sweep/sweep_runner.h"
+
+namespace sprintnet::cli {
+namespace {
+
+void report(const sweep::RunResult& run, std::size_t finished, std::size_t failed, std::size_t total, double elapsed) {
+  const double eta = finished > 0 ? elapsed / static_cast<double>(finished) * static_cast<double>(total - finished) : 0;
+  const std::string what = run.status == "done" ? fmt::format("test accuracy {:.2f} %, {:.1f} s", 100 * run.final_accuracy,
+                                                              run.wall_s)
+                                                : fmt::format("FAILED: {}", run.error);
+  std::fprintf(stderr, "sweep [%zu/%zu done, %zu failed, ETA %.0f s] %s: %s\n", finished, total, failed, eta,
+               run.name.c_str(), what.c_str());
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  struct Options {
+    std::string config_path, out_dir, resume_dir, seeds;
+    std::vector<std::string> grid, overrides;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("sweep", "Train a config over a grid of values and seeds, with a summary table "
+                                              "and pictures at the end");
+  cmd->add_option("config", options->config_path, "TOML config file; its [sweep] table may hold the grid and seeds");
+  cmd->add_option("--grid", options->grid, "KEY=V1,V2,... (repeatable): the values a config key takes");
+  cmd->add_option("--seeds", options->seeds, "seeds every grid point runs with, e.g. 0,1,2");
+  cmd->add_option("--out", options->out_dir, "the sweep's folder (default runs/sweep-DATE-TIME)");
+  cmd->add_option("--set", options->overrides, "override a config key for every run (repeatable)");
+  cmd->add_option("--resume", options->resume_dir, "continue the sweep in this folder, skipping finished runs");
+  cmd->callback([options] {
+    std::vector<sweep::RunResult> results;
+    std::string dir;
+    if (!options->resume_dir.empty()) {
+      dir = options->resume_dir;
+      results = sweep::resume_sweep(dir, report);
+    } else {
+      SN_CHECK(!options->config_path.empty(), "sweep needs a CONFIG file, or --resume DIR to continue a sweep");
+      sweep::SweepOptions o;
+      o.config_path = options->config_path;
+      o.overrides = options->overrides;
+      o.spec = sweep::read_sweep_table(o.config_path);
+      for (const std::string& g : options->grid) {
+        sweep::GridAxis axis = sweep::parse_grid_option(g);
+        std::erase_if(o.spec.axes, [&](const sweep::GridAxis& a) { return a.key == axis.key; });  // --grid wins
+        o.spec.axes.push_back(std::move(axis));
+      }
+      if (!options->seeds.empty()) o.spec.seeds = sweep::parse_seeds(options->seeds);
+      SN_CHECK(!o.spec.axes.empty() || !o.spec.seeds.empty(),
+               "sweep: nothing to sweep: give --grid KEY=V1,V2 or --seeds, or a [sweep] table in {}",
+               options->config_path);
+      dir = options->out_dir.empty() ? fmt::format("runs/sweep-{:%Y%m%d-%H%M%S}", fmt::gmtime(std::time(nullptr)))
+                                     : options->out_dir;
+      o.out_dir = dir;
+      std::fprintf(stderr, "sweep: %zu runs into %s\n", sweep::expand(o.spec).size(), dir.c_str());
+      results = sweep::run_sweep(o, report);
+    }
+    std::size_t failed = 0;
+    for (const sweep::RunResult& r : results) failed += r.status == "failed" ? 1 : 0;
+    const std::string pictures = sweep::plot_sweep(dir);
+    std::printf("sprintnet sweep: %zu runs, %zu failed; %s/summary.md, %s/summary.csv; %s\n", results.size(), failed,
+                dir.c_str(), dir.c_str(), pictures.c_str());
+  });
+}
+
+}  // namespace sprintnet::cli

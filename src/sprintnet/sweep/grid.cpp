@@ -1,0 +1,161 @@
+#include "sprintnet/sweep/grid.h"
+
+#include <toml++/toml.h>
+
+#include <sstream>
+
+#include "sprintnet/core/error.h"
+#include "sprintnet/io/config.h"
+
+namespace sprintnet::sweep {
+namespace {
+
+std::string trim(std::string s) {
+  const auto first = s.find_first_not_of(" \t");
+  const auto last = s.find_last_not_of(" \t");
+  return first == std::string::npos ? std::string() : s.substr(first, last - first + 1);
+}
+
+std::vector<std::string> split_top_level(const std::string& text) {
+  std::vector<std::string> parts;
+  std::string current;
+  int depth = 0;
+  bool quoted = false;
+  for (const char c : text) {
+    if (c == '"') quoted = !quoted;
+    if (!quoted && c == '[') ++depth;
+    if (!quoted && c == ']') --depth;
+    if (!quoted && depth == 0 && c == ',') {
+      parts.push_back(trim(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  parts.push_back(trim(current));
+  return parts;
+}
+
+// A value as it appears in a folder name: TOML text without quotes, brackets or spaces.
+std::string name_part(const std::string& value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '"' || c == ' ' || c == '[' || c == ']') continue;
+    out += c == '/' ? '_' : c;
+  }
+  return out;
+}
+
+std::string toml_text(const toml::node& node) {
+  // Numbers in their shortest form (0.1, not 0.10000000000000001): they name the run folders.
+  if (node.is_floating_point()) return fmt::format("{}", node.value<double>().value_or(0.0));
+  if (node.is_integer()) return fmt::format("{}", node.value<std::int64_t>().value_or(0));
+  std::ostringstream out;
+  node.visit([&](const auto& v) { out << toml::toml_formatter{v, toml::format_flags::none}; });
+  return out.str();
+}
+
+}  // namespace
+
+GridAxis parse_grid_option(const std::string& text) {
+  const auto equals = text.find('=');
+  SN_CHECK(equals != std::string::npos && equals > 0,
+           "--grid '{}': expected KEY=V1,V2,..., e.g. --grid optim.lr=0.1,0.05", text);
+  GridAxis axis{trim(text.substr(0, equals)), split_top_level(text.substr(equals + 1))};
+  for (const std::string& v : axis.values) SN_CHECK(!v.empty(), "--grid '{}': an empty value", text);
+  return axis;
+}
+
+std::vector<std::int64_t> parse_seeds(const std::string& text) {
+  std::vector<std::int64_t> seeds;
+  for (const std::string& part : split_top_level(text)) {
+    try {
+      std::size_t used = 0;
+      seeds.push_back(std::stoll(part, &used));
+      SN_CHECK(used == part.size(), "--seeds '{}': '{}' is not an integer", text, part);
+    } catch (const std::logic_error&) {
+      SN_FAIL("--seeds '{}': '{}' is not an integer", text, part);
+    }
+  }
+  return seeds;
+}
+
+SweepSpec read_sweep_table(const std::filesystem::path& config_path) {
+  SweepSpec spec;
+  const std::string file = config_path.string();
+  toml::table table;
+  try {
+    table = toml::parse_file(file);
+  } catch (const toml::parse_error& error) {
+    SN_FAIL("{}: TOML syntax error: {}", file, error.description());
+  }
+  const toml::table* sweep = table["sweep"].as_table();
+  if (sweep == nullptr) return spec;
+  for (auto&& [name, node] : *sweep) {
+    if (name.str() == "grid") {
+      const toml::table* grid = node.as_table();
+      SN_CHECK(grid != nullptr, "{}: sweep.grid must be a table of arrays, e.g. grid = {{ \"optim.lr\" = [0.1] }}", file);
+      for (auto&& [key, values] : *grid) {
+        const toml::array* array = values.as_array();
+        SN_CHECK(array != nullptr && !array->empty(), "{}: sweep.grid.\"{}\" must be a non-empty array of values",
+                 file, key.str());
+        GridAxis axis{std::string(key.str()), {}};
+        for (const toml::node& v : *array) axis.values.push_back(toml_text(v));
+        spec.axes.push_back(std::move(axis));
+      }
+    } else if (name.str() == "seeds") {
+      const toml::array* array = node.as_array();
+      SN_CHECK(array != nullptr, "{}: sweep.seeds must be an array of integers", file);
+      for (const toml::node& v : *array) {
+        SN_CHECK(v.is_integer(), "{}: sweep.seeds must hold integers", file);
+        spec.seeds.push_back(v.value<std::int64_t>().value_or(0));
+      }
+    } else {
+      SN_FAIL("{}: unknown key 'sweep.{}' (the [sweep] table takes grid and seeds)", file, name.str());
+    }
+  }
+  return spec;
+}
+
+std::vector<SweepRun> expand(const SweepSpec& spec) {
+  std::vector<SweepRun> points(1);
+  for (const GridAxis& axis : spec.axes) {
+    std::vector<SweepRun> next;
+    for (const SweepRun& p : points) {
+      for (const std::string& value : axis.values) {
+        SweepRun r = p;
+        r.point += fmt::format("{}{}={}", r.point.empty() ? "" : ",", axis.key, name_part(value));
+        r.overrides.push_back(fmt::format("{}={}", axis.key, value));
+        next.push_back(std::move(r));
+      }
+    }
+    points = std::move(next);
+  }
+  std::vector<SweepRun> runs;
+  for (const SweepRun& p : points) {
+    if (spec.seeds.empty()) {
+      SweepRun r = p;
+      r.name = r.point.empty() ? "run" : r.point;
+      runs.push_back(std::move(r));
+      continue;
+    }
+    for (const std::int64_t seed : spec.seeds) {
+      SweepRun r = p;
+      r.name = fmt::format("{}{}seed={}", r.point, r.point.empty() ? "" : ",", seed);
+      r.overrides.push_back(fmt::format("seed={}", seed));
+      runs.push_back(std::move(r));
+    }
+  }
+  return runs;
+}
+
+void validate(const std::filesystem::path& config_path, const std::vector<std::string>& extra,
+              const std::vector<SweepRun>& runs) {
+  for (const SweepRun& run : runs) {
+    std::vector<std::string> overrides = extra;
+    overrides.insert(overrides.end(), run.overrides.begin(), run.overrides.end());
+    load_config(config_path, overrides);
+  }
+}
+
+}  // namespace sprintnet::sweep

@@ -1,0 +1,41 @@
+#pragma once
+// A sweep's grid: config keys and the values each takes (from `--grid KEY=V1,V2` or a TOML
+// [sweep] table), times seeds, expanded into named runs. Every combination is checked against the
+// config schema before anything trains, so a bad key or value fails the sweep at once, named.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sprintnet::sweep {
+
+struct GridAxis {
+  std::string key;
+  std::vector<std::string> values;  // TOML value text, as `--set` takes it ("0.1", "[256, 256]", "\"gelu\"")
+};
+
+struct SweepSpec {
+  std::vector<GridAxis> axes;
+  std::vector<std::int64_t> seeds;  // empty: the config's seed only
+};
+
+struct SweepRun {
+  std::string name;                    // run folder: key=value pairs and the seed, e.g. "optim.lr=0.1,seed=0"
+  std::string point;                   // the grid point without the seed (runs with equal points are averaged)
+  std::vector<std::string> overrides;  // "key=value" for load_config, the seed's last
+};
+
+// "optim.lr=0.1,0.05" → {optim.lr, [0.1, 0.05]}; commas inside [] or quotes do not split.
+GridAxis parse_grid_option(const std::string& text);
+// "0,1,2" → {0, 1, 2}.
+std::vector<std::int64_t> parse_seeds(const std::string& text);
+// The [sweep] table of a config file (`grid = { "optim.lr" = [0.1, 0.05] }`, `seeds = [0, 1]`),
+// empty when the file has none. Errors name the file and the key.
+SweepSpec read_sweep_table(const std::filesystem::path& config_path);
+// Every combination (the first axis varies slowest), each with every seed.
+std::vector<SweepRun> expand(const SweepSpec& spec);
+// Loads the config of every run (base file + extra overrides + the run's): the first bad key or
+// value throws, naming it, before any run starts.
+void validate(const std::filesystem::path& config_path, const std::vector<std::string>& extra,
+              const std::vector<SweepRun>& runs);
+
+}  // namespace sprintnet::sweep

@@ -1,0 +1,156 @@
+#include "sprintnet/sweep/summary.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "sprintnet/core/error.h"
+#include "sprintnet/io/atomic_file.h"
+
+namespace sprintnet::sweep {
+namespace {
+
+constexpr const char* kStateFile = "sweep.json";
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string md_cell(std::string s) {
+  std::replace(s.begin(), s.end(), '|', '/');
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+}  // namespace
+
+std::vector<PointStats> point_statistics(const std::vector<RunResult>& results) {
+  std::vector<PointStats> stats;
+  std::map<std::string, std::vector<const RunResult*>> by_point;
+  std::vector<std::string> order;
+  for (const RunResult& r : results) {
+    if (by_point.find(r.point) == by_point.end()) order.push_back(r.point);
+    by_point[r.point].push_back(&r);
+  }
+  for (const std::string& point : order) {
+    PointStats s;
+    s.point = point;
+    std::vector<const RunResult*> done;
+    for (const RunResult* r : by_point[point]) {
+      ++s.runs;
+      if (r->status == "done") {
+        done.push_back(r);
+      } else {
+        ++s.failed;
+      }
+    }
+    if (!done.empty()) {
+      const double n = static_cast<double>(done.size());
+      for (const RunResult* r : done) {
+        s.mean_accuracy += r->final_accuracy / n;
+        s.mean_loss += r->final_loss / n;
+        s.mean_train_s += r->train_s / n;
+      }
+      double squares = 0.0;
+      for (const RunResult* r : done) squares += (r->final_accuracy - s.mean_accuracy) * (r->final_accuracy - s.mean_accuracy);
+      s.std_accuracy = done.size() > 1 ? std::sqrt(squares / (n - 1.0)) : 0.0;
+    }
+    stats.push_back(s);
+  }
+  std::stable_sort(stats.begin(), stats.end(), [](const PointStats& a, const PointStats& b) {
+    const bool a_any = a.runs > a.failed, b_any = b.runs > b.failed;
+    if (a_any != b_any) return a_any;
+    return a.mean_accuracy > b.mean_accuracy;
+  });
+  return stats;
+}
+
+void write_state(const std::filesystem::path& dir, const std::vector<RunResult>& results) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const RunResult& r : results) {
+    runs.push_back({{"name", r.name}, {"point", r.point}, {"overrides", r.overrides}, {"status", r.status},
+                    {"error", r.error}, {"final_test_accuracy", r.final_accuracy},
+                    {"best_test_accuracy", r.best_accuracy}, {"final_test_loss", r.final_loss},
+                    {"train_s", r.train_s}, {"wall_s", r.wall_s}, {"epochs", r.epochs}});
+  }
+  write_text_file_atomically(dir / kStateFile, nlohmann::json({{"runs", runs}}).dump(1) + "\n");
+}
+
+std::vector<RunResult> read_state(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / kStateFile;
+  std::vector<RunResult> results;
+  if (!std::filesystem::exists(path)) return results;
+  std::ifstream in(path);
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+  SN_CHECK(!json.is_discarded() && json.contains("runs") && json["runs"].is_array(),
+           "{}: not a sweep state file (expected {{\"runs\": [...]}})", path.string());
+  try {
+    for (const auto& r : json["runs"]) {
+      RunResult out;
+      out.name = r.at("name").get<std::string>();
+      out.point = r.at("point").get<std::string>();
+      out.overrides = r.at("overrides").get<std::vector<std::string>>();
+      out.status = r.at("status").get<std::string>();
+      out.error = r.at("error").get<std::string>();
+      out.final_accuracy = r.at("final_test_accuracy").get<double>();
+      out.best_accuracy = r.at("best_test_accuracy").get<double>();
+      out.final_loss = r.at("final_test_loss").get<double>();
+      out.train_s = r.at("train_s").get<double>();
+      out.wall_s = r.at("wall_s").get<double>();
+      out.epochs = r.at("epochs").get<std::int64_t>();
+      results.push_back(std::move(out));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    SN_FAIL("{}: a run record is malformed: {}", path.string(), e.what());
+  }
+  return results;
+}
+
+void write_summary(const std::filesystem::path& dir, const std::vector<RunResult>& results) {
+  std::ostringstream csv;
+  csv << "name,point,status,final_test_accuracy,best_test_accuracy,final_test_loss,epochs,train_s,wall_s,overrides,"
+         "error\n";
+  for (const RunResult& r : results) {
+    std::string overrides;
+    for (const std::string& o : r.overrides) overrides += (overrides.empty() ? "" : ";") + o;
+    csv << fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{},{:.4f},{:.4f},{},{}\n", csv_field(r.name), csv_field(r.point),
+                       r.status, r.final_accuracy, r.best_accuracy, r.final_loss, r.epochs, r.train_s, r.wall_s,
+                       csv_field(overrides), csv_field(r.error));
+  }
+  write_text_file_atomically(dir / "summary.csv", csv.str());
+
+  std::ostringstream md;
+  const std::vector<PointStats> stats = point_statistics(results);
+  md << "# Sweep summary\n\n## Grid points (mean ± standard deviation over seeds, best first)\n\n"
+        "| point | runs | failed | test accuracy % | test loss | train s |\n|---|---|---|---|---|---|\n";
+  for (const PointStats& s : stats) {
+    if (s.runs == s.failed) {
+      md << fmt::format("| {} | {} | {} | — | — | — |\n", md_cell(s.point), s.runs, s.failed);
+    } else {
+      md << fmt::format("| {} | {} | {} | {:.2f} ± {:.2f} | {:.4f} | {:.2f} |\n", md_cell(s.point), s.runs, s.failed,
+                        100 * s.mean_accuracy, 100 * s.std_accuracy, s.mean_loss, s.mean_train_s);
+    }
+  }
+  md << "\n## Runs\n\n| run | status | final test accuracy % | best % | test loss | epochs | train s | wall s |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+  for (const RunResult& r : results) {
+    if (r.status == "done") {
+      md << fmt::format("| {} | done | {:.2f} | {:.2f} | {:.4f} | {} | {:.2f} | {:.2f} |\n", md_cell(r.name),
+                        100 * r.final_accuracy, 100 * r.best_accuracy, r.final_loss, r.epochs, r.train_s, r.wall_s);
+    } else {
+      md << fmt::format("| {} | failed: {} | — | — | — | {} | — | {:.2f} |\n", md_cell(r.name), md_cell(r.error),
+                        r.epochs, r.wall_s);
+    }
+  }
+  write_text_file_atomically(dir / "summary.md", md.str());
+}
+
+}  // namespace sprintnet::sweep

@@ -1,0 +1,15 @@
+#pragma once
+// The sweep's pictures, drawn by matplotlib (Debian: python3-matplotlib) from summary.csv and the
+// runs' metrics.jsonl: test accuracy against each swept key (mean ± standard deviation over
+// seeds), and the best runs' loss curves overlaid. The script is written into the sweep folder
+// (plot_sweep.py) so the pictures can be redrawn; without python3 or matplotlib the sweep still
+// succeeds and the returned line says how to get them.
+#include <filesystem>
+#include <string>
+
+namespace sprintnet::sweep {
+
+// Writes DIR/plot_sweep.py and runs it; returns what happened, for the user.
+std::string plot_sweep(const std::filesystem::path& dir);
+
+}  // namespace sprintnet::sweep

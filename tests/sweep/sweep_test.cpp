@@ -1,0 +1,128 @@
+// sprintnet sweep on the CPU with tiny runs: the grid and its folder names, the statistics of the
+// summary, a failing run recorded while the sweep goes on, a killed sweep resumed, bad keys
+// rejected before anything trains.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "sprintnet/sweep/grid.h"
+#include "sprintnet/sweep/summary.h"
+#include "sprintnet/sweep/sweep_runner.h"
+#include "support/error_message.h"
+#include "support/test_util.h"
+
+namespace sprintnet::sweep {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(SweepGrid, OptionsSplitOnTopLevelCommasOnly) {
+  const GridAxis lr = parse_grid_option("optim.lr=0.1, 0.05");
+  EXPECT_EQ(lr.key, "optim.lr");
+  EXPECT_THAT(lr.values, ElementsAre("0.1", "0.05"));
+  EXPECT_THAT(parse_grid_option("model.hidden=[256, 256],[512]").values, ElementsAre("[256, 256]", "[512]"));
+  EXPECT_THAT(parse_grid_option("model.activation=\"relu\",\"a,b\"").values, ElementsAre("\"relu\"", "\"a,b\""));
+  EXPECT_THAT(parse_seeds("0,1, 2"), ElementsAre(0, 1, 2));
+  EXPECT_THAT(test::error_message([] { parse_grid_option("optim.lr"); }), HasSubstr("expected KEY=V1,V2"));
+  EXPECT_THAT(test::error_message([] { parse_seeds("0,x"); }), HasSubstr("'x' is not an integer"));
+}
+
+TEST(SweepGrid, ExpansionNamesEveryCombinationAndSeed) {
+  SweepSpec spec;
+  spec.axes = {{"optim.lr", {"0.1", "0.05"}}, {"model.hidden", {"[32]", "[64, 32]"}}};
+  spec.seeds = {0, 1};
+  const auto runs = expand(spec);
+  ASSERT_EQ(runs.size(), 8u);
+  EXPECT_EQ(runs[0].name, "optim.lr=0.1,model.hidden=32,seed=0");
+  EXPECT_EQ(runs[0].point, "optim.lr=0.1,model.hidden=32");
+  EXPECT_THAT(runs[0].overrides, ElementsAre("optim.lr=0.1", "model.hidden=[32]", "seed=0"));
+  EXPECT_EQ(runs[7].name, "optim.lr=0.05,model.hidden=64,32,seed=1");
+  spec.seeds.clear();
+  EXPECT_EQ(expand(spec).size(), 4u);
+}
+
+TEST(SweepSummary, PointsAreMeanAndSampleDeviationOverFinishedRunsBestFirst) {
+  std::vector<RunResult> results(5);
+  const auto set = [&](int i, const std::string& point, const std::string& status, double acc) {
+    results[static_cast<std::size_t>(i)].point = point;
+    results[static_cast<std::size_t>(i)].status = status;
+    results[static_cast<std::size_t>(i)].final_accuracy = acc;
+  };
+  set(0, "a", "done", 0.90);
+  set(1, "a", "done", 0.92);
+  set(2, "b", "done", 0.95);
+  set(3, "b", "failed", 0.0);
+  set(4, "c", "failed", 0.0);
+  const auto stats = point_statistics(results);
+  ASSERT_EQ(stats.size(), 3u);
+  EXPECT_EQ(stats[0].point, "b");  // best mean first; its failed run is counted, not averaged
+  EXPECT_DOUBLE_EQ(stats[0].mean_accuracy, 0.95);
+  EXPECT_EQ(stats[0].failed, 1);
+  EXPECT_EQ(stats[1].point, "a");
+  EXPECT_NEAR(stats[1].mean_accuracy, 0.91, 1e-12);
+  EXPECT_NEAR(stats[1].std_accuracy, 0.0141421356, 1e-9);  // sqrt(((0.01)^2 * 2) / (2 - 1))
+  EXPECT_EQ(stats[2].point, "c");  // every run failed: last
+}
+
+std::filesystem::path write_config(const std::filesystem::path& dir, const std::string& sweep_table) {
+  const std::filesystem::path path = dir / "sweep.toml";
+  std::ofstream(path) << fmt::format(
+      "[data]\ndir = \"{}\"\ntrain_limit = 600\ntest_limit = 200\n[model]\nhidden = [16]\n[train]\nepochs = 1\n"
+      "batch_size = 100\n[device]\nname = \"cpu\"\n{}",
+      test::data_dir().string(), sweep_table);
+  return path;
+}
+
+TEST(SweepRunner, AFailingRunIsRecordedAndTheKilledSweepResumesSkippingFinishedRuns) {
+  const std::filesystem::path dir = test::temp_dir("sweep");
+  SweepOptions o;
+  o.config_path = write_config(dir, "[sweep]\ngrid = { \"optim.lr\" = [0.1, 1e30] }\nseeds = [0, 1]\n");
+  o.spec = read_sweep_table(o.config_path);
+  o.out_dir = dir / "out";
+  ASSERT_EQ(o.spec.axes.size(), 1u);
+  ASSERT_EQ(expand(o.spec).size(), 4u);
+  // Kill the sweep after its second run (a callback that throws stands in for the kill).
+  struct Killed {};
+  EXPECT_THROW(run_sweep(o, [](const RunResult&, std::size_t finished, std::size_t, std::size_t, double) {
+                 if (finished == 2) throw Killed{};
+               }),
+               Killed);
+  EXPECT_EQ(read_state(o.out_dir).size(), 2u);
+  std::vector<std::string> trained;
+  const auto results = resume_sweep(o.out_dir, [&](const RunResult& r, std::size_t, std::size_t, std::size_t, double) {
+    trained.push_back(r.name);
+  });
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[0].status, "done");
+  EXPECT_GT(results[0].final_accuracy, 0.3);
+  EXPECT_EQ(results[2].status, "failed");  // lr = 1e30 diverges
+  EXPECT_THAT(results[2].error, HasSubstr("diverged"));
+  EXPECT_TRUE(std::filesystem::exists(o.out_dir / results[0].name / "model.safetensors"));
+  std::ifstream md(o.out_dir / "summary.md");
+  std::stringstream text;
+  text << md.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("| optim.lr=0.1 | 2 | 0 |"));
+  EXPECT_THAT(text.str(), HasSubstr("failed: training diverged"));
+  // A new sweep into a folder that holds one is refused.
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("holds a sweep already"));
+}
+
+TEST(SweepRunner, ABadKeyOrValueIsRejectedBeforeAnythingTrains) {
+  const std::filesystem::path dir = test::temp_dir("sweep-bad");
+  SweepOptions o;
+  o.config_path = write_config(dir, "");
+  o.out_dir = dir / "out";
+  o.spec.axes = {{"optim.learning_rate", {"0.1"}}};
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("optim.learning_rate"));
+  o.spec.axes = {{"optim.lr", {"0.1", "-1"}}};
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("optim.lr"));
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir / "sweep.json"));
+  EXPECT_THAT(test::error_message([&] { read_sweep_table(write_config(dir, "[sweep]\ngrids = {}\n")); }),
+              HasSubstr("unknown key 'sweep.grids'"));
+}
+
+}  // namespace
+}  // namespace sprintnet::sweep
