@@ -1,13 +1,17 @@
 // sprintnet train CONFIG [--set key=value ...]
 // sprintnet train --resume RUN_DIR [CONFIG] [--set train.epochs=N ...]
+// sprintnet train CONFIG --gpus N   (data parallel, one process per GPU; docs/DISTRIBUTED.md)
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "sprintnet/dist/launcher.h"
 #include "sprintnet/io/config.h"
+#include "sprintnet/ops/backend.h"
 #include "sprintnet/train/resume.h"
 #include "sprintnet/train/trainer.h"
 
@@ -19,6 +23,7 @@ void add_train_command(CLI::App& app) {
     std::string resume_dir;
     std::vector<std::string> overrides;
     bool quiet = false;
+    int gpus = 0;
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("train", "Train a model described by a TOML config, or resume a run");
@@ -31,7 +36,25 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--set", options->overrides, "Override a config key, e.g. --set optim.lr=0.1 (repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("-q,--quiet", options->quiet, "Print only the final summary line");
+  cmd->add_option("--gpus", options->gpus,
+                  "Train data-parallel on this many GPUs of this machine, one process each (over NCCL; "
+                  "train.batch_size stays the global batch)");
   cmd->callback([options] {
+    const bool multi_node = std::getenv("NNODES") != nullptr && std::string_view(std::getenv("NNODES")) != "1";
+    if ((options->gpus > 1 || multi_node) && std::getenv("RANK") == nullptr) {
+      options->gpus = std::max(options->gpus, 1);
+      const int available = cuda_device_count();
+      SN_CHECK(options->gpus <= available, "--gpus {}: this machine has {} GPU(s){}", options->gpus, available,
+               available == 0 ? fmt::format(" ({})", cuda_unavailable_reason()) : "");
+      // The same command line without --gpus, once per rank (dist/launcher.h).
+      std::vector<std::string> args = {"train"};
+      if (!options->config_path.empty()) args.push_back(options->config_path);
+      if (!options->resume_dir.empty()) args.insert(args.end(), {"--resume", options->resume_dir});
+      for (const std::string& o : options->overrides) args.insert(args.end(), {"--set", o});
+      if (options->quiet) args.push_back("--quiet");
+      dist::launch_local_ranks(options->gpus, std::filesystem::read_symlink("/proc/self/exe").string(), args);
+      return;
+    }
     std::unique_ptr<train::Trainer> trainer;
     if (options->resume_dir.empty()) {
       SN_CHECK(!options->config_path.empty(), "train needs a CONFIG file, or --resume RUN_DIR to continue a run");
@@ -43,9 +66,11 @@ void add_train_command(CLI::App& app) {
       if (options->quiet) plan.config.output.progress = "none";
       trainer = std::make_unique<train::Trainer>(plan);
     }
-    if (!options->quiet) std::printf("%s\n", trainer->describe().c_str());
+    const bool primary = trainer->rank().primary();  // data parallel: rank 0 speaks for the job
+    if (!options->quiet && primary) std::printf("%s\n", trainer->describe().c_str());
     std::fflush(stdout);
     const train::TrainSummary summary = trainer->fit();
+    if (!primary) return;
     std::printf("sprintnet: %lld epochs in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
                 static_cast<long long>(summary.epochs.size()), summary.wall_time_s, summary.train_time_s,
                 100.0 * summary.final_test.accuracy, summary.final_test.loss, summary.run_dir.string().c_str());

@@ -15,6 +15,7 @@
 // Weights, gradients and optimizer state of all layers live in flat buffers
 // (each tensor at a 128-element boundary), so an update is one kernel.
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include <algorithm>
 #include <array>
@@ -46,6 +47,15 @@ constexpr std::int64_t kTensorAlignment = 128;  // elements: 512 B in fp32, 256 
 constexpr int kProgressSlots = 4;
 
 std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+// A non-blocking communicator may answer ncclInProgress while NCCL finishes enqueuing a call; the
+// job's is blocking (dist/communicator.cpp), so this only guards against one that is not.
+ncclResult_t settled(ncclComm_t comm, ncclResult_t r) {
+  while (r == ncclInProgress) {
+    if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) return ncclInternalError;
+  }
+  return r;
+}
 
 struct Precision {
   GemmPrecision gemm;
@@ -118,6 +128,7 @@ class CudaTrainPlan final : public TrainPlan {
   EpochTotals finish_epoch() override;
   EvalResult evaluate(const BatchLoader& loader) override;
   std::string describe() const override;
+  void* stream_handle() const override { return stream_; }
 
  private:
   Tensor flat_view(const Tensor& flat, std::int64_t offset, const Shape& shape) const {
@@ -154,6 +165,7 @@ class CudaTrainPlan final : public TrainPlan {
   std::unique_ptr<CUstream_st, StreamDeleter> update_;  // per-layer optimizer updates
   std::unique_ptr<cuda::CublasLtGemm> gemm_main_, gemm_side_;  // one workspace per concurrent stream
   std::int64_t batch_ = 0, eval_batch_ = 0, steps_per_epoch_ = 0, samples_ = 0;
+  std::int64_t global_batch_ = 0;  // batch_ * spec_.world
   std::vector<Layer> layers_;
   std::int64_t params_ = 0;  // flat length, padded
   bool bias_grad_fused_ = true;
@@ -192,7 +204,10 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   gemm_side_ = std::make_unique<cuda::CublasLtGemm>();
 
   const BatchLoader& train = *spec.train;
-  batch_ = train.options().batch_size;
+  global_batch_ = train.options().batch_size;
+  SN_CHECK(global_batch_ % spec.world == 0, "train.batch_size = {} does not split evenly over {} GPUs", global_batch_,
+           spec.world);
+  batch_ = global_batch_ / spec.world;  // this rank's rows of every step
   eval_batch_ = spec.eval_batch_size;
   samples_ = train.samples();
   steps_per_epoch_ = train.batches_per_epoch();
@@ -225,8 +240,9 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   // Below ~4 M parameters the update is short and the extra launches and dependencies cost more than
   // the overlap gains (4x784x128: 30.9 ms/epoch with one update, 32.0 per layer; 4x4096x128: 232 vs 218).
   constexpr std::int64_t kOverlapFromParams = std::int64_t{4} << 20;
+  // Data parallel: one all-reduce of every gradient, then one update (docs/DISTRIBUTED.md).
   per_layer_updates_ = precision_.element != ElementType::kF16 && params_ >= kOverlapFromParams &&
-                       !(single_update != nullptr && std::string_view(single_update) == "1");
+                       !(single_update != nullptr && std::string_view(single_update) == "1") && spec.world == 1;
 
   // Padding stays zero in every buffer: its gradient is never written, so its update keeps it zero.
   master_ = Tensor::zeros({params_}, DType::kF32, device);
@@ -335,7 +351,8 @@ void CudaTrainPlan::enqueue_forward(const void* input, std::int64_t rows, bool t
 void CudaTrainPlan::enqueue_loss(const void* input, std::int64_t rows, const std::int32_t* labels, bool training,
                                  cuda::StepMetrics* metrics, cudaStream_t stream) {
   Layer& last = layers_.back();
-  const double weight = training ? 1.0 / static_cast<double>(rows) : 1.0;  // training: the step's mean loss
+  // Training: the step's mean loss over the global batch (each rank adds its rows' share).
+  const double weight = training ? 1.0 / static_cast<double>(global_batch_) : 1.0;
   const float smoothing = training ? static_cast<float>(spec_.label_smoothing) : 0.0f;
   const auto* state = training ? static_cast<const cuda::StepState*>(state_.raw_data()) : nullptr;
   if (skinny_) {
@@ -443,6 +460,8 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
   gather.order = order_.data<std::int32_t>();
   gather.state = state;
   gather.steps_per_epoch = steps_per_epoch_;
+  gather.first = spec_.rank * batch_;  // this rank's share of the global batch
+  gather.stride = global_batch_;
   // A lone output layer reads the batch straight from the data set (one launch fewer per step).
   const bool gathered = skinny_ && layers_.size() == 1;
   if (!gathered) SN_CUDA_CHECK(cuda::launch_gather_batch(gather, main));
@@ -467,7 +486,7 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
   const cuda::FlatOptimizerArgs optimizer = update_args();
   // A lone output layer applies the update inside its weight-gradient kernel (not with fp16, whose
   // update must wait for every gradient's finiteness check): two launches a step in all.
-  const bool fused_update = gathered && !optimizer.check_finite;
+  const bool fused_update = gathered && !optimizer.check_finite && spec_.world == 1;
   const cuda::FusedUpdate fused_args{.args = optimizer, .weight_offset = layers_[0].weight_offset,
                                      .bias_offset = layers_[0].bias_offset};
   for (std::size_t l = layers_.size(); l-- > 0;) {
@@ -484,7 +503,7 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
                                    .correct = static_cast<const long long*>(block_correct_.raw_data()),
                                    .rows = batch_,
                                    .metrics = metrics,
-                                   .loss_weight = 1.0 / static_cast<double>(batch_)};
+                                   .loss_weight = 1.0 / static_cast<double>(global_batch_)};
       SN_CUDA_CHECK(cuda::launch_skinny_weight_grad(dlogits_.data<float>(), static_cast<int>(layer.out), x,
                                                     precision_.element, batch_, layer.in, grad_at(layer.weight_offset),
                                                     bias ? grad_at(layer.bias_offset) : nullptr, wgrad,
@@ -531,6 +550,16 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
     after(main, update);
   } else {
     if (layers_.size() > 1) after(main, side);
+    if (spec_.world > 1) {
+      // Sum the ranks' gradients (each already weighted by 1 / global batch) in the graph.
+      const ncclDataType_t type = precision_.element == ElementType::kF32    ? ncclFloat32
+                                  : precision_.element == ElementType::kBF16 ? ncclBfloat16
+                                                                             : ncclFloat16;
+      const auto comm = static_cast<ncclComm_t>(spec_.nccl_comm);
+      const ncclResult_t r = settled(comm, ncclAllReduce(grad_.raw_data(), grad_.raw_data(),
+                                                         static_cast<std::size_t>(params_), type, ncclSum, comm, main));
+      SN_CHECK(r == ncclSuccess, "rank {}: ncclAllReduce of the gradients: {}", spec_.rank, ncclGetErrorString(r));
+    }
     if (optimizer.check_finite) {
       SN_CUDA_CHECK(cuda::launch_check_finite(grad_.raw_data(), precision_.element, params_, optimizer.state, main));
     }
@@ -656,7 +685,8 @@ std::optional<ProgressSnapshot> CudaTrainPlan::progress(std::int64_t steps) {
     const cudaError_t ready = cudaEventQuery(slot_events_[static_cast<std::size_t>(slot)].get());
     if (ready == cudaErrorNotReady) break;
     SN_CUDA_CHECK(ready);
-    latest_ = ProgressSnapshot{at, slots[slot].loss_sum};
+    // Data parallel: this rank's share of the loss, scaled to the whole batch (shown, not recorded).
+    latest_ = ProgressSnapshot{at, slots[slot].loss_sum * spec_.world};
     pending_.pop_front();
   }
   if (pending_.size() < kProgressSlots) {  // a free slot: ask for the current sums
@@ -672,6 +702,17 @@ std::optional<ProgressSnapshot> CudaTrainPlan::progress(std::int64_t steps) {
 
 EpochTotals CudaTrainPlan::finish_epoch() {
   const cuda::NvtxRange range("finish_epoch");
+  if (spec_.world > 1) {
+    // Every rank's share of the loss and hits, summed (fp16 skips are the same on every rank).
+    auto* m = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
+    const auto comm = static_cast<ncclComm_t>(spec_.nccl_comm);
+    SN_CHECK(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+    const ncclResult_t a = ncclAllReduce(&m->loss_sum, &m->loss_sum, 1, ncclFloat64, ncclSum, comm, stream_);
+    const ncclResult_t b = ncclAllReduce(&m->correct, &m->correct, 1, ncclInt64, ncclSum, comm, stream_);
+    const ncclResult_t end = settled(comm, ncclGroupEnd());
+    SN_CHECK(end == ncclSuccess && (a == ncclSuccess || a == ncclInProgress) && (b == ncclSuccess || b == ncclInProgress),
+             "rank {}: all-reduce of the epoch's sums failed: {}", spec_.rank, ncclGetErrorString(end));
+  }
   auto* final_slot = static_cast<cuda::StepMetrics*>(pinned_.get()) + kProgressSlots;
   SN_CUDA_CHECK(cudaMemcpyAsync(final_slot, metrics_.raw_data(), sizeof(*final_slot), cudaMemcpyDeviceToHost, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -716,12 +757,17 @@ EvalResult CudaTrainPlan::evaluate(const BatchLoader& loader) {
 }
 
 std::string CudaTrainPlan::describe() const {
+  const std::string parallel =
+      spec_.world > 1 ? fmt::format(", data parallel over {} GPUs ({} rows each, gradients all-reduced by NCCL in the "
+                                    "graph)", spec_.world, batch_)
+                      : "";
   return fmt::format("compiled step: one CUDA graph per step, {} matrix products{}, cuBLASLt epilogues (bias+ReLU "
                      "with mask, ReLU gradient, {}), fused softmax cross-entropy, one {} update over {} flat "
                      "parameters",
                      spec_.precision, precision_.element == ElementType::kF32 ? "" : " with fp32 master weights",
                      bias_grad_fused_ ? "bias gradient" : "bias gradient by a column-sum kernel", spec_.optim.type,
-                     params_);
+                     params_) +
+         parallel;
 }
 
 }  // namespace

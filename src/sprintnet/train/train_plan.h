@@ -61,6 +61,9 @@ class TrainPlan {
   virtual EvalResult evaluate(const BatchLoader& loader) = 0;
   // e.g. "compiled CUDA graph, bf16 (fp32 master weights), cuBLASLt epilogues: bias+ReLU, ..."
   virtual std::string describe() const = 0;
+  // The CUDA stream the plan runs on (a cudaStream_t; null on the CPU): data parallelism waits on
+  // it with a deadline instead of blocking (dist/communicator.h).
+  virtual void* stream_handle() const { return nullptr; }
 };
 
 // Everything the plan is compiled from.
@@ -73,6 +76,10 @@ struct TrainPlanSpec {
   const BatchLoader* train = nullptr;  // its data set, normalisation, batch size and shuffle seed
   std::int64_t eval_batch_size = 1000;
   std::vector<double> lr_per_step;     // the schedule's learning rate at every step of the run
+  // Data parallel (docs/DISTRIBUTED.md): this rank computes rows [rank * B / world, (rank + 1) * B / world)
+  // of every global batch of B rows; gradients and the epoch's sums are all-reduced over `nccl_comm`.
+  int rank = 0, world = 1;
+  void* nccl_comm = nullptr;  // ncclComm_t when world > 1
 };
 
 // Why `config` cannot be compiled (e.g. "activation 'tanh'"), or nullopt when it can.

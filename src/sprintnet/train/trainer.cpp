@@ -108,7 +108,17 @@ Trainer::Trainer(Config config) : Trainer(std::move(config), nullptr) {}
 Trainer::Trainer(const ResumePlan& plan) : Trainer(plan.config, &plan) {}
 
 Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(config)), start_(Clock::now()) {
+  rank_ = dist::rank_info_from(dist::process_environment());
   device_ = resolve_device(config_.device);
+  if (rank_.distributed()) {
+    // One GPU per rank: LOCAL_RANK picks it (docs/DISTRIBUTED.md).
+    SN_CHECK(!device_.is_cpu(), "rank {} of {}: data-parallel training runs on GPUs; device.name = \"{}\"", rank_.rank,
+             rank_.world, config_.device.name);
+    const int gpus = cuda_device_count();
+    SN_CHECK(rank_.local_rank < gpus, "rank {} of {}: LOCAL_RANK = {}, but this machine has {} GPU(s)", rank_.rank,
+             rank_.world, rank_.local_rank, gpus);
+    device_ = Device::cuda(rank_.local_rank);
+  }
   if (device_.is_cuda() && config_.device.allocator != "auto") {
     set_cuda_allocator_kind(parse_cuda_allocator_kind(config_.device.allocator));
   }
@@ -123,6 +133,13 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   spec_.init = nn::parse_init(config_.model.init);
   engine_ = resolve_engine(config_, device_, data_.train.size(), spec_, eval_batch_size(),
                            device_.is_cuda() ? gpu_on_chip_bytes(device_.index) : 0);
+  if (rank_.distributed()) {
+    SN_CHECK(engine_.engine == Engine::kCompiled,
+             "rank {} of {}: data parallelism runs the compiled step, and this run would take the {} engine ({}); "
+             "use device.engine = \"auto\" or \"compiled\" with a config the compiled step runs",
+             rank_.rank, rank_.world, engine_name(engine_.engine), engine_.reason);
+    comm_ = dist::Communicator::join(rank_, device_.index);
+  }
   const bool compiled = engine_.engine != Engine::kEager;
   precision_ = resolve_precision(config_.device, device_, compiled);
   const DType dtype = DType::kF32;  // the eager model: fp32 (the compiled step's master weights)
@@ -158,6 +175,9 @@ void Trainer::compile_plan() {
   spec.precision = precision_;
   spec.train = train_loader_.get();
   spec.eval_batch_size = eval_batch_size();
+  spec.rank = rank_.rank;
+  spec.world = rank_.world;
+  spec.nccl_comm = comm_ ? comm_->nccl_handle() : nullptr;
   const std::int64_t total = steps_per_epoch() * config_.train.epochs;
   spec.lr_per_step.reserve(static_cast<std::size_t>(total));
   for (std::int64_t s = 0; s < total; ++s) spec.lr_per_step.push_back(schedule_->lr_at(s));
@@ -283,6 +303,10 @@ EpochRecord Trainer::train_epoch_compiled(std::int64_t epoch, ProgressBar& progr
       }
     }
   }
+  if (comm_) {
+    // Wait with a deadline: a rank that stopped must not hang this one (3 epochs' time, at least 60 s).
+    comm_->wait(plan_->stream_handle(), std::max(60.0, 3.0 * last_epoch_s_));
+  }
   const EpochTotals totals = plan_->finish_epoch();
   step_ += steps;
   EpochRecord record = epoch_record(epoch, start, totals.loss_sum);
@@ -298,31 +322,39 @@ EvalResult Trainer::evaluate_test() {
 TrainSummary Trainer::fit() {
   TrainSummary summary;
   const bool resumed = !resume_run_dir_.empty();
-  summary.run_dir = resumed ? resume_run_dir_ : create_run_directory(config_);
-  // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
-  write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
-  MetricsWriter metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_)
-                                  : MetricsWriter(summary.run_dir, config_.output.csv);
-  const ProgressMode mode = resolve_progress_mode(config_.output.progress, stderr_is_terminal());
+  // Data parallel: rank 0 alone writes the run (directory, metrics, checkpoints, weights) and
+  // evaluates; the other ranks train in step with it.
+  const bool primary = rank_.primary();
+  std::optional<MetricsWriter> metrics;
+  if (primary) {
+    summary.run_dir = resumed ? resume_run_dir_ : create_run_directory(config_);
+    // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
+    write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
+    metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_)
+                      : MetricsWriter(summary.run_dir, config_.output.csv);
+  }
+  const ProgressMode mode =
+      primary ? resolve_progress_mode(config_.output.progress, stderr_is_terminal()) : ProgressMode::kNone;
   ProgressBar progress(std::cerr, mode, train_loader_->batches_per_epoch(), config_.train.epochs);
 
   for (std::int64_t epoch = start_epoch_ + 1; epoch <= config_.train.epochs; ++epoch) {
     EpochRecord record = plan_ ? train_epoch_compiled(epoch, progress) : train_epoch(epoch, progress);
     const bool last = epoch == config_.train.epochs;
-    if (last || (config_.train.eval_every > 0 && epoch % config_.train.eval_every == 0)) {
+    last_epoch_s_ = record.epoch_time_s;
+    if (primary && (last || (config_.train.eval_every > 0 && epoch % config_.train.eval_every == 0))) {
       summary.final_test = evaluate_test();
       record.test_loss = summary.final_test.loss;
       record.test_accuracy = summary.final_test.accuracy;
     }
     summary.train_time_s += record.epoch_time_s;
-    metrics.write({record.step, record.epoch, record.train_loss, record.test_loss, record.test_accuracy,
+    if (metrics) metrics->write({record.step, record.epoch, record.train_loss, record.test_loss, record.test_accuracy,
                    record.epoch_time_s, record.samples_per_s, record.lr});
     std::string line = fmt::format("epoch {}/{}: train loss {:.4f}", epoch, config_.train.epochs, record.train_loss);
     if (record.test_accuracy) {
       line += fmt::format(", test loss {:.4f}, test accuracy {:.2f} %", *record.test_loss, 100.0 * *record.test_accuracy);
     }
     line += fmt::format(", {:.2f} s, {:.0f} samples/s", record.epoch_time_s, record.samples_per_s);
-    if (!quiet_) progress.finish_epoch(line);
+    if (!quiet_ && primary) progress.finish_epoch(line);
     summary.epochs.push_back(record);
     SN_CHECK(std::isfinite(record.train_loss),
              "training diverged: the train loss of epoch {} is {} (try a lower optim.lr); metrics so far are in {}",
@@ -332,10 +364,10 @@ TrainSummary Trainer::fit() {
     const std::int64_t every = config_.checkpoint.every_epochs;
     const bool checkpoint = last || (every > 0 && epoch % every == 0);
     if (plan_ && (last || checkpoint || epoch_callback_)) plan_->store(*model_, *optimizer_);
-    if (last) {
+    if (last && primary) {
       save_safetensors(summary.run_dir / "model.safetensors", model_weights(*model_), weights_metadata());
     }
-    if (checkpoint) save_checkpoint(summary.run_dir, epoch);
+    if (checkpoint && primary) save_checkpoint(summary.run_dir, epoch);
     if (epoch_callback_) epoch_callback_(record);
   }
   summary.wall_time_s = seconds_since(start_);

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "sprintnet/data/dataset.h"
+#include "sprintnet/dist/communicator.h"
+#include "sprintnet/dist/rank_info.h"
 #include "sprintnet/io/config.h"
 #include "sprintnet/io/progress_bar.h"
 #include "sprintnet/nn/loss.h"
@@ -85,6 +87,8 @@ class Trainer {
   std::string describe() const;
   // The compiled GPU step the epochs run on, or null when they run eager (train/train_plan.h).
   TrainPlan* plan() const { return plan_.get(); }
+  // This process's rank in a data-parallel job (rank 0 of 1 otherwise).
+  const dist::RankInfo& rank() const { return rank_; }
   // The engine the epochs run on.
   Engine engine() const { return engine_.engine; }
   // The precision the step computes in ("fp32", "bf16", ...).
@@ -121,12 +125,15 @@ class Trainer {
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::string precision_;
   EngineChoice engine_;
+  dist::RankInfo rank_;                       // this process's place in a data-parallel job
+  std::unique_ptr<dist::Communicator> comm_;  // null unless rank_.distributed(); outlives plan_ (its graphs)
   std::unique_ptr<TrainPlan> plan_;
   std::int64_t step_ = 0;
   std::int64_t start_epoch_ = 0;
   std::filesystem::path resume_run_dir_;  // empty unless resuming
   std::function<void(const EpochRecord&)> epoch_callback_;
   bool quiet_ = false;
+  double last_epoch_s_ = 0.0;
 };
 
 // The device a config asks for, resolved ("auto" → first GPU, else CPU), with

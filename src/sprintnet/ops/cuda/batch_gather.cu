@@ -10,7 +10,8 @@ namespace sprintnet::cuda {
 namespace {
 
 __global__ void gather_batch_kernel(GatherArgs a) {
-  const std::int64_t first = a.state != nullptr ? (a.state->step % a.steps_per_epoch) * a.rows : a.first;
+  const std::int64_t stride = a.stride > 0 ? a.stride : a.rows;
+  const std::int64_t first = a.state != nullptr ? (a.state->step % a.steps_per_epoch) * stride + a.first : a.first;
   const std::int64_t row = blockIdx.y;
   const std::int64_t position = first + row;
   const std::int64_t sample = a.order != nullptr ? a.order[position] : position;

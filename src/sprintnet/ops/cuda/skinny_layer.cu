@@ -33,7 +33,7 @@ __device__ inline float round_to(float v, const __half*) { return __half2float(_
 
 // The first row of the current step's batch in the epoch's order.
 __device__ inline std::int64_t batch_first_row(const GatherArgs& g) {
-  return (g.state != nullptr ? g.state->step % g.steps_per_epoch : 0) * g.rows + g.first;
+  return (g.state != nullptr ? g.state->step % g.steps_per_epoch : 0) * (g.stride > 0 ? g.stride : g.rows) + g.first;
 }
 // Row `row` of the step's batch: its sample index in the data set.
 __device__ inline std::int64_t batch_sample(const GatherArgs& g, std::int64_t first, std::int64_t row) {

@@ -45,12 +45,13 @@ struct GatherArgs {
   const std::int32_t* order;  // may be null
   const StepState* state;     // may be null: then `first` is used as is
   std::int64_t steps_per_epoch;
-  std::int64_t first;
+  std::int64_t first;  // with `state`: this rank's first row within the step's batch
   std::int64_t rows;
   float scale, shift;
   void* dst;
   ElementType dst_type;
   std::int32_t* dst_labels;
+  std::int64_t stride = 0;  // with `state`: rows between consecutive steps' batches (0: rows; data parallel: the global batch)
 };
 cudaError_t launch_gather_batch(const GatherArgs& args, cudaStream_t stream);
 

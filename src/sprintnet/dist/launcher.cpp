@@ -1,0 +1,107 @@
+#include "sprintnet/dist/launcher.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "sprintnet/core/error.h"
+
+namespace sprintnet::dist {
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  SN_CHECK(fd >= 0, "cannot open a socket to find a free port: {}", std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  close(fd);
+  SN_CHECK(ok, "cannot find a free port: {}", std::strerror(errno));
+  return ntohs(addr.sin_port);
+}
+
+void launch_local_ranks(int gpus, const std::string& program, const std::vector<std::string>& args) {
+  SN_CHECK(gpus >= 1, "--gpus {}: at least one", gpus);
+  // Several machines: NNODES and NODE_RANK (as torchrun's --nnodes/--node_rank) place this machine's
+  // ranks, and MASTER_ADDR/MASTER_PORT name node 0, where global rank 0 hosts NCCL's bootstrap.
+  const char* nnodes_env = std::getenv("NNODES");
+  const int nnodes = nnodes_env != nullptr ? std::atoi(nnodes_env) : 1;
+  const char* node_env = std::getenv("NODE_RANK");
+  const int node = node_env != nullptr ? std::atoi(node_env) : 0;
+  SN_CHECK(nnodes >= 1 && node >= 0 && node < nnodes, "NNODES={} NODE_RANK={}: NODE_RANK must be below NNODES",
+           nnodes_env != nullptr ? nnodes_env : "1", node_env != nullptr ? node_env : "0");
+  std::string master = "127.0.0.1", port;
+  if (nnodes > 1) {
+    const char* addr = std::getenv("MASTER_ADDR");
+    const char* p = std::getenv("MASTER_PORT");
+    SN_CHECK(addr != nullptr && p != nullptr, "NNODES={}: MASTER_ADDR and MASTER_PORT must name node 0 and a free port",
+             nnodes);
+    master = addr;
+    port = p;
+  } else {
+    port = std::to_string(free_port());
+  }
+  const int world = nnodes * gpus;
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < gpus; ++rank) {
+    const pid_t pid = fork();
+    SN_CHECK(pid >= 0, "cannot start rank {}: {}", rank, std::strerror(errno));
+    if (pid == 0) {
+      setenv("RANK", std::to_string(node * gpus + rank).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+      setenv("MASTER_ADDR", master.c_str(), 1);
+      setenv("MASTER_PORT", port.c_str(), 1);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(program.c_str()));
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(program.c_str(), argv.data());
+      std::fprintf(stderr, "sprintnet: rank %d: cannot run %s: %s\n", rank, program.c_str(), std::strerror(errno));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  std::string failure;
+  std::size_t running = pids.size();
+  while (running > 0) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) break;
+    --running;
+    const auto it = std::find(pids.begin(), pids.end(), pid);
+    if (it == pids.end()) continue;
+    const int rank = static_cast<int>(it - pids.begin());
+    *it = -1;
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ok || !failure.empty()) continue;
+    const int global = node * gpus + rank;
+    failure = WIFEXITED(status) ? fmt::format("rank {} exited with code {}", global, WEXITSTATUS(status))
+                                : fmt::format("rank {} was killed by signal {}", global, WTERMSIG(status));
+    // Stop the others: SIGTERM now, SIGKILL for any still running after 10 s.
+    for (const pid_t other : pids) {
+      if (other > 0) kill(other, SIGTERM);
+    }
+    std::thread([pids] {
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      for (const pid_t other : pids) {
+        if (other > 0) kill(other, SIGKILL);
+      }
+    }).detach();
+  }
+  SN_CHECK(failure.empty(), "data-parallel job of {} GPUs failed: {}; this machine's other ranks were stopped", world,
+           failure);
+}
+
+}  // namespace sprintnet::dist

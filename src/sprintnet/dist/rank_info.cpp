@@ -1,0 +1,66 @@
+#include "sprintnet/dist/rank_info.h"
+
+#include <cstdlib>
+
+#include "sprintnet/core/error.h"
+
+namespace sprintnet::dist {
+namespace {
+
+int integer(const Environment& env, const std::string& name) {
+  const std::string text = env(name).value_or("");
+  try {
+    std::size_t used = 0;
+    const long v = std::stol(text, &used);
+    SN_CHECK(used == text.size() && v >= 0 && v < (1L << 20), "{}='{}' is not a rank or a count", name, text);
+    return static_cast<int>(v);
+  } catch (const std::logic_error&) {
+    SN_FAIL("{}='{}' is not an integer", name, text);
+  }
+}
+
+}  // namespace
+
+Environment process_environment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+  };
+}
+
+RankInfo rank_info_from(const Environment& env) {
+  RankInfo info;
+  const auto has = [&](const std::string& n) { return env(n).has_value(); };
+  std::string rank_var, world_var, local_var;
+  if (has("RANK") || has("WORLD_SIZE")) {
+    info.launcher = "torchrun";
+    rank_var = "RANK", world_var = "WORLD_SIZE", local_var = "LOCAL_RANK";
+  } else if (has("OMPI_COMM_WORLD_RANK")) {
+    info.launcher = "mpirun";
+    rank_var = "OMPI_COMM_WORLD_RANK", world_var = "OMPI_COMM_WORLD_SIZE", local_var = "OMPI_COMM_WORLD_LOCAL_RANK";
+  } else if (has("SLURM_PROCID") && has("SLURM_NTASKS")) {
+    info.launcher = "slurm";
+    rank_var = "SLURM_PROCID", world_var = "SLURM_NTASKS", local_var = "SLURM_LOCALID";
+  } else {
+    info.launcher = "single";
+    return info;
+  }
+  SN_CHECK(has(rank_var) && has(world_var), "{}: {} and {} must both be set", info.launcher, rank_var, world_var);
+  info.rank = integer(env, rank_var);
+  info.world = integer(env, world_var);
+  info.local_rank = has(local_var) ? integer(env, local_var) : info.rank;
+  SN_CHECK(info.world >= 1, "{}={}: a job has at least one rank", world_var, info.world);
+  SN_CHECK(info.rank < info.world, "{}={} is not below {}={}", rank_var, info.rank, world_var, info.world);
+  if (info.world > 1) {
+    SN_CHECK(has("MASTER_ADDR") && has("MASTER_PORT"),
+             "rank {} of {} ({}): MASTER_ADDR and MASTER_PORT must name rank 0's host and a free port", info.rank,
+             info.world, info.launcher);
+    info.master_addr = env("MASTER_ADDR").value_or("");
+    SN_CHECK(!info.master_addr.empty(), "MASTER_ADDR is empty");
+    info.master_port = integer(env, "MASTER_PORT");
+    SN_CHECK(info.master_port > 0 && info.master_port < 65536, "MASTER_PORT={} is not a port", info.master_port);
+  }
+  return info;
+}
+
+}  // namespace sprintnet::dist

@@ -1,0 +1,78 @@
+// Which rank a process is, from torchrun's, SLURM's and OpenMPI's variables, and the errors that
+// name the variable when they are wrong: pure functions of an environment, tested without GPUs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "sprintnet/dist/launcher.h"
+#include "sprintnet/dist/rank_info.h"
+#include "support/error_message.h"
+
+namespace sprintnet::dist {
+namespace {
+
+using ::testing::HasSubstr;
+
+Environment env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    return it != vars.end() ? std::optional<std::string>(it->second) : std::nullopt;
+  };
+}
+
+TEST(RankInfo, NoLauncherIsOneRank) {
+  const RankInfo info = rank_info_from(env({}));
+  EXPECT_EQ(info.world, 1);
+  EXPECT_FALSE(info.distributed());
+  EXPECT_TRUE(info.primary());
+  EXPECT_EQ(info.launcher, "single");
+}
+
+TEST(RankInfo, EachLaunchersVariablesAreRead) {
+  const std::map<std::string, std::string> master = {{"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}};
+  auto with = [&](std::map<std::string, std::string> vars) {
+    vars.insert(master.begin(), master.end());
+    return rank_info_from(env(vars));
+  };
+  const RankInfo torchrun = with({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}});
+  EXPECT_EQ(torchrun.launcher, "torchrun");
+  EXPECT_EQ(torchrun.rank, 3);
+  EXPECT_EQ(torchrun.world, 4);
+  EXPECT_EQ(torchrun.local_rank, 1);
+  EXPECT_EQ(torchrun.master_addr, "10.0.0.1");
+  EXPECT_EQ(torchrun.master_port, 29500);
+  const RankInfo slurm = with({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}});
+  EXPECT_EQ(slurm.launcher, "slurm");
+  EXPECT_EQ(slurm.rank, 5);
+  EXPECT_EQ(slurm.local_rank, 1);
+  const RankInfo mpi = with({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                             {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
+  EXPECT_EQ(mpi.launcher, "mpirun");
+  EXPECT_EQ(mpi.rank, 2);
+  EXPECT_FALSE(mpi.primary());
+}
+
+TEST(RankInfo, WrongValuesAreNamed) {
+  EXPECT_THAT(test::error_message([] { rank_info_from(env({{"RANK", "4"}, {"WORLD_SIZE", "4"}})); }),
+              HasSubstr("RANK=4 is not below WORLD_SIZE=4"));
+  EXPECT_THAT(test::error_message([] { rank_info_from(env({{"RANK", "0"}, {"WORLD_SIZE", "two"}})); }),
+              HasSubstr("WORLD_SIZE='two'"));
+  EXPECT_THAT(test::error_message([] { rank_info_from(env({{"RANK", "0"}, {"WORLD_SIZE", "2"}})); }),
+              HasSubstr("MASTER_ADDR and MASTER_PORT"));
+  EXPECT_THAT(test::error_message([] {
+                rank_info_from(env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "0"}}));
+              }),
+              HasSubstr("MASTER_PORT=0 is not a port"));
+  EXPECT_THAT(test::error_message([] { rank_info_from(env({{"WORLD_SIZE", "2"}})); }),
+              HasSubstr("RANK and WORLD_SIZE must both be set"));
+}
+
+TEST(Launcher, AFreePortIsAPort) {
+  const int port = free_port();
+  EXPECT_GT(port, 0);
+  EXPECT_LT(port, 65536);
+}
+
+}  // namespace
+}  // namespace sprintnet::dist
