@@ -1,6 +1,6 @@
 #pragma once
-// The compiled training step: what the Trainer runs on a GPU instead of the
-// eager module-by-module loop. An MLP, its loss and its optimizer are compiled
+// The compiled training step: what the Trainer runs instead of the eager
+// module-by-module loop (on a GPU; on the CPU, see cpu_train_plan.cpp). An MLP, its loss and its optimizer are compiled
 // once into fixed buffers and a CUDA graph; an epoch is then one permutation
 // launch plus one graph replay per step, with nothing read back until the
 // epoch ends (see docs/ARCHITECTURE.md, "The compiled step").
@@ -63,6 +63,7 @@ class TrainPlan {
 struct TrainPlanSpec {
   nn::MlpSpec mlp;
   OptimConfig optim;
+  std::string loss = "cross_entropy";  // or mse (the CPU plan)
   double label_smoothing = 0.0;
   std::string precision;  // fp32, tf32, bf16 or fp16
   const BatchLoader* train = nullptr;  // its data set, normalisation, batch size and shuffle seed
@@ -74,5 +75,7 @@ struct TrainPlanSpec {
 std::optional<std::string> train_plan_unsupported(const Config& config, std::int64_t train_samples);
 // The CUDA plan on `device`. Throws when built without CUDA.
 std::unique_ptr<TrainPlan> make_cuda_train_plan(const TrainPlanSpec& spec, Device device);
+// The CPU plan (cpu_train_plan.cpp): oneDNN products, any activation, both losses, partial batches.
+std::unique_ptr<TrainPlan> make_cpu_train_plan(const TrainPlanSpec& spec);
 
 }  // namespace sprintnet::train
