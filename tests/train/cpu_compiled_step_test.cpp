@@ -2,10 +2,12 @@
 // reference: the same initial weights, data and batch order through both, for every activation,
 // both losses, every optimizer, and a partial last batch. Both run the same elementwise, loss and
 // optimizer code on fp32; only the matrix products differ (oneDNN against OpenBLAS: another
-// summation order). After three steps weights, optimizer state and losses agree to 1e-5
-// relative: a reordered fp32 sum of K <= 128 products is off by ~sqrt(K)*6e-8 ≈ 7e-7 per
-// element, and three steps compound that only a few times; a wrong op (a bias gradient left out,
-// a layer skipped, a wrong activation gradient) is off by more than 1e-2.
+// summation order). After three steps SGD's weights, state and losses agree to 1e-5 relative: a
+// reordered fp32 sum of K <= 128 products is off by ~sqrt(K)*6e-8 ≈ 7e-7 per element, and three
+// steps compound that only a few times. Adam(W) gets 1e-4: its first updates are ~lr*sign(g) per
+// element whatever g's size, so the reordering noise of gradients near zero moves weights by a
+// fixed amount (measured up to 2.4e-5 over 40 seeds). A wrong op (a bias gradient left out, a
+// layer skipped, a wrong activation gradient) is off by more than 1e-2.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -168,7 +170,7 @@ TEST(CpuCompiledStep, FollowsTheEagerStepForEveryActivationLossAndOptimizer) {
         const double eager_loss = train_eager(c, eager, *f.loader);
         const EpochTotals totals = train_compiled(c, compiled, *f.loader);
         EXPECT_NEAR(totals.loss_sum, eager_loss, 1e-5 * eager_loss) << name(c);
-        expect_close(compiled, eager, 1e-5, name(c));
+        expect_close(compiled, eager, optimizer == "sgd" ? 1e-5 : 1e-4, name(c));
       }
     }
   }
@@ -208,8 +210,9 @@ TEST(CpuCompiledStep, IsBitIdenticalRunToRunAtAFixedThreadCount) {
 
 // bf16 products (fp32 master weights and accumulation): under SGD the weights' change over three
 // steps follows fp32's to a few bf16 roundings (2^-9 relative each, compounded through three
-// layers and the loss gradient): 5e-2; a product left in the wrong precision or layout is off by
-// ~1. Adam divides each gradient element by its own magnitude, so the small, noisy elements move
+// layers and the loss gradient; bias gradients, batch sums whose terms partly cancel, come out
+// worse: measured up to 8e-2 over 40 seeds): 0.2; a product left in the wrong precision or
+// layout is off by ~1. Adam divides each gradient element by its own magnitude, so the small, noisy elements move
 // as much as the large ones: for AdamW only the loss is compared.
 TEST(CpuCompiledStep, Bf16FollowsFp32ToBf16Rounding) {
   if (!cpu::cpu_has_native_bf16()) GTEST_SKIP() << "this CPU has no AVX512-BF16/AMX (" << cpu::dnnl_cpu_isa() << ")";
@@ -229,7 +232,7 @@ TEST(CpuCompiledStep, Bf16FollowsFp32ToBf16Rounding) {
       const Tensor change32 = p32[i].second->value.clone(), change16 = p16[i].second->value.clone();
       ops::axpy(change32, p0[i].second->value, -1.0);
       ops::axpy(change16, p0[i].second->value, -1.0);
-      EXPECT_LT(test::relative_error(change16, change32), 5e-2) << optimizer << " " << p0[i].first;
+      EXPECT_LT(test::relative_error(change16, change32), 0.2) << optimizer << " " << p0[i].first;
     }
   }
 }
