@@ -270,16 +270,34 @@ void CpuTrainPlan::update() {
   SN_CHECK(!table.empty(), "the compiled CPU step has no learning-rate table");
   const double lr = table[static_cast<std::size_t>(std::min<std::int64_t>(counters_.step, std::ssize(table) - 1))];
   const OptimConfig& opt = spec_.optim;
-  if (opt.type == "sgd") {
-    const SgdHyper h{lr, opt.momentum, opt.dampening, opt.weight_decay, opt.nesterov, counters_.opt_steps == 0};
-    ops::sgd_step(master_, grad_, state1_.defined() ? &state1_ : nullptr, h);
+  const SgdHyper sgd{lr, opt.momentum, opt.dampening, opt.weight_decay, opt.nesterov, counters_.opt_steps == 0};
+  const AdamHyper adam{lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, opt.type == "adamw",
+                       counters_.opt_steps + 1};
+  // The eager optimizer's own loop over [begin, end) of the flat buffers.
+  const auto update_range = [&](std::int64_t begin, std::int64_t end) {
+    const auto part = [&](const Tensor& t) { return t.defined() ? t.slice_rows(begin, end) : Tensor(); };
+    const Tensor p = part(master_), g = part(grad_), s1 = part(state1_), s2 = part(state2_);
+    if (opt.type == "sgd") {
+      ops::sgd_step(p, g, s1.defined() ? &s1 : nullptr, sgd);
+    } else {
+      ops::adam_step(p, g, s1, s2, adam);
+    }
+  };
+  if (!bf16()) {
+    update_range(0, layout_.size);  // one parallel loop over all parameters
   } else {
-    const AdamHyper h{lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, opt.type == "adamw", counters_.opt_steps + 1};
-    ops::adam_step(master_, grad_, state1_, state2_, h);
+    // Block by block, each block's bf16 copy written while the block is still in cache.
+    constexpr std::int64_t kBlock = 8192;
+    const std::int64_t blocks = (layout_.size + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t begin = b * kBlock, end = std::min(layout_.size, begin + kBlock);
+      update_range(begin, end);
+      cpu::copy_to_bf16_serial(master_.data<float>() + begin, bf16_data(copy16_) + begin, end - begin);
+    }
   }
   ++counters_.opt_steps;
   ++counters_.step;
-  if (bf16()) cpu::copy_to_bf16(master_.data<float>(), bf16_data(copy16_), layout_.size);
 }
 
 void CpuTrainPlan::step() {
