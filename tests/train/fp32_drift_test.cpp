@@ -10,9 +10,10 @@
 // momentum carries it into every later step, and the runs part for good (measured: 5 of 6
 // patterns switch and end 1e-3..2e-3 off; aligned, all 6 stay at their 1.5e-6 start). Unnudged,
 // the eager fp32 run here switches none and ends 2e-7 from fp64; the compiled CPU step (oneDNN's
-// rounding) switches one at step 11, its error jumps from 1.6e-7 to 1.7e-5 in that step and grows
-// to 2.7e-4 by step 32: the GPU host's 3e-4. Which rounding switches a ReLU is luck (CUDA's did
-// not); nothing is wrong with the products (each within 4e-7 of fp64). fp32 training is chaotic
+// rounding; its pre-activations are not observable here) shows a switch's signature: its error
+// jumps from 1.6e-7 to 1.7e-5 at step 11 and grows to 2.7e-4 by step 32, the GPU host's 3e-4.
+// Which rounding switches a ReLU is luck (CUDA's did not); nothing is wrong with the products
+// (each within 4e-7 of fp64). fp32 training is chaotic
 // at ReLU boundaries, so a 32-step fp32-vs-fp64 comparison needs ~1e-3, not fp32 rounding; the
 // per-step golden replay (tests/parity) is where fp32 is held to 1e-5.
 #include <gtest/gtest.h>
