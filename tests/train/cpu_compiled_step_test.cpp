@@ -45,10 +45,13 @@ struct Case {
   std::string loss = "cross_entropy";
   std::string optimizer = "sgd";
   std::string precision = "fp32";
+  std::vector<std::int64_t> hidden = {24, 16};
+  bool bias = true;
 };
 
 std::string name(const Case& c) {
-  return fmt::format("{}/{}/{}/{}", ops::activation_name(c.activation), c.loss, c.optimizer, c.precision);
+  return fmt::format("{}/{}/{}/{}/{} hidden/{}", ops::activation_name(c.activation), c.loss, c.optimizer, c.precision,
+                     c.hidden.size(), c.bias ? "bias" : "no bias");
 }
 
 OptimConfig optim_config(const std::string& type) {
@@ -70,9 +73,10 @@ struct Model {
 nn::MlpSpec mlp_spec(const Case& c) {
   nn::MlpSpec spec;
   spec.inputs = kFeatures;
-  spec.hidden = {24, 16};
+  spec.hidden = c.hidden;
   spec.outputs = kClasses;
   spec.activation = c.activation;
+  spec.bias = c.bias;
   return spec;
 }
 
@@ -173,6 +177,15 @@ TEST(CpuCompiledStep, FollowsTheEagerStepForEveryActivationLossAndOptimizer) {
         expect_close(compiled, eager, optimizer == "sgd" ? 1e-5 : 1e-4, name(c));
       }
     }
+  }
+  // Softmax regression (one layer: no input gradient, no activation) and layers without bias.
+  for (const Case& c : {Case{.hidden = {}}, Case{.activation = Activation::kTanh, .bias = false},
+                        Case{.optimizer = "adamw", .hidden = {}, .bias = false}}) {
+    Model eager = make_model(c), compiled = make_model(c);
+    const double eager_loss = train_eager(c, eager, *f.loader);
+    const EpochTotals totals = train_compiled(c, compiled, *f.loader);
+    EXPECT_NEAR(totals.loss_sum, eager_loss, 1e-5 * eager_loss) << name(c);
+    expect_close(compiled, eager, c.optimizer == "sgd" ? 1e-5 : 1e-4, name(c));
   }
 }
 
