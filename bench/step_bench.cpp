@@ -1,8 +1,9 @@
 // Times sprintnet training steps (forward, loss, backward, SGD-momentum update)
 // for an LxHxB MLP (L linear layers, L-1 hidden of width H, batch B) on random
-// MNIST-shaped data, through the same eager API the Trainer uses. Prints one
-// JSON line per config: median time per step over repeats, samples/s, and the
-// time of a 468-step MNIST epoch.
+// MNIST-shaped data, through the eager API (--engine eager) or the compiled CPU
+// step the Trainer runs (--engine compiled, fp32 or bf16; its steps also gather
+// each batch from uint8 images). Prints one JSON line per config: median time per
+// step over repeats, samples/s, and the time of a 468-step MNIST epoch.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "sprintnet/nn/mlp.h"
 #include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/optim/optimizer.h"
+#include "sprintnet/train/train_plan.h"
 #include "support_bench.h"
 
 using namespace sprintnet;
@@ -23,10 +25,14 @@ int main(int argc, char** argv) {
   CLI::App app{"sprintnet training-step benchmark"};
   std::vector<std::string> configs{"4x784x128", "3x256x128"};
   std::string device_name = "cpu";
+  std::string engine = "eager", precision = "fp32";
   int threads = 0, steps = 50, repeats = 5, warmup = 10;
   app.add_option("--config", configs, "LxHxB configs, e.g. 4x784x128")->expected(1, -1);
   app.add_option("--device", device_name, "cpu or cuda");
   app.add_option("--threads", threads, "CPU threads (0 = all cores)");
+  app.add_option("--engine", engine, "eager (module by module) or compiled (the CPU's TrainPlan)")
+      ->check(CLI::IsMember({"eager", "compiled"}));
+  app.add_option("--precision", precision, "compiled engine: fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--steps", steps, "steps per timed repeat");
   app.add_option("--repeats", repeats, "timed repeats (the median is reported)");
   app.add_option("--warmup", warmup, "untimed steps first");
@@ -45,7 +51,35 @@ int main(int argc, char** argv) {
     optim::SGD optimizer(model->parameters(), {.lr = 0.01, .momentum = 0.9});
     const Tensor x = bench::random_tensor({shape.batch, kInputs}, gen, device);
     const Tensor y = bench::random_labels(shape.batch, kClasses, gen, device);
+    // The compiled step reads its batches from a uint8 data set, as in training: 32 batches' worth.
+    const std::int64_t samples = 32 * shape.batch;
+    Dataset data;
+    std::unique_ptr<train::BatchLoader> loader;
+    std::unique_ptr<train::TrainPlan> plan;
+    std::int64_t plan_steps = 0;
+    if (engine == "compiled") {
+      SN_CHECK(device.is_cpu(), "--engine compiled times the CPU's compiled step; the GPU's: bench/epoch_bench");
+      data = bench::random_dataset(samples, kInputs, kClasses, gen);
+      loader = std::make_unique<train::BatchLoader>(data, Normalization{1.0 / 255, -0.5},
+                                                    train::LoaderOptions{shape.batch, true, true, 1}, device);
+      train::TrainPlanSpec plan_spec;
+      plan_spec.mlp = spec;
+      plan_spec.optim.type = "sgd";
+      plan_spec.optim.lr = 0.01;
+      plan_spec.optim.momentum = 0.9;
+      plan_spec.precision = precision;
+      plan_spec.train = loader.get();
+      plan_spec.lr_per_step.assign(1, 0.01);
+      plan = train::make_cpu_train_plan(plan_spec);
+      plan->load(*model, optimizer);
+    }
     auto step = [&] {
+      if (plan) {
+        if (plan_steps % loader->batches_per_epoch() == 0) plan->start_epoch(plan_steps / loader->batches_per_epoch());
+        plan->step();
+        ++plan_steps;
+        return;
+      }
       optimizer.zero_grad();
       criterion.forward(model->forward(x), y);
       model->backward(criterion.backward());
@@ -63,6 +97,8 @@ int main(int argc, char** argv) {
     std::sort(per_step_s.begin(), per_step_s.end());
     const double median = per_step_s[per_step_s.size() / 2];
     nlohmann::json row = {{"system", "sprintnet"},
+                          {"engine", engine},
+                          {"precision", engine == "compiled" ? precision : "fp32"},
                           {"device", device.str()},
                           {"threads", device.is_cpu() ? cpu_threads() : 0},
                           {"config", text},

@@ -7,6 +7,7 @@
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/random.h"
 #include "sprintnet/core/tensor.h"
+#include "sprintnet/data/dataset.h"
 
 namespace sprintnet::bench {
 
@@ -34,6 +35,21 @@ inline Tensor random_tensor(const Shape& shape, Generator& gen, Device device) {
   std::vector<float> values(static_cast<std::size_t>(shape_numel(shape)));
   for (float& v : values) v = static_cast<float>(gen.normal());
   return Tensor::from_vector(values, shape, device);
+}
+
+// A data set of `n` random uint8 images of `features` pixels and random labels.
+inline Dataset random_dataset(std::int64_t n, std::int64_t features, std::int64_t classes, Generator& gen) {
+  Dataset data;
+  data.name = "random";
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(n * features));
+  for (auto& p : pixels) p = static_cast<std::uint8_t>(gen.below(256));
+  data.images = Tensor::from_vector(pixels, {n, features});
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+  for (auto& y : labels) y = static_cast<std::int32_t>(gen.below(static_cast<std::uint64_t>(classes)));
+  data.labels = Tensor::from_vector(labels, {n});
+  data.sample_shape = {features};
+  data.num_classes = classes;
+  return data;
 }
 
 inline Tensor random_labels(std::int64_t n, std::int64_t classes, Generator& gen, Device device) {

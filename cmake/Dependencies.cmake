@@ -23,6 +23,17 @@ add_library(sprintnet_blas INTERFACE)
 target_include_directories(sprintnet_blas INTERFACE ${OPENBLAS_INCLUDE_DIR})
 target_link_libraries(sprintnet_blas INTERFACE ${OPENBLAS_LIBRARY})
 
+# oneDNN (Debian's libdnnl-dev, OpenMP runtime): the compiled CPU step's matrix products, with the
+# bias and activation fused as post-ops and bf16 on AVX512-BF16/AMX (docs/PERFORMANCE.md says why).
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(DNNL_LIBRARY NAMES dnnl)
+if(NOT DNNL_INCLUDE_DIR OR NOT DNNL_LIBRARY)
+  message(FATAL_ERROR "oneDNN not found: run scripts/install-deps (Debian package libdnnl-dev)")
+endif()
+add_library(sprintnet_dnnl INTERFACE)
+target_include_directories(sprintnet_dnnl INTERFACE ${DNNL_INCLUDE_DIR})
+target_link_libraries(sprintnet_dnnl INTERFACE ${DNNL_LIBRARY})
+
 find_package(benchmark QUIET)
 
 if(SPRINTNET_CUDA)

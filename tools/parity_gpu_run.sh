@@ -45,11 +45,13 @@ for dev in ${SHORT_DEVICES:-cpu cuda}; do
   check "$sn" train configs/mnist_mlp.toml -q --set data.train_limit=2048 --set train.epochs=2 \
     --set device.name="$dev" --set output.dir="$out/runs" --set output.name="short_$dev"
   # fp32 against fp32 informs; fp64 decides (two fp32 runs may part at a ReLU input rounded across zero).
+  # A single switched ReLU in 32 steps leaves fp32 ~3e-4 from fp64 and a few leave ~2e-3
+  # (tests/train/fp32_drift_test.cpp shows why): 3e-3 separates that from a wrong op (> 1e-2).
   python3 tools/torch_reference.py --config "$run/config.toml" --device "$dev" \
     --out "$run/reference.jsonl" --save-weights "$run/reference.safetensors" \
     --compare-weights "$run/model.safetensors" 2>&1 | tee "$run/compare_fp32.log"
   logged "$run/compare_fp64.log" python3 tools/torch_reference.py --config "$run/config.toml" --device cpu \
-    --dtype fp64 --out "$run/reference_fp64.jsonl" --compare-weights "$run/model.safetensors"
+    --dtype fp64 --out "$run/reference_fp64.jsonl" --compare-weights "$run/model.safetensors" --tolerance 3e-3
 done
 
 # The full default run (configs/mnist_mlp.toml) by both, and the plot.

@@ -241,9 +241,9 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
     # Full fp32 matrix products (no TF32), as sprintnet's fp32; PyTorch >= 2.9 names this setting anew.
-    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+    try:
         torch.backends.cuda.matmul.fp32_precision = "ieee"
-    else:
+    except (AttributeError, AssertionError):  # older PyTorch (1.13 answers unknown names with AssertionError)
         torch.backends.cuda.matmul.allow_tf32 = False
 
     data = sprintnet_data.load_train_test(config["data"], args.data_dir)

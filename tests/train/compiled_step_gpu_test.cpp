@@ -52,7 +52,7 @@ TEST(CompiledStep, SoftmaxRegressionInFp32FollowsTheCpuRun) {
   const std::vector<std::string> slice = {"data.train_limit=10000", "data.test_limit=2000", "train.epochs=2",
                                           "model.hidden=[]"};
   std::vector<std::string> cpu_overrides = slice;
-  cpu_overrides.push_back("device.engine=\"auto\"");
+  cpu_overrides.push_back("device.engine=\"eager\"");  // the eager CPU ops: the reference
   cpu_overrides.push_back("device.name=\"cpu\"");
   const TrainSummary cpu = Trainer(mnist_config("fp32", "softmax-cpu", cpu_overrides)).fit();
   Trainer gpu_trainer(mnist_config("fp32", "softmax-gpu", slice));

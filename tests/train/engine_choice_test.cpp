@@ -1,4 +1,4 @@
-// Which step a config trains with (eager or the compiled GPU step) and in which precision: the
+// Which step a config trains with (eager or a compiled step) and in which precision: the
 // choices are pure functions of the config and device, so they are tested here without a GPU,
 // including the errors that name the key to change.
 #include <gmock/gmock.h>
@@ -36,13 +36,17 @@ TEST(EngineChoice, AutoCompilesOnAGpuWhenItCanAndRunsEagerOtherwise) {
   EXPECT_TRUE(resolve_compiled(with({}), gpu, 60000));
   EXPECT_FALSE(resolve_compiled(with({"model.activation=\"tanh\""}), gpu, 60000));
   EXPECT_FALSE(resolve_compiled(with({"device.engine=\"eager\""}), gpu, 60000));
-  EXPECT_FALSE(resolve_compiled(with({}), Device::cpu(), 60000));
+}
+
+TEST(EngineChoice, TheCpuCompilesEveryModelUnlessAskedForEager) {
+  EXPECT_TRUE(resolve_compiled(with({}), Device::cpu(), 60000));
+  EXPECT_TRUE(resolve_compiled(with({"device.engine=\"compiled\"", "model.activation=\"gelu\"", "loss.type=\"mse\"",
+                                     "train.drop_last=false"}),
+                               Device::cpu(), 60000));
+  EXPECT_FALSE(resolve_compiled(with({"device.engine=\"eager\""}), Device::cpu(), 60000));
 }
 
 TEST(EngineChoice, AskingForTheCompiledStepWhereItCannotRunSaysWhy) {
-  EXPECT_THAT(
-      test::error_message([] { resolve_compiled(with({"device.engine=\"compiled\""}), Device::cpu(), 60000); }),
-      HasSubstr("device.engine = \"compiled\" needs a GPU"));
   EXPECT_THAT(test::error_message([] {
                 resolve_compiled(with({"device.engine=\"compiled\"", "loss.type=\"mse\""}), Device::cuda(0), 60000);
               }),
@@ -54,15 +58,20 @@ TEST(EngineChoice, AutoPrecisionIsBf16ForTheCompiledStepAndFp32Otherwise) {
   EXPECT_EQ(resolve_precision(config, Device::cuda(0), true), "bf16");
   EXPECT_EQ(resolve_precision(config, Device::cuda(0), false), "fp32");
   EXPECT_EQ(resolve_precision(config, Device::cpu(), false), "fp32");
+  EXPECT_EQ(resolve_precision(config, Device::cpu(), true), "fp32");  // the CPU's bf16 is asked for by name
   config.precision = "fp16";
   EXPECT_EQ(resolve_precision(config, Device::cuda(0), true), "fp16");
 }
 
-TEST(EngineChoice, SixteenBitOrTf32PrecisionNeedsTheCompiledStepOnAGpu) {
+TEST(EngineChoice, SixteenBitOrTf32PrecisionNeedsACompiledStep) {
   DeviceConfig config;
   config.precision = "bf16";
+  EXPECT_EQ(resolve_precision(config, Device::cpu(), true), "bf16");
   EXPECT_THAT(test::error_message([&] { resolve_precision(config, Device::cpu(), false); }),
-              HasSubstr("device.precision = \"bf16\" needs a GPU"));
+              HasSubstr("needs the compiled step"));
+  config.precision = "fp16";
+  EXPECT_THAT(test::error_message([&] { resolve_precision(config, Device::cpu(), true); }),
+              HasSubstr("device.precision = \"fp16\" needs a GPU"));
   config.precision = "tf32";
   config.engine = "eager";
   EXPECT_THAT(test::error_message([&] { resolve_precision(config, Device::cuda(0), false); }),

@@ -72,7 +72,7 @@ TEST(FusedFit, AutoTakesTheCompiledStepThenTheFusedEngineThenEager) {
   // Asked for, the fused engine runs whatever fits.
   EXPECT_EQ(engine(with({"device.engine=\"fused\""}), mlp({256})).engine, Engine::kFused);
   EXPECT_EQ(engine(with({"device.engine=\"eager\""}), mlp({256})).engine, Engine::kEager);
-  EXPECT_EQ(resolve_engine(with({}), Device::cpu(), 60000, mlp({256}), 1000, 0).engine, Engine::kEager);
+  EXPECT_EQ(resolve_engine(with({}), Device::cpu(), 60000, mlp({256}), 1000, 0).engine, Engine::kCompiled);
 }
 
 TEST(FusedFit, AskingForTheFusedEngineWhereItCannotRunNamesTheLimit) {

@@ -35,7 +35,7 @@ class TrainerGpuEngine : public ::testing::TestWithParam<std::string> {};
 // Both GPU steps, the eager one (module by module) and the compiled one (a CUDA graph with fused kernels).
 TEST_P(TrainerGpuEngine, Fp32RunFollowsTheCpuRun) {
   SN_REQUIRE_GPU();
-  const TrainSummary cpu = Trainer(slice_config("cpu")).fit();
+  const TrainSummary cpu = Trainer(slice_config("cpu", "eager")).fit();  // the eager CPU ops: the reference
   Trainer trainer(slice_config("cuda", GetParam()));
   EXPECT_EQ(trainer.plan() != nullptr, GetParam() == "compiled");
   const TrainSummary gpu = trainer.fit();

@@ -189,18 +189,20 @@ const std::vector<ConfigKey>& keys() {
       key("device.precision", &Config::device, &DeviceConfig::precision,
           "matrix-multiply precision: `bf16`/`fp16` (fp16 with dynamic loss scaling) keep fp32 master weights and "
           "optimizer state; `tf32` rounds fp32 inputs on the matrix units. `auto` = bf16 for the fused and compiled GPU "
-          "engines, fp32 for the eager one and the CPU (which supports only fp32); 16-bit and tf32 need the compiled step",
+          "engines, fp32 for the eager one and the CPU; 16-bit and tf32 need a compiled step; the CPU's computes in "
+          "fp32 or bf16 (on a CPU with AVX512-BF16 or AMX)",
           one_of({"auto", "fp32", "tf32", "bf16", "fp16"})),
       key("device.allocator", &Config::device, &DeviceConfig::allocator,
           "GPU memory: `caching` (sprintnet's caching allocator), `async` (CUDA's cudaMallocAsync pool), or "
           "`auto` = the environment variable ALLOCATOR_TYPE (`cuda` selects async), else caching",
           one_of({"auto", "caching", "async"})),
       key("device.engine", &Config::device, &DeviceConfig::engine,
-          "how a GPU trains: `fused` = one persistent kernel per epoch with the model resident on chip (bf16/fp16, "
-          "up to 8 layers and 64 classes, state within the GPU's L2; docs/FUSED.md), `compiled` = the whole step "
-          "captured once in a CUDA graph with fused kernels (ReLU or identity MLPs with cross-entropy), `eager` = "
-          "module by module in fp32, `auto` = compiled when the model, loss and batch allow it (the faster engine "
-          "today), else fused when the model fits, else eager. The CPU always runs eager",
+          "how a training step runs: `fused` (GPU) = one persistent kernel per epoch with the model resident on chip "
+          "(bf16/fp16, up to 8 layers and 64 classes, state within the GPU's L2; docs/FUSED.md); `compiled` = on a GPU "
+          "the whole step captured once in a CUDA graph with fused kernels (ReLU or identity MLPs with cross-entropy), "
+          "on the CPU fixed buffers, oneDNN products with fused bias+ReLU and one flat optimizer update (every model "
+          "and loss); `eager` = module by module in fp32; `auto` = compiled when the model, loss and batch allow it "
+          "(always on the CPU; on a GPU the faster engine today), else fused when the model fits, else eager",
           one_of({"auto", "fused", "compiled", "eager"})),
       key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = all cores)", at_least(0)),
 

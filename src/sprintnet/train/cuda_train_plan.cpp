@@ -131,9 +131,6 @@ class CudaTrainPlan final : public TrainPlan {
   void* stream_handle() const override { return stream_; }
 
  private:
-  Tensor flat_view(const Tensor& flat, std::int64_t offset, const Shape& shape) const {
-    return flat.slice_rows(offset, offset + shape_numel(shape)).view(shape);
-  }
   // The weights the products read: the compute copy, or the master itself in fp32/tf32.
   void* weights(std::int64_t offset) const;
   void enqueue_step(cudaStream_t main);
@@ -154,7 +151,8 @@ class CudaTrainPlan final : public TrainPlan {
   void capture(Graph& graph, Enqueue&& enqueue);
   // A product in the plan's precision; outputs (activations and gradients) in the compute type.
   GemmDesc desc(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb, GemmEpilogue e) const;
-  std::vector<nn::Linear*> linears(nn::Sequential& model) const;
+  // Where layers_ keep their parameters in the flat buffers (train/flat_parameters.h).
+  FlatLayout flat_layout() const;
   cuda::StepState read_state();
 
   TrainPlanSpec spec_;
@@ -315,14 +313,13 @@ void* CudaTrainPlan::weights(std::int64_t offset) const {
   return master_.data<float>() + offset;
 }
 
-std::vector<nn::Linear*> CudaTrainPlan::linears(nn::Sequential& model) const {
-  std::vector<nn::Linear*> out;
-  for (std::size_t i = 0; i < model.size(); ++i) {
-    if (auto* linear = dynamic_cast<nn::Linear*>(&model[i])) out.push_back(linear);
+FlatLayout CudaTrainPlan::flat_layout() const {
+  FlatLayout layout;
+  for (const Layer& layer : layers_) {
+    layout.layers.push_back({layer.in, layer.out, layer.weight_offset, layer.bias_offset});
   }
-  SN_CHECK(out.size() == layers_.size(), "the model has {} Linear layers, the compiled step {}", out.size(),
-           layers_.size());
-  return out;
+  layout.size = params_;
+  return layout;
 }
 
 void CudaTrainPlan::enqueue_forward(const void* input, std::int64_t rows, bool training, cudaStream_t stream) {
@@ -587,33 +584,17 @@ void CudaTrainPlan::capture(Graph& graph, Enqueue&& enqueue) {
 
 void CudaTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
   const cuda::DeviceGuard guard(device_.index);
-  const auto layers = linears(model);
-  for (std::size_t l = 0; l < layers.size(); ++l) {
-    const Layer& layer = layers_[l];
-    ops::copy(flat_view(master_, layer.weight_offset, {layer.out, layer.in}), layers[l]->weight().value);
-    if (layer.bias_offset >= 0) ops::copy(flat_view(master_, layer.bias_offset, {layer.out}), layers[l]->bias().value);
-  }
+  const FlatLayout layout = flat_layout();
+  copy_weights_to_flat(model, layout, master_);
   if (copy_.defined()) {
     SN_CUDA_CHECK(cuda::launch_convert_from_f32(master_.data<float>(), copy_.raw_data(), precision_.element, params_,
                                                 stream_));
   }
-  // Optimizer state, by the names the eager optimizers export ("<param>.<state>"), params in model order.
-  const optim::Counters counters = optimizer.counters();
-  std::vector<std::pair<std::int64_t, Shape>> params;  // flat offset and shape, in parameters() order
-  for (const Layer& layer : layers_) {
-    params.emplace_back(layer.weight_offset, Shape{layer.out, layer.in});
-    if (layer.bias_offset >= 0) params.emplace_back(layer.bias_offset, Shape{layer.out});
-  }
-  for (const auto& [name, tensor] : optimizer.state()) {
-    const auto dot = name.find('.');
-    const std::size_t index = std::stoul(name.substr(0, dot));
-    const std::string what = name.substr(dot + 1);
-    SN_CHECK(index < params.size(), "optimizer state '{}' has no parameter in the compiled step", name);
-    const Tensor& flat = what == "exp_avg_sq" ? state2_ : state1_;
-    SN_CHECK(flat.defined(), "optimizer state '{}' has no place in the compiled step", name);
-    ops::copy(flat_view(flat, params[index].first, params[index].second), tensor);
-  }
-  const cuda::StepState state = step_state_from(counters, precision_.element == ElementType::kF16);
+  const StepCounters counters = load_optimizer_state(optimizer, layout, state1_, state2_);
+  cuda::StepState state;
+  state.step = counters.step;
+  state.opt_steps = counters.opt_steps;
+  state.loss_scale = precision_.element == ElementType::kF16 ? 65536.0f : 1.0f;  // torch.amp.GradScaler's start
   SN_CUDA_CHECK(cudaMemcpyAsync(state_.raw_data(), &state, sizeof(state), cudaMemcpyHostToDevice, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `state` is on this stack frame
 }
@@ -627,36 +608,11 @@ cuda::StepState CudaTrainPlan::read_state() {
 
 void CudaTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
   const cuda::DeviceGuard guard(device_.index);
-  const auto layers = linears(model);
-  for (std::size_t l = 0; l < layers.size(); ++l) {
-    const Layer& layer = layers_[l];
-    ops::copy(layers[l]->weight().value, flat_view(master_, layer.weight_offset, {layer.out, layer.in}));
-    if (layer.bias_offset >= 0) ops::copy(layers[l]->bias().value, flat_view(master_, layer.bias_offset, {layer.out}));
-  }
+  const FlatLayout layout = flat_layout();
+  copy_weights_from_flat(model, layout, master_);
   const cuda::StepState state = read_state();
-  optim::NamedTensors tensors;
-  optim::Counters counters = optimizer.counters();
-  std::int64_t index = 0;
-  const auto add = [&](std::int64_t offset, const Shape& shape) {
-    if (spec_.optim.type == "sgd") {
-      if (state1_.defined()) {
-        tensors.emplace_back(fmt::format("{}.momentum_buffer", index), flat_view(state1_, offset, shape));
-      }
-      counters[fmt::format("{}.momentum_started", index)] = state.opt_steps > 0 ? 1 : 0;
-    } else {
-      tensors.emplace_back(fmt::format("{}.exp_avg", index), flat_view(state1_, offset, shape));
-      tensors.emplace_back(fmt::format("{}.exp_avg_sq", index), flat_view(state2_, offset, shape));
-      counters[fmt::format("{}.step", index)] = state.opt_steps;
-    }
-    ++index;
-  };
-  for (const Layer& layer : layers_) {
-    add(layer.weight_offset, {layer.out, layer.in});
-    if (layer.bias_offset >= 0) add(layer.bias_offset, {layer.out});
-  }
-  counters["steps"] = state.step;
-  // The eager optimizer lists its state tensors in parameter order, then by name: sort ours alike.
-  optimizer.load_state(tensors, counters, "the compiled CUDA step");
+  store_optimizer_state(optimizer, spec_.optim.type, layout, state1_, state2_, {state.step, state.opt_steps},
+                        "the compiled CUDA step");
 }
 
 void CudaTrainPlan::start_epoch(std::int64_t epoch) {

@@ -2,139 +2,126 @@
 
 #include <algorithm>
 
-#include "sprintnet/core/error.h"
 #include "sprintnet/ops/ops.h"
 
 namespace sprintnet::train {
 namespace {
 
-void scatter(std::vector<float>& image, const FlatSlot& slot, const std::vector<float>& values) {
-  for (std::int64_t r = 0; r < slot.rows; ++r) {
-    std::copy_n(values.begin() + r * slot.cols, slot.cols, image.begin() + slot.offset + r * slot.row_stride);
-  }
-}
+std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
 
-std::vector<float> gather(const std::vector<float>& image, const FlatSlot& slot) {
-  std::vector<float> values(static_cast<std::size_t>(slot.rows * slot.cols));
-  for (std::int64_t r = 0; r < slot.rows; ++r) {
-    std::copy_n(image.begin() + slot.offset + r * slot.row_stride, slot.cols, values.begin() + r * slot.cols);
+// Flat offset and shape of every parameter, in parameters() order (weight, then bias, per layer).
+std::vector<std::pair<std::int64_t, Shape>> parameter_places(const FlatLayout& layout) {
+  std::vector<std::pair<std::int64_t, Shape>> places;
+  for (const FlatLayer& layer : layout.layers) {
+    places.emplace_back(layer.weight_offset, Shape{layer.out, layer.in});
+    if (layer.bias_offset >= 0) places.emplace_back(layer.bias_offset, Shape{layer.out});
   }
-  return values;
-}
-
-Tensor tensor_of(const std::vector<float>& image, const FlatSlot& slot, const Shape& shape, Device device) {
-  return Tensor::from_vector(gather(image, slot), shape, device);
-}
-
-std::vector<nn::Parameter*> parameters_of(const std::vector<nn::Linear*>& layers) {
-  std::vector<nn::Parameter*> params;
-  for (nn::Linear* layer : layers) {
-    params.push_back(&layer->weight());
-    if (layer->has_bias()) params.push_back(&layer->bias());
-  }
-  return params;
+  return places;
 }
 
 }  // namespace
 
-std::vector<nn::Linear*> linear_layers(nn::Sequential& model, std::size_t expected, std::string_view engine) {
+FlatLayout flat_layout(const nn::MlpSpec& mlp, std::int64_t alignment) {
+  FlatLayout layout;
+  std::vector<std::int64_t> widths = mlp.hidden;
+  widths.push_back(mlp.outputs);
+  std::int64_t in = mlp.inputs;
+  for (const std::int64_t out : widths) {
+    FlatLayer layer{.in = in, .out = out, .weight_offset = layout.size};
+    layout.size = round_up(layout.size + in * out, alignment);
+    if (mlp.bias) {
+      layer.bias_offset = layout.size;
+      layout.size = round_up(layout.size + out, alignment);
+    }
+    layout.layers.push_back(layer);
+    in = out;
+  }
+  return layout;
+}
+
+Tensor flat_view(const Tensor& flat, std::int64_t offset, const Shape& shape) {
+  return flat.slice_rows(offset, offset + shape_numel(shape)).view(shape);
+}
+
+std::vector<nn::Linear*> linear_layers(nn::Sequential& model, std::size_t expected) {
   std::vector<nn::Linear*> out;
   for (std::size_t i = 0; i < model.size(); ++i) {
     if (auto* linear = dynamic_cast<nn::Linear*>(&model[i])) out.push_back(linear);
   }
-  SN_CHECK(out.size() == expected, "the model has {} Linear layers, the {} {}", out.size(), engine, expected);
+  SN_CHECK(out.size() == expected, "the model has {} Linear layers, the compiled step {}", out.size(), expected);
   return out;
 }
 
-FlatImages export_to_flat(const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer,
-                          const std::vector<FlatSlot>& slots, std::int64_t length, const OptimConfig& optim,
-                          std::string_view engine) {
-  const auto params = parameters_of(layers);
-  SN_CHECK(params.size() == slots.size(), "the model has {} parameters, the {} {}", params.size(), engine,
-           slots.size());
-  const auto n = static_cast<std::size_t>(length);
-  FlatImages images;
-  images.master.assign(n, 0.0f);
-  const bool sgd = optim.type == "sgd";
-  if (!sgd || optim.momentum > 0.0) images.state1.assign(n, 0.0f);
-  if (!sgd) images.state2.assign(n, 0.0f);
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    scatter(images.master, slots[i], params[i]->value.to(Device::cpu()).to_vector<float>());
+void copy_weights_to_flat(nn::Sequential& model, const FlatLayout& layout, const Tensor& flat) {
+  const auto linears = linear_layers(model, layout.layers.size());
+  for (std::size_t l = 0; l < linears.size(); ++l) {
+    const FlatLayer& layer = layout.layers[l];
+    ops::copy(flat_view(flat, layer.weight_offset, {layer.out, layer.in}), linears[l]->weight().value);
+    if (layer.bias_offset >= 0) ops::copy(flat_view(flat, layer.bias_offset, {layer.out}), linears[l]->bias().value);
   }
+}
+
+void copy_weights_from_flat(nn::Sequential& model, const FlatLayout& layout, const Tensor& flat) {
+  const auto linears = linear_layers(model, layout.layers.size());
+  for (std::size_t l = 0; l < linears.size(); ++l) {
+    const FlatLayer& layer = layout.layers[l];
+    ops::copy(linears[l]->weight().value, flat_view(flat, layer.weight_offset, {layer.out, layer.in}));
+    if (layer.bias_offset >= 0) ops::copy(linears[l]->bias().value, flat_view(flat, layer.bias_offset, {layer.out}));
+  }
+}
+
+StepCounters load_optimizer_state(optim::Optimizer& optimizer, const FlatLayout& layout, const Tensor& state1,
+                                  const Tensor& state2) {
+  // Optimizer state by the names the eager optimizers export ("<param>.<state>").
+  const auto places = parameter_places(layout);
   for (const auto& [name, tensor] : optimizer.state()) {
     const auto dot = name.find('.');
     const std::size_t index = std::stoul(name.substr(0, dot));
     const std::string what = name.substr(dot + 1);
-    SN_CHECK(index < slots.size(), "optimizer state '{}' has no parameter in the {}", name, engine);
-    std::vector<float>& image = what == "exp_avg_sq" ? images.state2 : images.state1;
-    SN_CHECK(!image.empty(), "optimizer state '{}' has no place in the {}", name, engine);
-    scatter(image, slots[index], tensor.to(Device::cpu()).to_vector<float>());
+    SN_CHECK(index < places.size(), "optimizer state '{}' has no parameter in the compiled step", name);
+    const Tensor& flat = what == "exp_avg_sq" ? state2 : state1;
+    SN_CHECK(flat.defined(), "optimizer state '{}' has no place in the compiled step", name);
+    ops::copy(flat_view(flat, places[index].first, places[index].second), tensor);
   }
-  return images;
+  return step_counters(optimizer.counters());
 }
 
-cuda::StepState step_state_from(const optim::Counters& counters, bool fp16) {
-  cuda::StepState state;
-  state.step = counters.at("steps");
-  state.opt_steps = state.step;
+StepCounters step_counters(const optim::Counters& counters) {
+  StepCounters out;
+  out.step = counters.at("steps");
+  out.opt_steps = out.step;
   if (const auto it = counters.find("0.step"); it != counters.end()) {
-    state.opt_steps = it->second;  // Adam: updates per parameter (all alike in a flat update)
+    out.opt_steps = it->second;  // Adam: updates per parameter (all alike in a compiled step)
     for (const auto& [name, value] : counters) {
-      SN_CHECK(name == "steps" || value == state.opt_steps,
-               "optimizer counter '{}' is {}, the flat update takes every parameter together ({})", name, value,
-               state.opt_steps);
+      SN_CHECK(name == "steps" || value == out.opt_steps,
+               "optimizer counter '{}' is {}, the compiled step updates every parameter together ({})", name, value,
+               out.opt_steps);
     }
   } else if (const auto started = counters.find("0.momentum_started"); started != counters.end()) {
-    state.opt_steps = started->second == 1 ? std::max<std::int64_t>(state.step, 1) : 0;
+    out.opt_steps = started->second == 1 ? std::max<std::int64_t>(out.step, 1) : 0;
   }
-  state.loss_scale = fp16 ? 65536.0f : 1.0f;  // torch.amp.GradScaler's initial scale
-  return state;
+  return out;
 }
 
-void import_from_flat(const FlatImages& images, const std::vector<FlatSlot>& slots,
-                      const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
-                      const cuda::StepState& state, std::string_view engine) {
-  const auto params = parameters_of(layers);
-  SN_CHECK(params.size() == slots.size(), "the model has {} parameters, the {} {}", params.size(), engine,
-           slots.size());
+void store_optimizer_state(optim::Optimizer& optimizer, const std::string& type, const FlatLayout& layout,
+                           const Tensor& state1, const Tensor& state2, const StepCounters& counters,
+                           const std::string& origin) {
   optim::NamedTensors tensors;
-  optim::Counters counters = optimizer.counters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Tensor& value = params[i]->value;
-    const Device device = value.device();
-    ops::copy(value, tensor_of(images.master, slots[i], value.shape(), device));
-    if (optim.type == "sgd") {
-      if (!images.state1.empty()) {
-        tensors.emplace_back(fmt::format("{}.momentum_buffer", i), tensor_of(images.state1, slots[i], value.shape(), device));
-      }
-      counters[fmt::format("{}.momentum_started", i)] = state.opt_steps > 0 ? 1 : 0;
+  optim::Counters out = optimizer.counters();
+  std::int64_t index = 0;
+  for (const auto& [offset, shape] : parameter_places(layout)) {
+    if (type == "sgd") {
+      if (state1.defined()) tensors.emplace_back(fmt::format("{}.momentum_buffer", index), flat_view(state1, offset, shape));
+      out[fmt::format("{}.momentum_started", index)] = counters.opt_steps > 0 ? 1 : 0;
     } else {
-      tensors.emplace_back(fmt::format("{}.exp_avg", i), tensor_of(images.state1, slots[i], value.shape(), device));
-      tensors.emplace_back(fmt::format("{}.exp_avg_sq", i), tensor_of(images.state2, slots[i], value.shape(), device));
-      counters[fmt::format("{}.step", i)] = state.opt_steps;
+      tensors.emplace_back(fmt::format("{}.exp_avg", index), flat_view(state1, offset, shape));
+      tensors.emplace_back(fmt::format("{}.exp_avg_sq", index), flat_view(state2, offset, shape));
+      out[fmt::format("{}.step", index)] = counters.opt_steps;
     }
+    ++index;
   }
-  counters["steps"] = state.step;
-  optimizer.load_state(tensors, counters, engine);
-}
-
-cuda::FlatOptimizerArgs flat_optimizer_config(const OptimConfig& o, bool check_finite) {
-  cuda::FlatOptimizerArgs args;
-  args.kind = o.type == "sgd"    ? cuda::FlatOptimizerKind::kSgd
-              : o.type == "adam" ? cuda::FlatOptimizerKind::kAdam
-                                 : cuda::FlatOptimizerKind::kAdamW;
-  args.momentum = static_cast<float>(o.momentum);
-  args.keep = static_cast<float>(1.0 - o.dampening);
-  args.weight_decay = static_cast<float>(o.weight_decay);
-  args.nesterov = o.nesterov;
-  args.beta1 = static_cast<float>(o.beta1);
-  args.beta2 = static_cast<float>(o.beta2);
-  args.eps = static_cast<float>(o.eps);
-  args.beta1_d = o.beta1;
-  args.beta2_d = o.beta2;
-  args.weight_decay_d = o.weight_decay;
-  args.check_finite = check_finite;
-  return args;
+  out["steps"] = counters.step;
+  optimizer.load_state(tensors, out, origin);
 }
 
 }  // namespace sprintnet::train

@@ -1,46 +1,61 @@
 #pragma once
-// The eager model's weights and optimizer state as flat fp32 host images in a
-// GPU engine's layout, and back: what a plan's load() and store() do. The eager
-// model and optimizer stay the source of truth for checkpoints and resume; an
-// engine keeps copies in flat buffers (one update kernel over all of them).
+// Where a compiled step keeps an MLP's parameters: every weight and bias in one flat buffer
+// (gradients and optimizer state in buffers of the same layout), so an optimizer update is one
+// loop over all parameters. load/store move weights and optimizer state between such buffers
+// and the eager model and optimizer, which checkpoints, resume and the weights files use.
 #include <cstdint>
-#include <string_view>
+#include <string>
 #include <vector>
 
-#include "sprintnet/io/config.h"
+#include "sprintnet/core/tensor.h"
 #include "sprintnet/nn/linear.h"
+#include "sprintnet/nn/mlp.h"
 #include "sprintnet/nn/sequential.h"
-#include "sprintnet/ops/cuda/step_launch.h"
 #include "sprintnet/optim/optimizer.h"
 
 namespace sprintnet::train {
 
-// One parameter's place in the flat buffers: `rows` rows of `cols` values, `row_stride` apart
-// (a bias is one row).
-struct FlatSlot {
-  std::int64_t offset = 0, rows = 1, cols = 0, row_stride = 0;
+// One Linear layer's place in the flat buffers (elements; bias_offset -1: no bias).
+struct FlatLayer {
+  std::int64_t in = 0, out = 0;
+  std::int64_t weight_offset = 0, bias_offset = -1;
 };
 
-// Host images of the flat buffers (state1: momentum or exp_avg; state2: exp_avg_sq; empty when
-// the optimizer keeps no such state).
-struct FlatImages {
-  std::vector<float> master, state1, state2;
+struct FlatLayout {
+  std::vector<FlatLayer> layers;
+  std::int64_t size = 0;  // flat length, padding included
 };
 
-// The model's Linear layers, checked to be `expected` many.
-std::vector<nn::Linear*> linear_layers(nn::Sequential& model, std::size_t expected, std::string_view engine);
-// The slots of `layers`' parameters in parameters() order (weight, then bias, layer by layer).
-// Reads the model's weights and the optimizer's state into images of `length` elements (zeros elsewhere).
-FlatImages export_to_flat(const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer,
-                          const std::vector<FlatSlot>& slots, std::int64_t length, const OptimConfig& optim,
-                          std::string_view engine);
-// The step counters the flat update starts from (fp16: torch.amp.GradScaler's initial scale).
-cuda::StepState step_state_from(const optim::Counters& counters, bool fp16);
-// Writes images back into the model and the optimizer, with the counters of `state`.
-void import_from_flat(const FlatImages& images, const std::vector<FlatSlot>& slots,
-                      const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
-                      const cuda::StepState& state, std::string_view engine);
-// The update's hyper-parameters from the config (pointers and sizes left for the engine to set).
-cuda::FlatOptimizerArgs flat_optimizer_config(const OptimConfig& optim, bool check_finite);
+// Layers in model order, weight then bias, each starting at a multiple of `alignment` elements.
+FlatLayout flat_layout(const nn::MlpSpec& mlp, std::int64_t alignment);
+
+// The view of `flat` holding a parameter at `offset`.
+Tensor flat_view(const Tensor& flat, std::int64_t offset, const Shape& shape);
+
+// The model's Linear layers; throws unless there are `expected` of them.
+std::vector<nn::Linear*> linear_layers(nn::Sequential& model, std::size_t expected);
+
+void copy_weights_to_flat(nn::Sequential& model, const FlatLayout& layout, const Tensor& flat);
+void copy_weights_from_flat(nn::Sequential& model, const FlatLayout& layout, const Tensor& flat);
+
+// The step counters a compiled step keeps: steps of the run, and updates each parameter has had
+// (all alike in a compiled step; SGD's "momentum started" is opt_steps > 0).
+struct StepCounters {
+  std::int64_t step = 0;
+  std::int64_t opt_steps = 0;
+};
+
+// The counters of an eager optimizer as a compiled step keeps them.
+StepCounters step_counters(const optim::Counters& counters);
+
+// Copies the optimizer's state tensors into state1 (momentum or exp_avg) and state2 (exp_avg_sq)
+// and returns its counters.
+StepCounters load_optimizer_state(optim::Optimizer& optimizer, const FlatLayout& layout, const Tensor& state1,
+                                  const Tensor& state2);
+// The reverse: gives the optimizer (of config type `type`) the flat state and counters. `origin`
+// names the plan in errors.
+void store_optimizer_state(optim::Optimizer& optimizer, const std::string& type, const FlatLayout& layout,
+                           const Tensor& state1, const Tensor& state2, const StepCounters& counters,
+                           const std::string& origin);
 
 }  // namespace sprintnet::train

@@ -19,7 +19,7 @@
 #include "sprintnet/ops/cuda/nvtx.h"
 #include "sprintnet/ops/cuda/step_launch.h"
 #include "sprintnet/ops/ops.h"
-#include "sprintnet/train/flat_parameters.h"
+#include "sprintnet/train/padded_parameters.h"
 #include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/train_plan.h"
 
@@ -241,7 +241,7 @@ void FusedTrainPlan::launch(const cuda::FusedEpochArgs& args) {
 
 void FusedTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
   const cuda::DeviceGuard guard(device_.index);
-  const auto layers = linear_layers(model, layers_.size(), "fused engine");
+  const auto layers = linear_layers(model, layers_.size());
   const FlatImages images = export_to_flat(layers, optimizer, slots_, params_, spec_.optim, "fused engine");
   const auto upload = [&](const Tensor& dst, const std::vector<float>& image) {
     if (dst.defined()) ops::copy(dst, Tensor::from_vector(image, {params_}, device_));
@@ -267,7 +267,7 @@ cuda::StepState FusedTrainPlan::read_state() {
 
 void FusedTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
   const cuda::DeviceGuard guard(device_.index);
-  const auto layers = linear_layers(model, layers_.size(), "fused engine");
+  const auto layers = linear_layers(model, layers_.size());
   FlatImages images;
   images.master = master_.to(Device::cpu()).to_vector<float>();
   if (state1_.defined()) images.state1 = state1_.to(Device::cpu()).to_vector<float>();

@@ -1,10 +1,10 @@
 #pragma once
-// The GPU engines behind one interface: the compiled step (below) and the
-// fused engine (make_fused_train_plan: a whole epoch in one kernel, whose
-// start_epoch() launches it and whose step() has nothing left to do).
+// The engines behind one interface: the compiled step (below, on a GPU; on the CPU,
+// cpu_train_plan.cpp) and the fused GPU engine (make_fused_train_plan: a whole epoch in one
+// kernel, whose start_epoch() launches it and whose step() has nothing left to do).
 //
-// The compiled training step: what the Trainer runs on a GPU instead of the
-// eager module-by-module loop. An MLP, its loss and its optimizer are compiled
+// The compiled training step: what the Trainer runs instead of the eager
+// module-by-module loop. An MLP, its loss and its optimizer are compiled
 // once into fixed buffers and a CUDA graph; an epoch is then one permutation
 // launch plus one graph replay per step, with nothing read back until the
 // epoch ends (see docs/ARCHITECTURE.md, "The compiled step").
@@ -71,7 +71,7 @@ struct TrainPlanSpec {
   nn::MlpSpec mlp;
   OptimConfig optim;
   double label_smoothing = 0.0;
-  std::string loss = "cross_entropy";  // or mse (the fused engine; the compiled step takes cross_entropy)
+  std::string loss = "cross_entropy";  // or mse (the CPU plan, the fused engine; the GPU compiled step takes cross_entropy)
   std::string precision;  // fp32, tf32, bf16 or fp16
   const BatchLoader* train = nullptr;  // its data set, normalisation, batch size and shuffle seed
   std::int64_t eval_batch_size = 1000;
@@ -88,5 +88,7 @@ std::optional<std::string> train_plan_unsupported(const Config& config, std::int
 std::unique_ptr<TrainPlan> make_cuda_train_plan(const TrainPlanSpec& spec, Device device);
 // The fused engine (one persistent kernel per epoch, docs/FUSED.md) on `device`. Throws when built without CUDA.
 std::unique_ptr<TrainPlan> make_fused_train_plan(const TrainPlanSpec& spec, Device device);
+// The CPU plan (cpu_train_plan.cpp): oneDNN products, any activation, both losses, partial batches.
+std::unique_ptr<TrainPlan> make_cpu_train_plan(const TrainPlanSpec& spec);
 
 }  // namespace sprintnet::train

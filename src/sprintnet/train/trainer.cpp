@@ -43,12 +43,8 @@ Device resolve_device(const DeviceConfig& config) {
 
 bool resolve_compiled(const Config& config, Device device, std::int64_t train_samples) {
   const std::string& engine = config.device.engine;
-  if (device.is_cpu()) {
-    SN_CHECK(engine != "compiled",
-             "device.engine = \"compiled\" needs a GPU; the CPU runs the eager step (use \"auto\")");
-    return false;
-  }
   if (engine == "eager") return false;
+  if (device.is_cpu()) return true;  // the compiled CPU step runs every model, loss and batch
   const std::optional<std::string> why_not = train_plan_unsupported(config, train_samples);
   SN_CHECK(engine != "compiled" || !why_not,
            "device.engine = \"compiled\" cannot compile this run: {}; use \"auto\" or \"eager\"",
@@ -69,9 +65,12 @@ EngineChoice resolve_engine(const Config& config, Device device, std::int64_t tr
                             std::int64_t eval_batch, std::int64_t on_chip_bytes) {
   const std::string& engine = config.device.engine;
   if (device.is_cpu()) {
-    SN_CHECK(engine != "fused", "device.engine = \"fused\" needs a GPU; the CPU runs the eager step (use \"auto\")");
-    resolve_compiled(config, device, train_samples);  // its errors
-    return {Engine::kEager, "the CPU runs the eager step"};
+    SN_CHECK(engine != "fused", "device.engine = \"fused\" needs a GPU; the CPU runs the compiled or the eager step "
+             "(use \"auto\")");
+    if (resolve_compiled(config, device, train_samples)) {
+      return {Engine::kCompiled, engine == "compiled" ? "device.engine = \"compiled\"" : "auto: the compiled CPU step"};
+    }
+    return {Engine::kEager, "device.engine = \"eager\""};
   }
   if (engine == "eager") return {Engine::kEager, "device.engine = \"eager\""};
   // The precision a GPU engine computes in ("auto": bf16).
@@ -93,10 +92,10 @@ EngineChoice resolve_engine(const Config& config, Device device, std::int64_t tr
 }
 
 std::string resolve_precision(const DeviceConfig& config, Device device, bool compiled) {
-  if (config.precision == "auto") return compiled ? "bf16" : "fp32";
+  if (config.precision == "auto") return compiled && !device.is_cpu() ? "bf16" : "fp32";
   if (config.precision == "fp32") return "fp32";
-  SN_CHECK(!device.is_cpu(), "device.precision = \"{}\" needs a GPU; the CPU backend computes in fp32 (use \"auto\")",
-           config.precision);
+  SN_CHECK(!device.is_cpu() || config.precision == "bf16",
+           "device.precision = \"{}\" needs a GPU; the CPU computes in fp32 or bf16 (use \"auto\")", config.precision);
   SN_CHECK(compiled,
            "device.precision = \"{}\" needs the compiled step, and this run is eager (device.engine = \"{}\"): "
            "use \"fp32\" or \"auto\"", config.precision, config.engine);
@@ -181,7 +180,9 @@ void Trainer::compile_plan() {
   const std::int64_t total = steps_per_epoch() * config_.train.epochs;
   spec.lr_per_step.reserve(static_cast<std::size_t>(total));
   for (std::int64_t s = 0; s < total; ++s) spec.lr_per_step.push_back(schedule_->lr_at(s));
-  plan_ = engine_.engine == Engine::kFused ? make_fused_train_plan(spec, device_) : make_cuda_train_plan(spec, device_);
+  plan_ = engine_.engine == Engine::kFused ? make_fused_train_plan(spec, device_)
+          : device_.is_cpu()                 ? make_cpu_train_plan(spec)
+                                             : make_cuda_train_plan(spec, device_);
   plan_->load(*model_, *optimizer_);
 }
 

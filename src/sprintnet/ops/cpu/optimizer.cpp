@@ -18,14 +18,21 @@ void CpuBackend::sgd_step(const Tensor& param, const Tensor& grad, const Tensor*
     // The variant is chosen once, outside the loop, so the loop has no branch and vectorises.
     auto run = [&](auto use_momentum, auto first_step, auto nesterov) {
       cpu::parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+        // Locals, not the captured references: otherwise every store may alias them, GCC reloads
+        // them each iteration and leaves the loop scalar (it was 19 % of a compiled CPU step).
+        const T lr_ = lr, wd_ = wd, mom_ = mom, keep_ = keep;
+        T* __restrict p_ = p;
+        T* __restrict buf_ = buf;
+        const T* __restrict g_ = g;
+#pragma omp simd
         for (std::int64_t i = begin; i < end; ++i) {
-          T d = g[i] + wd * p[i];
+          T d = g_[i] + wd_ * p_[i];
           if constexpr (use_momentum.value) {
-            const T b = first_step.value ? d : mom * buf[i] + keep * d;
-            buf[i] = b;
-            d = nesterov.value ? d + mom * b : b;
+            const T b = first_step.value ? d : mom_ * buf_[i] + keep_ * d;
+            buf_[i] = b;
+            d = nesterov.value ? d + mom_ * b : b;
           }
-          p[i] -= lr * d;
+          p_[i] -= lr_ * d;
         }
       });
     };
@@ -62,12 +69,20 @@ void CpuBackend::adam_step(const Tensor& param, const Tensor& grad, const Tensor
     const T keep = static_cast<T>(h.decoupled ? 1.0 - h.lr * h.weight_decay : 1.0);
     const T l2 = static_cast<T>(h.decoupled ? 0.0 : h.weight_decay);
     cpu::parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
+      // Locals and restrict pointers, so the loop vectorises (see sgd_step).
+      const T keep_ = keep, l2_ = l2, b1_ = b1, b2_ = b2, c1 = one_minus_b1, c2 = one_minus_b2;
+      const T step_ = step_size, bias2_ = bias2_sqrt, eps_ = eps;
+      T* __restrict p_ = p;
+      T* __restrict m_ = m;
+      T* __restrict v_ = v;
+      const T* __restrict g_ = g;
+#pragma omp simd
       for (std::int64_t i = begin; i < end; ++i) {
-        p[i] *= keep;
-        const T gi = g[i] + l2 * p[i];
-        m[i] = b1 * m[i] + one_minus_b1 * gi;
-        v[i] = b2 * v[i] + one_minus_b2 * gi * gi;
-        p[i] -= step_size * m[i] / (std::sqrt(v[i]) / bias2_sqrt + eps);
+        p_[i] *= keep_;
+        const T gi = g_[i] + l2_ * p_[i];
+        m_[i] = b1_ * m_[i] + c1 * gi;
+        v_[i] = b2_ * v_[i] + c2 * gi * gi;
+        p_[i] -= step_ * m_[i] / (std::sqrt(v_[i]) / bias2_ + eps_);
       }
     });
   });

@@ -1,0 +1,109 @@
+#include "sprintnet/ops/cpu/dnnl_matmul.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+
+#include "sprintnet/core/error.h"
+
+namespace sprintnet::cpu {
+namespace {
+
+// One engine and stream for the process: oneDNN's CPU stream runs on the calling thread's
+// OpenMP team (the same one our own loops and OpenBLAS use).
+struct DnnlContext {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+};
+
+DnnlContext& context() {
+  static DnnlContext ctx;
+  return ctx;
+}
+
+}  // namespace
+
+MatmulShape forward_product(std::int64_t rows, std::int64_t in, std::int64_t out) {
+  return {.m = rows, .n = out, .k = in, .a_row_stride = in, .a_col_stride = 1, .b_row_stride = 1, .b_col_stride = in};
+}
+
+MatmulShape input_grad_product(std::int64_t rows, std::int64_t in, std::int64_t out) {
+  return {.m = rows, .n = in, .k = out, .a_row_stride = out, .a_col_stride = 1, .b_row_stride = in, .b_col_stride = 1};
+}
+
+MatmulShape weight_grad_product(std::int64_t rows, std::int64_t in, std::int64_t out) {
+  return {.m = out, .n = in, .k = rows, .a_row_stride = 1, .a_col_stride = out, .b_row_stride = in, .b_col_stride = 1};
+}
+
+struct DnnlMatmul::Impl {
+  dnnl::matmul primitive;
+  dnnl::memory a, b, c, bias;
+  bool with_bias = false;
+  std::unordered_map<int, dnnl::memory> args;  // the same handles: run() only changes their data
+};
+
+DnnlMatmul::DnnlMatmul(const MatmulShape& s, MatmulInput input, bool with_bias, bool relu) : impl_(new Impl) {
+  SN_CHECK(s.m > 0 && s.n > 0 && s.k > 0, "matmul {}x{}x{}: every dimension must be positive", s.m, s.n, s.k);
+  using dt = dnnl::memory::data_type;
+  const dt in_type = input == MatmulInput::kBF16 ? dt::bf16 : dt::f32;
+  const dnnl::memory::desc a_md({s.m, s.k}, in_type, {s.a_row_stride, s.a_col_stride});
+  const dnnl::memory::desc b_md({s.k, s.n}, in_type, {s.b_row_stride, s.b_col_stride});
+  const dnnl::memory::desc c_md({s.m, s.n}, dt::f32, {s.n, 1});
+  const dnnl::memory::desc bias_md({1, s.n}, dt::f32, {s.n, 1});
+  dnnl::primitive_attr attr;
+  if (relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0F, dnnl::algorithm::eltwise_relu, 0.0F, 0.0F);
+    attr.set_post_ops(ops);
+  }
+  DnnlContext& ctx = context();
+  try {
+    const auto desc = with_bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);
+    impl_->primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, ctx.engine));
+  } catch (const dnnl::error& e) {
+    SN_FAIL("oneDNN cannot plan the {} matmul {}x{}x{}: {}", input == MatmulInput::kBF16 ? "bf16" : "fp32", s.m, s.n,
+            s.k, e.what());
+  }
+  // Memory objects without data: run() points them at the step's buffers.
+  impl_->a = dnnl::memory(a_md, ctx.engine, DNNL_MEMORY_NONE);
+  impl_->b = dnnl::memory(b_md, ctx.engine, DNNL_MEMORY_NONE);
+  impl_->c = dnnl::memory(c_md, ctx.engine, DNNL_MEMORY_NONE);
+  if (with_bias) impl_->bias = dnnl::memory(bias_md, ctx.engine, DNNL_MEMORY_NONE);
+  impl_->with_bias = with_bias;
+  impl_->args = {{DNNL_ARG_SRC, impl_->a}, {DNNL_ARG_WEIGHTS, impl_->b}, {DNNL_ARG_DST, impl_->c}};
+  if (with_bias) impl_->args.emplace(DNNL_ARG_BIAS, impl_->bias);
+}
+
+DnnlMatmul::~DnnlMatmul() = default;
+DnnlMatmul::DnnlMatmul(DnnlMatmul&&) noexcept = default;
+DnnlMatmul& DnnlMatmul::operator=(DnnlMatmul&&) noexcept = default;
+
+void DnnlMatmul::run(const void* a, const void* b, const float* bias, float* c) const {
+  // oneDNN's handles are non-const pointers; it only reads A, B and the bias.
+  impl_->a.set_data_handle(const_cast<void*>(a));
+  impl_->b.set_data_handle(const_cast<void*>(b));
+  impl_->c.set_data_handle(c);
+  if (impl_->with_bias) impl_->bias.set_data_handle(const_cast<float*>(bias));
+  DnnlContext& ctx = context();
+  impl_->primitive.execute(ctx.stream, impl_->args);
+  ctx.stream.wait();
+}
+
+bool cpu_has_native_bf16() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & bf16) == bf16;  // ISA values are nested bit masks: AMX includes AVX512-BF16
+}
+
+std::string dnnl_cpu_isa() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    default: return "sse41/avx";
+  }
+}
+
+}  // namespace sprintnet::cpu

@@ -1,0 +1,366 @@
+// The compiled training step on the CPU (train/train_plan.h; docs/ARCHITECTURE.md).
+//
+// Compile time (the constructor, and the first batch of each new size) allocates every buffer
+// and plans every oneDNN product; a step then allocates nothing:
+//
+//   gather    uint8 → fp32 (and the bf16 copy), the epoch's order
+//   forward   one oneDNN product per layer; bias and ReLU are the product's post-ops, so they are
+//             applied while the output is in cache (other activations: a loop right after it)
+//   loss      softmax cross-entropy (or MSE) and its gradient in one pass, the correct count
+//   backward  per layer from the top: dW = dZ^T X (K = batch), the bias gradient (column sums,
+//             fixed order), dX = dZ W and the activation's gradient
+//   update    the eager optimizer's own loop, once over the flat buffers of all parameters
+//             (then the bf16 copy of the weights)
+//
+// Every product and loop runs on the one OpenMP team of the process (oneDNN, OpenBLAS and our
+// loops share it; its threads persist between regions). The elementwise and loss ops are the
+// eager CPU ops themselves, on views of the plan's buffers: only the products differ from the
+// eager step (oneDNN instead of OpenBLAS), which tests/train/cpu_compiled_step_test.cpp bounds.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <optional>
+
+#include "sprintnet/core/random.h"
+#include "sprintnet/ops/cpu/bf16_copy.h"
+#include "sprintnet/ops/cpu/cpu_backend.h"
+#include "sprintnet/ops/cpu/dnnl_matmul.h"
+#include "sprintnet/ops/ops.h"
+#include "sprintnet/train/flat_parameters.h"
+#include "sprintnet/train/train_plan.h"
+
+namespace sprintnet::train {
+namespace {
+
+using cpu::DnnlMatmul;
+using cpu::MatmulInput;
+
+constexpr std::int64_t kAlignment = 16;  // elements: every parameter starts on a 64-byte line
+
+// A bf16 tensor's elements as their bit patterns.
+std::uint16_t* bf16_data(const Tensor& t) { return static_cast<std::uint16_t*>(t.raw_data()); }
+
+// One layer's buffers for batches of one size.
+struct LayerBuffers {
+  Tensor z;     // [rows, out] fp32 pre-activation, only when the activation is not a post-op
+  Tensor y;     // [rows, out] fp32 output (after the activation; the logits for the last layer)
+  Tensor y16;   // bf16 copy of y (hidden layers, bf16)
+  Tensor dz;    // [rows, out] fp32 gradient w.r.t. the pre-activation (training)
+  Tensor dz16;  // bf16 copy of dz
+  Tensor dx;    // [rows, in] fp32 input gradient dZ W, before the previous activation's gradient (l > 0)
+  std::optional<DnnlMatmul> forward, input_grad, weight_grad;
+};
+
+// Everything a batch of `rows` samples needs.
+struct Workspace {
+  std::int64_t rows = 0;
+  bool training = false;
+  Tensor x, x16, labels;  // [rows, in] fp32 (+ bf16 copy), [rows] int32
+  std::vector<LayerBuffers> layers;
+};
+
+class CpuTrainPlan final : public TrainPlan {
+ public:
+  explicit CpuTrainPlan(const TrainPlanSpec& spec);
+  void load(nn::Sequential& model, optim::Optimizer& optimizer) override;
+  void store(nn::Sequential& model, optim::Optimizer& optimizer) override;
+  void start_epoch(std::int64_t epoch) override;
+  void step() override;
+  std::optional<ProgressSnapshot> progress(std::int64_t steps) override;
+  EpochTotals finish_epoch() override;
+  EvalResult evaluate(const BatchLoader& loader) override;
+  std::string describe() const override;
+
+ private:
+  bool bf16() const { return spec_.precision == "bf16"; }
+  // A hidden layer whose activation the product applies as a post-op (or needs none).
+  bool fused_activation() const {
+    return spec_.mlp.activation == Activation::kReLU || spec_.mlp.activation == Activation::kIdentity;
+  }
+  Workspace& workspace(std::int64_t rows, bool training);
+  Workspace make_workspace(std::int64_t rows, bool training) const;
+  const void* weights(const FlatLayer& layer) const;
+  const float* bias(const FlatLayer& layer) const;
+  // Rows [begin, begin + ws.rows) of `order` from `loader`'s data set into ws.x / ws.labels.
+  void gather(const BatchLoader& loader, const Tensor& order, std::int64_t begin, Workspace& ws);
+  void forward(Workspace& ws);
+  // The loss of ws's logits into loss_sum_/correct_ (training: the mean and its gradient).
+  void loss(Workspace& ws, const Tensor& loss_sum, const Tensor& correct);
+  void backward(Workspace& ws);
+  void update();
+
+  TrainPlanSpec spec_;
+  FlatLayout layout_;
+  std::int64_t batch_ = 0, steps_per_epoch_ = 0, samples_ = 0;
+  Tensor master_, grad_, state1_, state2_;  // flat fp32
+  Tensor copy16_;                           // flat bf16 copy of master_ (bf16)
+  Tensor order_;                            // int32 [N]: this epoch's sample order
+  Tensor identity_;                         // int32 [n]: evaluation order
+  std::map<std::pair<std::int64_t, bool>, std::unique_ptr<Workspace>> workspaces_;
+  StepCounters counters_;
+  std::int64_t epoch_step_ = 0;
+  Tensor loss_sum_, correct_;  // fp64 [1], int32 [1]: the epoch's sums
+};
+
+CpuTrainPlan::CpuTrainPlan(const TrainPlanSpec& spec) : spec_(spec) {
+  SN_CHECK(spec.train != nullptr, "the compiled CPU step needs a training data loader");
+  SN_CHECK(spec.precision == "fp32" || spec.precision == "bf16",
+           "device.precision = \"{}\": the compiled CPU step computes in fp32 or bf16", spec.precision);
+  SN_CHECK(!bf16() || cpu::cpu_has_native_bf16(),
+           "device.precision = \"bf16\" needs a CPU with AVX512-BF16 or AMX; this one has {} (use \"fp32\")",
+           cpu::dnnl_cpu_isa());
+  SN_CHECK(spec.loss == "cross_entropy" || spec.loss == "mse", "loss.type = \"{}\": the compiled CPU step runs "
+           "cross_entropy or mse", spec.loss);
+  const BatchLoader& train = *spec.train;
+  SN_CHECK(train.device().is_cpu(), "the compiled CPU step needs its data on the CPU, not {}", train.device().str());
+  SN_CHECK(train.features() == spec.mlp.inputs, "the data has {} features, the model takes {}", train.features(),
+           spec.mlp.inputs);
+  batch_ = train.options().batch_size;
+  samples_ = train.samples();
+  steps_per_epoch_ = train.batches_per_epoch();
+  layout_ = flat_layout(spec.mlp, kAlignment);
+  master_ = Tensor::zeros({layout_.size}, DType::kF32);
+  grad_ = Tensor::zeros({layout_.size}, DType::kF32);  // padding stays 0, so the update leaves it 0
+  const OptimConfig& opt = spec.optim;
+  if (opt.type != "sgd" || opt.momentum != 0.0) state1_ = Tensor::zeros({layout_.size}, DType::kF32);
+  if (opt.type != "sgd") state2_ = Tensor::zeros({layout_.size}, DType::kF32);
+  if (bf16()) copy16_ = Tensor::zeros({layout_.size}, DType::kBF16);
+  loss_sum_ = Tensor::zeros({1}, DType::kF64);
+  correct_ = Tensor::zeros({1}, DType::kI32);
+  std::vector<std::int32_t> identity(static_cast<std::size_t>(samples_));
+  std::iota(identity.begin(), identity.end(), 0);
+  order_ = Tensor::from_vector(identity, {samples_});
+  // The full training batch and, if the epoch ends with one, the partial batch: planned now.
+  workspace(batch_, true);
+  if (const std::int64_t tail = samples_ % batch_; tail != 0 && !train.options().drop_last) workspace(tail, true);
+}
+
+Workspace CpuTrainPlan::make_workspace(std::int64_t rows, bool training) const {
+  const MatmulInput input = bf16() ? MatmulInput::kBF16 : MatmulInput::kF32;
+  Workspace ws;
+  ws.rows = rows;
+  ws.training = training;
+  ws.x = Tensor::empty({rows, spec_.mlp.inputs}, DType::kF32);
+  if (bf16()) ws.x16 = Tensor::empty({rows, spec_.mlp.inputs}, DType::kBF16);
+  ws.labels = Tensor::empty({rows}, DType::kI32);
+  for (std::size_t l = 0; l < layout_.layers.size(); ++l) {
+    const FlatLayer& layer = layout_.layers[l];
+    const bool last = l + 1 == layout_.layers.size();
+    const bool fused = last || fused_activation();
+    LayerBuffers b;
+    b.y = Tensor::empty({rows, layer.out}, DType::kF32);
+    if (!fused) b.z = Tensor::empty({rows, layer.out}, DType::kF32);
+    if (bf16() && !last) b.y16 = Tensor::empty({rows, layer.out}, DType::kBF16);
+    const bool relu = !last && spec_.mlp.activation == Activation::kReLU;
+    b.forward.emplace(cpu::forward_product(rows, layer.in, layer.out), input, layer.bias_offset >= 0, relu);
+    if (training) {
+      b.dz = Tensor::empty({rows, layer.out}, DType::kF32);
+      if (bf16()) b.dz16 = Tensor::empty({rows, layer.out}, DType::kBF16);
+      b.weight_grad.emplace(cpu::weight_grad_product(rows, layer.in, layer.out), input, false, false);
+      if (l > 0) {
+        b.dx = Tensor::empty({rows, layer.in}, DType::kF32);
+        b.input_grad.emplace(cpu::input_grad_product(rows, layer.in, layer.out), input, false, false);
+      }
+    }
+    ws.layers.push_back(std::move(b));
+  }
+  return ws;
+}
+
+Workspace& CpuTrainPlan::workspace(std::int64_t rows, bool training) {
+  auto& slot = workspaces_[{rows, training}];
+  if (!slot) slot = std::make_unique<Workspace>(make_workspace(rows, training));
+  return *slot;
+}
+
+const void* CpuTrainPlan::weights(const FlatLayer& layer) const {
+  if (bf16()) return bf16_data(copy16_) + layer.weight_offset;
+  return master_.data<float>() + layer.weight_offset;
+}
+
+const float* CpuTrainPlan::bias(const FlatLayer& layer) const {
+  return layer.bias_offset >= 0 ? master_.data<float>() + layer.bias_offset : nullptr;
+}
+
+void CpuTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
+  copy_weights_to_flat(model, layout_, master_);
+  counters_ = load_optimizer_state(optimizer, layout_, state1_, state2_);
+  if (bf16()) cpu::copy_to_bf16(master_.data<float>(), bf16_data(copy16_), layout_.size);
+}
+
+void CpuTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
+  copy_weights_from_flat(model, layout_, master_);
+  store_optimizer_state(optimizer, spec_.optim.type, layout_, state1_, state2_, counters_, "the compiled CPU step");
+}
+
+void CpuTrainPlan::start_epoch(std::int64_t epoch) {
+  const BatchLoader& train = *spec_.train;
+  if (train.options().shuffle) {
+    const auto order = epoch_permutation(train.options().seed, static_cast<std::uint64_t>(epoch), samples_);
+    std::copy(order.begin(), order.end(), order_.data<std::int32_t>());
+  }
+  ops::fill(loss_sum_, 0.0);
+  ops::fill(correct_, 0.0);
+  epoch_step_ = 0;
+}
+
+void CpuTrainPlan::gather(const BatchLoader& loader, const Tensor& order, std::int64_t begin, Workspace& ws) {
+  const Tensor indices = order.slice_rows(begin, begin + ws.rows);
+  const Normalization& norm = loader.normalization();
+  ops::gather_rows_u8(loader.images(), indices, ws.x, norm.scale, norm.shift);
+  ops::gather_labels(loader.labels(), indices, ws.labels);
+  if (bf16()) cpu::copy_to_bf16(ws.x.data<float>(), bf16_data(ws.x16), ws.x.numel());
+}
+
+void CpuTrainPlan::forward(Workspace& ws) {
+  const void* input = bf16() ? ws.x16.raw_data() : ws.x.raw_data();
+  for (std::size_t l = 0; l < layout_.layers.size(); ++l) {
+    const FlatLayer& layer = layout_.layers[l];
+    LayerBuffers& b = ws.layers[l];
+    const bool last = l + 1 == layout_.layers.size();
+    if (b.z.defined()) {  // the activation follows the product while its output is in cache
+      b.forward->run(input, weights(layer), bias(layer), b.z.data<float>());
+      ops::activation_forward(spec_.mlp.activation, b.z, b.y);
+    } else {
+      b.forward->run(input, weights(layer), bias(layer), b.y.data<float>());
+    }
+    if (bf16() && !last) cpu::copy_to_bf16(b.y.data<float>(), bf16_data(b.y16), b.y.numel());
+    input = bf16() && !last ? b.y16.raw_data() : b.y.raw_data();
+  }
+}
+
+void CpuTrainPlan::loss(Workspace& ws, const Tensor& loss_sum, const Tensor& correct) {
+  LayerBuffers& out = ws.layers.back();
+  const double rows = static_cast<double>(ws.rows), classes = static_cast<double>(out.y.size(1));
+  const Tensor* grad = ws.training ? &out.dz : nullptr;
+  if (spec_.loss == "mse") {
+    // Training: the mean over all elements, as nn::MSELoss; evaluation: per sample, as evaluate().
+    const double scale = ws.training ? 1.0 / (rows * classes) : 1.0 / classes;
+    ops::mse_one_hot(out.y, ws.labels, loss_sum, scale, grad, scale);
+  } else {
+    const double scale = ws.training ? 1.0 / rows : 1.0;
+    ops::cross_entropy(out.y, ws.labels, ws.training ? spec_.label_smoothing : 0.0, loss_sum, scale, grad, scale);
+  }
+  ops::count_correct(out.y, ws.labels, correct);
+  if (ws.training && bf16()) cpu::copy_to_bf16(out.dz.data<float>(), bf16_data(out.dz16), out.dz.numel());
+}
+
+void CpuTrainPlan::backward(Workspace& ws) {
+  float* grad = grad_.data<float>();
+  for (std::size_t l = layout_.layers.size(); l-- > 0;) {
+    const FlatLayer& layer = layout_.layers[l];
+    LayerBuffers& b = ws.layers[l];
+    const void* dz = bf16() ? b.dz16.raw_data() : b.dz.raw_data();
+    const void* input = l == 0 ? (bf16() ? ws.x16.raw_data() : ws.x.raw_data())
+                               : (bf16() ? ws.layers[l - 1].y16.raw_data() : ws.layers[l - 1].y.raw_data());
+    b.weight_grad->run(dz, input, nullptr, grad + layer.weight_offset);
+    if (layer.bias_offset >= 0) ops::sum_rows(b.dz, flat_view(grad_, layer.bias_offset, {layer.out}));
+    if (l == 0) break;
+    LayerBuffers& prev = ws.layers[l - 1];
+    b.input_grad->run(dz, weights(layer), nullptr, b.dx.data<float>());
+    // ReLU's gradient from its output: y > 0 exactly where z > 0.
+    ops::activation_backward(spec_.mlp.activation, prev.z.defined() ? prev.z : prev.y, prev.y, b.dx, prev.dz);
+    if (bf16()) cpu::copy_to_bf16(prev.dz.data<float>(), bf16_data(prev.dz16), prev.dz.numel());
+  }
+}
+
+void CpuTrainPlan::update() {
+  const auto& table = spec_.lr_per_step;
+  SN_CHECK(!table.empty(), "the compiled CPU step has no learning-rate table");
+  const double lr = table[static_cast<std::size_t>(std::min<std::int64_t>(counters_.step, std::ssize(table) - 1))];
+  const OptimConfig& opt = spec_.optim;
+  const SgdHyper sgd{lr, opt.momentum, opt.dampening, opt.weight_decay, opt.nesterov, counters_.opt_steps == 0};
+  const AdamHyper adam{lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, opt.type == "adamw",
+                       counters_.opt_steps + 1};
+  // The eager optimizer's own loop over [begin, end) of the flat buffers.
+  const auto update_range = [&](std::int64_t begin, std::int64_t end) {
+    const auto part = [&](const Tensor& t) { return t.defined() ? t.slice_rows(begin, end) : Tensor(); };
+    const Tensor p = part(master_), g = part(grad_), s1 = part(state1_), s2 = part(state2_);
+    if (opt.type == "sgd") {
+      ops::sgd_step(p, g, s1.defined() ? &s1 : nullptr, sgd);
+    } else {
+      ops::adam_step(p, g, s1, s2, adam);
+    }
+  };
+  if (!bf16()) {
+    update_range(0, layout_.size);  // one parallel loop over all parameters
+  } else {
+    // Block by block, each block's bf16 copy written while the block is still in cache.
+    constexpr std::int64_t kBlock = 8192;
+    const std::int64_t blocks = (layout_.size + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t begin = b * kBlock, end = std::min(layout_.size, begin + kBlock);
+      update_range(begin, end);
+      cpu::copy_to_bf16_serial(master_.data<float>() + begin, bf16_data(copy16_) + begin, end - begin);
+    }
+  }
+  ++counters_.opt_steps;
+  ++counters_.step;
+}
+
+void CpuTrainPlan::step() {
+  SN_CHECK(epoch_step_ < steps_per_epoch_, "step {} of an epoch of {} steps", epoch_step_ + 1, steps_per_epoch_);
+  const std::int64_t begin = epoch_step_ * batch_;
+  Workspace& ws = workspace(std::min(batch_, samples_ - begin), true);
+  gather(*spec_.train, order_, begin, ws);
+  forward(ws);
+  loss(ws, loss_sum_, correct_);
+  backward(ws);
+  update();
+  ++epoch_step_;
+}
+
+std::optional<ProgressSnapshot> CpuTrainPlan::progress(std::int64_t steps) {
+  return ProgressSnapshot{steps, loss_sum_.data<double>()[0]};  // the CPU step has finished when step() returns
+}
+
+EpochTotals CpuTrainPlan::finish_epoch() {
+  EpochTotals totals;
+  totals.loss_sum = loss_sum_.data<double>()[0];
+  totals.correct = correct_.data<std::int32_t>()[0];
+  return totals;
+}
+
+EvalResult CpuTrainPlan::evaluate(const BatchLoader& loader) {
+  SN_CHECK(loader.features() == spec_.mlp.inputs, "evaluation data has {} features, the model takes {}",
+           loader.features(), spec_.mlp.inputs);
+  SN_CHECK(loader.device().is_cpu(), "the compiled CPU step evaluates data on the CPU, not {}", loader.device().str());
+  const std::int64_t n = loader.samples(), batch = loader.options().batch_size;
+  if (identity_.numel() < n) {
+    std::vector<std::int32_t> identity(static_cast<std::size_t>(n));
+    std::iota(identity.begin(), identity.end(), 0);
+    identity_ = Tensor::from_vector(identity, {n});
+  }
+  const Tensor loss_sum = Tensor::zeros({1}, DType::kF64), correct = Tensor::zeros({1}, DType::kI32);
+  for (std::int64_t begin = 0; begin < n; begin += batch) {
+    Workspace& ws = workspace(std::min(batch, n - begin), false);
+    gather(loader, identity_, begin, ws);
+    forward(ws);
+    loss(ws, loss_sum, correct);
+  }
+  EvalResult result;
+  result.samples = n;
+  result.correct = correct.data<std::int32_t>()[0];
+  result.loss = loss_sum.data<double>()[0] / static_cast<double>(n);
+  result.accuracy = static_cast<double>(result.correct) / static_cast<double>(n);
+  return result;
+}
+
+std::string CpuTrainPlan::describe() const {
+  const bool relu = spec_.mlp.activation == Activation::kReLU;
+  return fmt::format("compiled CPU step: {}{}, oneDNN products ({}) with the bias{} fused, {} and its gradient in one "
+                     "pass, one {} update over {} flat parameters, {} threads",
+                     spec_.precision, bf16() ? " (fp32 master weights)" : "", cpu::dnnl_cpu_isa(),
+                     relu ? " and ReLU" : "", spec_.loss == "mse" ? "MSE" : "softmax cross-entropy", spec_.optim.type,
+                     layout_.size, cpu_threads());
+}
+
+}  // namespace
+
+std::unique_ptr<TrainPlan> make_cpu_train_plan(const TrainPlanSpec& spec) {
+  return std::make_unique<CpuTrainPlan>(spec);
+}
+
+}  // namespace sprintnet::train

@@ -1,0 +1,254 @@
+// The compiled CPU step (train/cpu_train_plan.cpp) against the eager step, which stays the
+// reference: the same initial weights, data and batch order through both, for every activation,
+// both losses, every optimizer, and a partial last batch. Both run the same elementwise, loss and
+// optimizer code on fp32; only the matrix products differ (oneDNN against OpenBLAS: another
+// summation order). After three steps SGD's weights, state and losses agree to 1e-5 relative: a
+// reordered fp32 sum of K <= 128 products is off by ~sqrt(K)*6e-8 ≈ 7e-7 per element, and three
+// steps compound that only a few times. Adam(W) gets 1e-4: its first updates are ~lr*sign(g) per
+// element whatever g's size, so the reordering noise of gradients near zero moves weights by a
+// fixed amount (measured up to 2.4e-5 over 40 seeds). A wrong op (a bias gradient left out, a
+// layer skipped, a wrong activation gradient) is off by more than 1e-2.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "sprintnet/nn/loss.h"
+#include "sprintnet/nn/mlp.h"
+#include "sprintnet/ops/cpu/cpu_backend.h"
+#include "sprintnet/ops/cpu/dnnl_matmul.h"
+#include "sprintnet/ops/ops.h"
+#include "sprintnet/optim/make_optimizer.h"
+#include "sprintnet/train/evaluate.h"
+#include "sprintnet/train/train_plan.h"
+#include "support/test_util.h"
+
+namespace sprintnet::train {
+namespace {
+
+constexpr std::int64_t kSamples = 300, kFeatures = 20, kClasses = 5, kBatch = 128;  // batches 128, 128, 44
+constexpr int kSteps = 3;
+
+Dataset random_dataset(Generator& gen) {
+  Dataset data;
+  data.name = "random";
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(kSamples * kFeatures));
+  for (auto& p : pixels) p = static_cast<std::uint8_t>(gen.below(256));
+  data.images = Tensor::from_vector(pixels, {kSamples, kFeatures});
+  data.labels = test::random_labels(kSamples, kClasses, gen);
+  data.sample_shape = {kFeatures};
+  data.num_classes = kClasses;
+  return data;
+}
+
+struct Case {
+  Activation activation = Activation::kReLU;
+  std::string loss = "cross_entropy";
+  std::string optimizer = "sgd";
+  std::string precision = "fp32";
+  std::vector<std::int64_t> hidden = {24, 16};
+  bool bias = true;
+};
+
+std::string name(const Case& c) {
+  return fmt::format("{}/{}/{}/{}/{} hidden/{}", ops::activation_name(c.activation), c.loss, c.optimizer, c.precision,
+                     c.hidden.size(), c.bias ? "bias" : "no bias");
+}
+
+OptimConfig optim_config(const std::string& type) {
+  OptimConfig config;
+  config.type = type;
+  config.lr = type == "sgd" ? 0.1 : 0.01;
+  config.momentum = 0.9;
+  config.nesterov = true;
+  config.weight_decay = 0.01;
+  return config;
+}
+
+// One model and its optimizer, from the same seed every time.
+struct Model {
+  std::unique_ptr<nn::Sequential> net;
+  std::unique_ptr<optim::Optimizer> optimizer;
+};
+
+nn::MlpSpec mlp_spec(const Case& c) {
+  nn::MlpSpec spec;
+  spec.inputs = kFeatures;
+  spec.hidden = c.hidden;
+  spec.outputs = kClasses;
+  spec.activation = c.activation;
+  spec.bias = c.bias;
+  return spec;
+}
+
+Model make_model(const Case& c) {
+  Generator gen(7, 1);
+  Model m;
+  m.net = nn::make_mlp(mlp_spec(c), gen);
+  m.optimizer = optim::make_optimizer(optim_config(c.optimizer), m.net->parameters());
+  return m;
+}
+
+std::vector<double> learning_rates(const Case& c) {
+  std::vector<double> lr;
+  for (int s = 0; s < kSteps; ++s) lr.push_back(optim_config(c.optimizer).lr * (1.0 - 0.2 * s));
+  return lr;
+}
+
+struct Fixture {
+  Dataset data;
+  Normalization norm{1.0 / 255, -0.5};
+  std::unique_ptr<BatchLoader> loader;
+  Fixture() {
+    Generator gen(test::test_seed(), 3);
+    data = random_dataset(gen);
+    loader = std::make_unique<BatchLoader>(data, norm, LoaderOptions{kBatch, true, false, 99}, Device::cpu());
+  }
+};
+
+// Three eager steps; returns the sum of the steps' mean losses.
+double train_eager(const Case& c, Model& m, BatchLoader& loader) {
+  auto loss = nn::make_loss(c.loss, c.loss == "cross_entropy" ? 0.1 : 0.0);
+  m.net->train();
+  loader.start_epoch(0);
+  double sum = 0.0;
+  const auto lr = learning_rates(c);
+  for (int s = 0; s < kSteps; ++s) {
+    m.optimizer->set_lr(lr[static_cast<std::size_t>(s)]);
+    const Batch batch = loader.batch(s);
+    m.optimizer->zero_grad();
+    const Tensor value = loss->forward(m.net->forward(batch.inputs), batch.labels);
+    m.net->backward(loss->backward());
+    m.optimizer->step();
+    sum += value.item();
+  }
+  return sum;
+}
+
+std::unique_ptr<TrainPlan> make_plan(const Case& c, const BatchLoader& loader) {
+  TrainPlanSpec spec;
+  spec.mlp = mlp_spec(c);
+  spec.optim = optim_config(c.optimizer);
+  spec.loss = c.loss;
+  spec.label_smoothing = c.loss == "cross_entropy" ? 0.1 : 0.0;
+  spec.precision = c.precision;
+  spec.train = &loader;
+  spec.lr_per_step = learning_rates(c);
+  return make_cpu_train_plan(spec);
+}
+
+// Three compiled steps, stored back into `m`; returns the epoch's totals.
+EpochTotals train_compiled(const Case& c, Model& m, const BatchLoader& loader) {
+  auto plan = make_plan(c, loader);
+  plan->load(*m.net, *m.optimizer);
+  plan->start_epoch(0);
+  for (int s = 0; s < kSteps; ++s) plan->step();
+  const EpochTotals totals = plan->finish_epoch();
+  plan->store(*m.net, *m.optimizer);
+  return totals;
+}
+
+void expect_close(Model& a, Model& b, double tolerance, const std::string& what) {
+  const auto pa = a.net->named_parameters(), pb = b.net->named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_LT(test::relative_error(pa[i].second->value, pb[i].second->value), tolerance) << what << " " << pa[i].first;
+  }
+  const auto sa = a.optimizer->state(), sb = b.optimizer->state();
+  ASSERT_EQ(sa.size(), sb.size()) << what;
+  for (std::size_t i = 0; i < sa.size(); ++i) {
+    EXPECT_EQ(sa[i].first, sb[i].first);
+    EXPECT_LT(test::relative_error(sa[i].second, sb[i].second), tolerance) << what << " " << sa[i].first;
+  }
+  EXPECT_EQ(a.optimizer->counters(), b.optimizer->counters()) << what;
+}
+
+TEST(CpuCompiledStep, FollowsTheEagerStepForEveryActivationLossAndOptimizer) {
+  set_cpu_threads(2);
+  Fixture f;
+  for (const Activation act : {Activation::kIdentity, Activation::kReLU, Activation::kGELU, Activation::kTanh,
+                               Activation::kSigmoid, Activation::kSiLU}) {
+    for (const std::string loss : {"cross_entropy", "mse"}) {
+      for (const std::string optimizer : {"sgd", "adam", "adamw"}) {
+        const Case c{act, loss, optimizer};
+        Model eager = make_model(c), compiled = make_model(c);
+        const double eager_loss = train_eager(c, eager, *f.loader);
+        const EpochTotals totals = train_compiled(c, compiled, *f.loader);
+        EXPECT_NEAR(totals.loss_sum, eager_loss, 1e-5 * eager_loss) << name(c);
+        expect_close(compiled, eager, optimizer == "sgd" ? 1e-5 : 1e-4, name(c));
+      }
+    }
+  }
+  // Softmax regression (one layer: no input gradient, no activation) and layers without bias.
+  for (const Case& c : {Case{.hidden = {}}, Case{.activation = Activation::kTanh, .bias = false},
+                        Case{.optimizer = "adamw", .hidden = {}, .bias = false}}) {
+    Model eager = make_model(c), compiled = make_model(c);
+    const double eager_loss = train_eager(c, eager, *f.loader);
+    const EpochTotals totals = train_compiled(c, compiled, *f.loader);
+    EXPECT_NEAR(totals.loss_sum, eager_loss, 1e-5 * eager_loss) << name(c);
+    expect_close(compiled, eager, c.optimizer == "sgd" ? 1e-5 : 1e-4, name(c));
+  }
+}
+
+TEST(CpuCompiledStep, EvaluatesLikeTheEagerModel) {
+  set_cpu_threads(2);
+  Fixture f;
+  for (const std::string loss : {"cross_entropy", "mse"}) {
+    const Case c{Activation::kGELU, loss, "sgd"};
+    Model m = make_model(c);
+    auto plan = make_plan(c, *f.loader);
+    plan->load(*m.net, *m.optimizer);
+    const LoaderOptions options{100, false, false, 0};  // 300 samples: three batches of 100
+    BatchLoader eval_loader(f.data, f.norm, options, Device::cpu());
+    const EvalResult compiled = plan->evaluate(eval_loader);
+    const EvalResult eager = evaluate(*m.net, eval_loader, loss);
+    EXPECT_NEAR(compiled.loss, eager.loss, 1e-5 * eager.loss) << loss;
+    EXPECT_NEAR(static_cast<double>(compiled.correct), static_cast<double>(eager.correct), 1.0) << loss;  // a tie
+    EXPECT_EQ(compiled.samples, kSamples);
+  }
+}
+
+TEST(CpuCompiledStep, IsBitIdenticalRunToRunAtAFixedThreadCount) {
+  set_cpu_threads(2);
+  Fixture f;
+  const Case c{Activation::kReLU, "cross_entropy", "adamw"};
+  Model a = make_model(c), b = make_model(c);
+  train_compiled(c, a, *f.loader);
+  train_compiled(c, b, *f.loader);
+  const auto pa = a.net->named_parameters(), pb = b.net->named_parameters();
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    const Tensor& x = pa[i].second->value;
+    EXPECT_EQ(std::memcmp(x.raw_data(), pb[i].second->value.raw_data(), x.nbytes()), 0) << pa[i].first;
+  }
+}
+
+// bf16 products (fp32 master weights and accumulation): under SGD the weights' change over three
+// steps follows fp32's to a few bf16 roundings (2^-9 relative each, compounded through three
+// layers and the loss gradient; bias gradients, batch sums whose terms partly cancel, come out
+// worse: measured up to 8e-2 over 40 seeds): 0.2; a product left in the wrong precision or
+// layout is off by ~1. Adam divides each gradient element by its own magnitude, so the small, noisy elements move
+// as much as the large ones: for AdamW only the loss is compared.
+TEST(CpuCompiledStep, Bf16FollowsFp32ToBf16Rounding) {
+  if (!cpu::cpu_has_native_bf16()) GTEST_SKIP() << "this CPU has no AVX512-BF16/AMX (" << cpu::dnnl_cpu_isa() << ")";
+  set_cpu_threads(2);
+  Fixture f;
+  for (const std::string optimizer : {"sgd", "adamw"}) {
+    Case c{Activation::kReLU, "cross_entropy", optimizer};
+    Model start = make_model(c), fp32 = make_model(c), bf16 = make_model(c);
+    const EpochTotals fp32_totals = train_compiled(c, fp32, *f.loader);
+    c.precision = "bf16";
+    const EpochTotals bf16_totals = train_compiled(c, bf16, *f.loader);
+    EXPECT_NEAR(bf16_totals.loss_sum, fp32_totals.loss_sum, 1e-2 * fp32_totals.loss_sum) << optimizer;
+    if (optimizer != "sgd") continue;
+    const auto p0 = start.net->named_parameters(), p32 = fp32.net->named_parameters(),
+               p16 = bf16.net->named_parameters();
+    for (std::size_t i = 0; i < p0.size(); ++i) {
+      const Tensor change32 = p32[i].second->value.clone(), change16 = p16[i].second->value.clone();
+      ops::axpy(change32, p0[i].second->value, -1.0);
+      ops::axpy(change16, p0[i].second->value, -1.0);
+      EXPECT_LT(test::relative_error(change16, change32), 0.2) << optimizer << " " << p0[i].first;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sprintnet::train
