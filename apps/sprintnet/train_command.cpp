@@ -19,6 +19,7 @@ void add_train_command(CLI::App& app) {
     std::string resume_dir;
     std::vector<std::string> overrides;
     bool quiet = false;
+    bool verbose = false;
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("train", "Train a model described by a TOML config, or resume a run");
@@ -31,7 +32,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--set", options->overrides, "Override a config key, e.g. --set optim.lr=0.1 (repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("-q,--quiet", options->quiet, "Print only the final summary line");
+  cmd->add_flag("-v,--verbose", options->verbose,
+                "Also print where the wall time went (start-up, data, training, evaluation, writes)");
   cmd->callback([options] {
+    const double before_trainer_s = train::process_age_s();
     std::unique_ptr<train::Trainer> trainer;
     if (options->resume_dir.empty()) {
       SN_CHECK(!options->config_path.empty(), "train needs a CONFIG file, or --resume RUN_DIR to continue a run");
@@ -43,12 +47,14 @@ void add_train_command(CLI::App& app) {
       if (options->quiet) plan.config.output.progress = "none";
       trainer = std::make_unique<train::Trainer>(plan);
     }
+    trainer->count_time_before(before_trainer_s);
     if (!options->quiet) std::printf("%s\n", trainer->describe().c_str());
     std::fflush(stdout);
     const train::TrainSummary summary = trainer->fit();
     std::printf("sprintnet: %lld epochs in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
                 static_cast<long long>(summary.epochs.size()), summary.wall_time_s, summary.train_time_s,
                 100.0 * summary.final_test.accuracy, summary.final_test.loss, summary.run_dir.string().c_str());
+    if (options->verbose) std::printf("%s\n", summary.phases.format(summary.wall_time_s).c_str());
   });
 }
 
