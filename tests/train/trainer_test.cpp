@@ -58,6 +58,14 @@ TEST(Trainer, LearnsMnistSlice) {
   EXPECT_NE(read_file(summary.run_dir / "phases.json").find("\"training\""), std::string::npos);
 }
 
+TEST(Trainer, ModelClassesSetsTheOutputWidth) {
+  Trainer trainer(small_mnist_config("classes", {"train.epochs=1", "data.train_limit=2000", "model.classes=12"}));
+  EXPECT_EQ(trainer.spec().outputs, 12);
+  const TrainSummary summary = trainer.fit();
+  const SafetensorsFile weights = load_safetensors(summary.run_dir / "model.safetensors");
+  EXPECT_EQ(weights.tensors.back().second.shape(), (Shape{12}));
+}
+
 TEST(Trainer, SoftmaxRegressionWithoutHiddenLayers) {
   Trainer trainer(small_mnist_config("softmax", {"model.hidden=[]", "optim.lr=0.01"}));
   EXPECT_EQ(trainer.model().size(), 1u);

@@ -113,7 +113,7 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   double data_s = 0.0;
   std::future<TrainTestData> data = std::async(std::launch::async, [this, &data_s] {
     const auto begin = Clock::now();
-    TrainTestData loaded = load_train_test(config_.data);
+    TrainTestData loaded = load_train_test(config_.data, config_.model.classes);
     data_s = seconds_since(begin);
     return loaded;
   });
