@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "sprintnet/io/config.h"
+#include "sprintnet/plot/run_curves.h"
 #include "sprintnet/train/resume.h"
 #include "sprintnet/train/trainer.h"
 
@@ -55,6 +56,8 @@ void add_train_command(CLI::App& app) {
                 static_cast<long long>(summary.epochs.size()), summary.wall_time_s, summary.train_time_s,
                 100.0 * summary.final_test.accuracy, summary.final_test.loss, summary.run_dir.string().c_str());
     if (options->verbose) std::printf("%s\n", summary.phases.format(summary.wall_time_s).c_str());
+    const plot::PlotOutcome curves = plot::draw_run_curves_in_background(summary.run_dir);
+    if (!options->quiet) std::printf("%s\n", curves.message.c_str());
   });
 }
 
