@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
+#include <chrono>
 
 #include "sprintnet/core/error.h"
 #include "support/test_util.h"
@@ -42,6 +44,19 @@ TEST(RunCurves, DrawsSeveralRunsIntoOnePng) {
   ASSERT_GT(png.size(), 1000u);
   EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   EXPECT_FALSE(std::filesystem::exists(a / "overlay.png.tmp.png"));  // written to a temporary, then renamed
+}
+
+TEST(RunCurves, DrawsARunsCurvesInTheBackground) {
+  if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
+  const std::filesystem::path run = fake_run("plot-background", 1.0);
+  const PlotOutcome outcome = draw_run_curves_in_background(run);
+  EXPECT_TRUE(outcome.drawn);
+  EXPECT_NE(outcome.message.find((run / kCurvesFileName).string()), std::string::npos) << outcome.message;
+  // Returned before matplotlib finished; the picture appears (renamed into place whole) soon after.
+  for (int i = 0; i < 600 && !std::filesystem::exists(run / kCurvesFileName); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(read_all(run / kCurvesFileName).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
 TEST(RunCurves, NamesTheDirectoryWithoutMetrics) {

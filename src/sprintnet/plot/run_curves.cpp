@@ -68,16 +68,16 @@ int run_quietly(const std::vector<std::string>& args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-bool has_matplotlib(const std::string& python) {
-  return run_quietly({python, "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('matplotlib') is None)"}) ==
-         0;
-}
-
 // The python3 on PATH, else Debian's own: a pyenv or venv python on PATH often lacks the
-// python3-matplotlib that apt installed for /usr/bin/python3. Empty when neither has it.
+// python3-matplotlib that apt installed for /usr/bin/python3.
+constexpr const char* kPythons = "python3 /usr/bin/python3";
+// Exits 0 when matplotlib can be imported (without importing it: fast).
+constexpr const char* kHasMatplotlib = "import importlib.util, sys; sys.exit(importlib.util.find_spec('matplotlib') is None)";
+
+// The first of kPythons with matplotlib, or empty.
 std::string find_python_with_matplotlib() {
   for (const char* python : {"python3", "/usr/bin/python3"}) {
-    if (has_matplotlib(python)) return python;
+    if (run_quietly({python, "-c", kHasMatplotlib}) == 0) return python;
   }
   return {};
 }
@@ -117,16 +117,20 @@ PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const st
 
 PlotOutcome draw_run_curves_in_background(const std::filesystem::path& run_dir) {
   const std::filesystem::path output = run_dir / kCurvesFileName;
-  const std::string python = find_python_with_matplotlib();
-  if (python.empty()) {
-    return {false, fmt::format("no {}: {}; then run sprintnet plot {}", kCurvesFileName, kInstallHint, run_dir.string())};
+  // Finding a python with matplotlib takes from 0.05 s to seconds (a pyenv shim), so that happens
+  // in the background too: sh starts a subshell that tries each python and exits at once; the
+  // subshell, orphaned, is reaped by init. The script, output and run reach python as sh's
+  // positional parameters, never through the shell's parser.
+  const std::string job = fmt::format(
+      "(for py in {}; do if \"$py\" -c \"{}\"; then exec \"$py\" -c \"$0\" \"$@\"; fi; done) "
+      ">/dev/null 2>&1 </dev/null &",
+      kPythons, kHasMatplotlib);
+  if (run_quietly({"sh", "-c", job, kScript, output.string(), run_dir.string()}) != 0) {
+    return {false, fmt::format("no {}: could not start sh", kCurvesFileName)};
   }
-  // sh starts python in the background and exits; python, orphaned, is reaped by init. The
-  // arguments reach python as sh's positional parameters, never through the shell's parser.
-  std::vector<std::string> args = {"sh", "-c", "\"$@\" >/dev/null 2>&1 </dev/null &", "sh"};
-  for (std::string& a : plot_command(python, {run_dir}, output)) args.push_back(std::move(a));
-  if (run_quietly(args) != 0) return {false, fmt::format("no {}: could not start python3", kCurvesFileName)};
-  return {true, fmt::format("curves: {} (drawn by matplotlib in the background)", output.string())};
+  return {true, fmt::format("curves: {} (drawn in the background by matplotlib; if it does not appear, {}; then run "
+                            "sprintnet plot {})",
+                            output.string(), kInstallHint, run_dir.string())};
 }
 
 }  // namespace sprintnet::plot

@@ -22,8 +22,9 @@ struct PlotOutcome {
 bool plotter_available();
 // Draws `runs` into `output` (PNG) and waits. Throws naming the run when one has no metrics.jsonl.
 PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& output);
-// Starts drawing <run_dir>/curves.png and returns at once (matplotlib takes a second to start; the
-// run does not wait for it): the message says where the picture will be, or how to get it.
+// Starts drawing <run_dir>/curves.png and returns at once (finding python and starting matplotlib
+// take a second; the run does not wait for them): the message says where the picture will be and,
+// should it not appear, how to get it.
 PlotOutcome draw_run_curves_in_background(const std::filesystem::path& run_dir);
 
 }  // namespace sprintnet::plot
