@@ -11,21 +11,27 @@ ifdef CI
 CMAKE_FLAGS += -DSPRINTNET_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=80-real
 endif
 
-.PHONY: all deps build data train test test-sanitize bench clean
+.PHONY: all deps configure build build-cli data train test test-sanitize bench clean
 
 all: build
 
 deps:
 	@scripts/install-deps
 
-build: deps
+configure: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: configure
 	cmake --build $(BUILD) -j $(JOBS)
+
+# Training needs only the command line and its library, not the tests, benchmarks and examples.
+build-cli: configure
+	cmake --build $(BUILD) -j $(JOBS) --target sprintnet_cli
 
 data: deps
 	@scripts/get-data
 
-train: build data
+train: build-cli data
 	$(BUILD)/apps/sprintnet/sprintnet train $(CONFIG)
 
 test: build data

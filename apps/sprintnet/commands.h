@@ -11,5 +11,6 @@ void add_config_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_predict_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_plot_command(CLI::App& app);
 
 }  // namespace sprintnet::cli

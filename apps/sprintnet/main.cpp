@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   sprintnet::cli::add_predict_command(app);
   sprintnet::cli::add_config_command(app);
   sprintnet::cli::add_sweep_command(app);
+  sprintnet::cli::add_plot_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

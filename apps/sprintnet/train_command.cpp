@@ -12,6 +12,7 @@
 #include "sprintnet/dist/launcher.h"
 #include "sprintnet/io/config.h"
 #include "sprintnet/ops/backend.h"
+#include "sprintnet/plot/run_curves.h"
 #include "sprintnet/train/resume.h"
 #include "sprintnet/train/trainer.h"
 
@@ -24,6 +25,7 @@ void add_train_command(CLI::App& app) {
     std::vector<std::string> overrides;
     bool quiet = false;
     int gpus = 0;
+    bool verbose = false;
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("train", "Train a model described by a TOML config, or resume a run");
@@ -39,7 +41,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--gpus", options->gpus,
                   "Train data-parallel on this many GPUs of this machine, one process each (over NCCL; "
                   "train.batch_size stays the global batch)");
+  cmd->add_flag("-v,--verbose", options->verbose,
+                "Also print where the wall time went (start-up, data, training, evaluation, writes)");
   cmd->callback([options] {
+    const double before_trainer_s = train::process_age_s();
     const bool multi_node = std::getenv("NNODES") != nullptr && std::string_view(std::getenv("NNODES")) != "1";
     if ((options->gpus > 1 || multi_node) && std::getenv("RANK") == nullptr) {
       options->gpus = std::max(options->gpus, 1);
@@ -66,6 +71,7 @@ void add_train_command(CLI::App& app) {
       if (options->quiet) plan.config.output.progress = "none";
       trainer = std::make_unique<train::Trainer>(plan);
     }
+    trainer->count_time_before(before_trainer_s);
     const bool primary = trainer->rank().primary();  // data parallel: rank 0 speaks for the job
     if (!options->quiet && primary) std::printf("%s\n", trainer->describe().c_str());
     std::fflush(stdout);
@@ -74,6 +80,9 @@ void add_train_command(CLI::App& app) {
     std::printf("sprintnet: %lld epochs in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
                 static_cast<long long>(summary.epochs.size()), summary.wall_time_s, summary.train_time_s,
                 100.0 * summary.final_test.accuracy, summary.final_test.loss, summary.run_dir.string().c_str());
+    if (options->verbose) std::printf("%s\n", summary.phases.format(summary.wall_time_s).c_str());
+    const plot::PlotOutcome curves = plot::draw_run_curves_in_background(summary.run_dir);
+    if (!options->quiet) std::printf("%s\n", curves.message.c_str());
   });
 }
 

@@ -127,6 +127,40 @@ TEST(LoadTrainTest, TestLabelsMustFitTheTrainingClasses) {
               AllOf(HasSubstr(test_labels.string()), HasSubstr("label 4 at index 4"), HasSubstr("[0, 4)")));
 }
 
+TEST(LoadTrainTest, ModelClassesFixesTheClassCountAndWarnsOfEmptyClasses) {
+  ScratchDir dir("train-test-model-classes");
+  Generator gen(test::test_seed());
+  write_standard_folder(dir / "mnist", 10, 6, 2, 2, 4, gen);
+  const auto train_labels = dir / "mnist" / kNames[1];
+  DataConfig config;
+  config.dir = dir.path().string();
+  // Labels all 200: 201 classes inferred, 200 of them empty, named as ranges with the file.
+  write_idx(train_labels, IdxType::kU8, {10}, std::vector<std::uint8_t>(10, 200));
+  write_idx(dir / "mnist" / kNames[3], IdxType::kU8, {6}, std::vector<std::uint8_t>(6, 0));
+  ::testing::internal::CaptureStderr();
+  const TrainTestData inferred = load_train_test(config);
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(inferred.train.num_classes, 201);
+  EXPECT_THAT(warning, AllOf(HasSubstr("warning"), HasSubstr(train_labels.string()), HasSubstr("200 of the model's 201"),
+                             HasSubstr(": 0-199 ("), HasSubstr("model.classes")));
+  // model.classes = 4: a label at or above it is an error naming the file and the key.
+  EXPECT_THAT(error_message([&] { load_train_test(config, 4); }),
+              AllOf(HasSubstr(train_labels.string()), HasSubstr("label 200 at index 0"), HasSubstr("[0, 4)"),
+                    HasSubstr("model.classes")));
+  // model.classes = 6 over labels 0-3, 5: class 4 is empty, and the test split is checked against 6.
+  write_idx(train_labels, IdxType::kU8, {10}, {0, 1, 2, 3, 5, 0, 1, 2, 3, 5});
+  ::testing::internal::CaptureStderr();
+  const TrainTestData fixed = load_train_test(config, 6);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("1 of the model's 6 classes have no training samples: 4 ("));
+  EXPECT_EQ(fixed.train.num_classes, 6);
+  EXPECT_EQ(fixed.test.num_classes, 6);
+  // Every class present: no warning.
+  write_idx(train_labels, IdxType::kU8, {10}, {0, 1, 2, 3, 4, 5, 0, 1, 2, 3});
+  ::testing::internal::CaptureStderr();
+  load_train_test(config, 6);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
 TEST(LoadTrainTest, SampleShapesMustMatch) {
   ScratchDir dir("train-test-shapes");
   Generator gen(test::test_seed());

@@ -33,7 +33,10 @@ ConfigValue random_value(const ConfigKey& key, Generator& gen) {
     case ValueKind::kBool: return gen.below(2) == 1;
     case ValueKind::kInteger: {
       if (key.name == "seed") return static_cast<std::int64_t>(gen.next_u32()) << 31 | gen.next_u32();
-      return static_cast<std::int64_t>(c.low ? c.low->value : 0.0) + static_cast<std::int64_t>(gen.below(100000));
+      const auto low = static_cast<std::int64_t>(c.low ? c.low->value : 0.0);
+      // Within an inclusive upper bound where there is one (model.classes), else up to 100000 above low.
+      const std::uint64_t span = c.high ? static_cast<std::uint64_t>(c.high->value - static_cast<double>(low)) + 1 : 100000;
+      return low + static_cast<std::int64_t>(gen.below(span));
     }
     case ValueKind::kFloat: return random_float(c, gen);
     case ValueKind::kString: {

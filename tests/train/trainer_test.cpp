@@ -52,6 +52,18 @@ TEST(Trainer, LearnsMnistSlice) {
   EXPECT_EQ(weights.tensors[0].first, "0.weight");
   EXPECT_EQ(weights.tensors[0].second.shape(), (Shape{64, 784}));
   EXPECT_EQ(weights.tensors[3].first, "2.bias");
+  // Where the time went: recorded beside the metrics, every phase within the wall time.
+  EXPECT_TRUE(std::filesystem::exists(summary.run_dir / "phases.json"));
+  EXPECT_LE(summary.phases.serial_seconds(), summary.wall_time_s * 1.01 + 1e-3);
+  EXPECT_NE(read_file(summary.run_dir / "phases.json").find("\"training\""), std::string::npos);
+}
+
+TEST(Trainer, ModelClassesSetsTheOutputWidth) {
+  Trainer trainer(small_mnist_config("classes", {"train.epochs=1", "data.train_limit=2000", "model.classes=12"}));
+  EXPECT_EQ(trainer.spec().outputs, 12);
+  const TrainSummary summary = trainer.fit();
+  const SafetensorsFile weights = load_safetensors(summary.run_dir / "model.safetensors");
+  EXPECT_EQ(weights.tensors.back().second.shape(), (Shape{12}));
 }
 
 TEST(Trainer, SoftmaxRegressionWithoutHiddenLayers) {

@@ -1,9 +1,11 @@
 #include "sprintnet/data/dataset.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
+#include "sprintnet/data/class_coverage.h"
 #include "sprintnet/data/idx.h"
 
 namespace sprintnet {
@@ -32,7 +34,8 @@ std::int64_t check_labels(const std::vector<std::int32_t>& values, std::int64_t 
   for (std::size_t i = 0; i < values.size(); ++i) {
     const std::int64_t v = values[i];
     if (num_classes > 0) {
-      SN_CHECK(v >= 0 && v < num_classes, "{}: label {} at index {} is outside [0, {})", what, v, i, num_classes);
+      SN_CHECK(v >= 0 && v < num_classes, "{}: label {} at index {} is outside [0, {}) (model.classes, or the training "
+               "labels' largest + 1)", what, v, i, num_classes);
     } else {
       SN_CHECK(v >= 0, "{}: label {} at index {} is negative", what, v, i);
     }
@@ -85,12 +88,15 @@ Dataset load_idx_dataset(const std::filesystem::path& images_path, const std::fi
   return data;
 }
 
-TrainTestData load_train_test(const DataConfig& config) {
+TrainTestData load_train_test(const DataConfig& config, std::int64_t classes) {
   SN_CHECK(config.train_limit >= 0, "data.train_limit = {} is negative (0 keeps every sample)", config.train_limit);
   SN_CHECK(config.test_limit >= 0, "data.test_limit = {} is negative (0 keeps every sample)", config.test_limit);
   const DatasetFiles files = dataset_files(config);
   TrainTestData data;
-  data.train = load_idx_dataset(files.train_images, files.train_labels, 0, config.train_limit);
+  data.train = load_idx_dataset(files.train_images, files.train_labels, classes, config.train_limit);
+  if (const auto warning = empty_classes_warning(data.train, files.train_labels.string())) {
+    std::fprintf(stderr, "sprintnet: warning: %s\n", warning->c_str());
+  }
   // The model's output width comes from the training labels; a test label past it could never be predicted.
   data.test = load_idx_dataset(files.test_images, files.test_labels, data.train.num_classes, config.test_limit);
   SN_CHECK(data.train.sample_shape == data.test.sample_shape,

@@ -50,8 +50,10 @@ struct TrainTestData {
 
 // Both splits, with data.train_limit / data.test_limit applied. The test
 // labels are checked against the training set's number of classes, and both
-// splits must share one sample shape.
-TrainTestData load_train_test(const DataConfig& config);
+// splits must share one sample shape. `classes` > 0 (model.classes) fixes the class count, and
+// a training label at or above it is an error naming the file; 0 takes the largest label + 1.
+// A warning on stderr names the classes the training samples leave empty.
+TrainTestData load_train_test(const DataConfig& config, std::int64_t classes = 0);
 
 // Pixel transform applied when a batch is gathered: x = x_u8 * scale + shift.
 struct Normalization {

@@ -27,6 +27,7 @@ struct ModelConfig {
   std::string activation = "relu";
   bool bias = true;
   std::string init = "pytorch";  // pytorch, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal
+  std::int64_t classes = 0;       // output classes; 0 = the largest training label + 1
 };
 
 struct TrainConfig {

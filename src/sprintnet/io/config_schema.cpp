@@ -166,6 +166,9 @@ const std::vector<ConfigKey>& keys() {
       key("model.activation", &Config::model, &ModelConfig::activation, "activation after each hidden layer",
           one_of({"identity", "relu", "gelu", "tanh", "sigmoid", "silu"})),
       key("model.bias", &Config::model, &ModelConfig::bias, "linear layers add a bias"),
+      key("model.classes", &Config::model, &ModelConfig::classes,
+          "output classes; labels must lie in [0, classes) (0 = the largest training label + 1)",
+          closed(0, 65536)),  // kMaxClasses (data/dataset.h)
       key("model.init", &Config::model, &ModelConfig::init,
           "weight initialisation; `pytorch` = what torch.nn.Linear does",
           one_of({"pytorch", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal"})),

@@ -12,6 +12,15 @@ TensorList model_weights(nn::Module& model) {
   return out;
 }
 
+TensorList host_copy(const TensorList& tensors) {
+  TensorList out;
+  out.reserve(tensors.size());
+  for (const auto& [name, tensor] : tensors) {
+    out.emplace_back(name, tensor.device().is_cpu() ? tensor.clone() : tensor.to(Device::cpu()));
+  }
+  return out;
+}
+
 void load_model_weights(nn::Module& model, const TensorList& weights, std::string_view origin) {
   std::map<std::string, const Tensor*> by_name;
   for (const auto& [name, tensor] : weights) {

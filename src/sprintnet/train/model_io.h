@@ -12,6 +12,8 @@ namespace sprintnet::train {
 
 // The parameter values (shared, not copied), in parameter order.
 TensorList model_weights(nn::Module& model);
+// Copies of `tensors` on the host, sharing no storage with them (a snapshot to write while they change).
+TensorList host_copy(const TensorList& tensors);
 // Copies `weights` into the model's parameters (any device); `origin` names the source in errors.
 void load_model_weights(nn::Module& model, const TensorList& weights, std::string_view origin);
 

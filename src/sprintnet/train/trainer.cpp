@@ -1,6 +1,7 @@
 #include "sprintnet/train/trainer.h"
 
 #include <cmath>
+#include <future>
 #include <iostream>
 
 #include "sprintnet/io/atomic_file.h"
@@ -108,22 +109,38 @@ Trainer::Trainer(const ResumePlan& plan) : Trainer(plan.config, &plan) {}
 
 Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(config)), start_(Clock::now()) {
   rank_ = dist::rank_info_from(dist::process_environment());
-  device_ = resolve_device(config_.device);
-  if (rank_.distributed()) {
-    // One GPU per rank: LOCAL_RANK picks it (docs/DISTRIBUTED.md).
-    SN_CHECK(!device_.is_cpu(), "rank {} of {}: data-parallel training runs on GPUs; device.name = \"{}\"", rank_.rank,
-             rank_.world, config_.device.name);
-    const int gpus = cuda_device_count();
-    SN_CHECK(rank_.local_rank < gpus, "rank {} of {}: LOCAL_RANK = {}, but this machine has {} GPU(s)", rank_.rank,
-             rank_.world, rank_.local_rank, gpus);
-    device_ = Device::cuda(rank_.local_rank);
+  // The data loads on a helper thread while the device starts (CUDA context, library handles).
+  double data_s = 0.0;
+  std::future<TrainTestData> data = std::async(std::launch::async, [this, &data_s] {
+    const auto begin = Clock::now();
+    TrainTestData loaded = load_train_test(config_.data, config_.model.classes);
+    data_s = seconds_since(begin);
+    return loaded;
+  });
+  {
+    const ScopedPhase phase(phases_, "device start-up");
+    device_ = resolve_device(config_.device);
+    if (rank_.distributed()) {
+      // One GPU per rank: LOCAL_RANK picks it (docs/DISTRIBUTED.md).
+      SN_CHECK(!device_.is_cpu(), "rank {} of {}: data-parallel training runs on GPUs; device.name = \"{}\"",
+               rank_.rank, rank_.world, config_.device.name);
+      const int gpus = cuda_device_count();
+      SN_CHECK(rank_.local_rank < gpus, "rank {} of {}: LOCAL_RANK = {}, but this machine has {} GPU(s)", rank_.rank,
+               rank_.world, rank_.local_rank, gpus);
+      device_ = Device::cuda(rank_.local_rank);
+    }
+    if (device_.is_cuda() && config_.device.allocator != "auto") {
+      set_cuda_allocator_kind(parse_cuda_allocator_kind(config_.device.allocator));
+    }
+    set_cpu_threads(static_cast<int>(config_.device.threads));
+    backend_for(device_).synchronize();  // creates the device's context and library handles now
   }
-  if (device_.is_cuda() && config_.device.allocator != "auto") {
-    set_cuda_allocator_kind(parse_cuda_allocator_kind(config_.device.allocator));
+  {
+    const ScopedPhase phase(phases_, "waiting for the data");
+    data_ = data.get();
   }
-  set_cpu_threads(static_cast<int>(config_.device.threads));
-
-  data_ = load_train_test(config_.data);
+  phases_.add("data read and conversion", data_s, true);
+  const ScopedPhase phase(phases_, "model, optimizer, loaders and plan");
   spec_.inputs = data_.train.images.size(1);
   spec_.hidden = config_.model.hidden;
   spec_.outputs = data_.train.num_classes;
@@ -209,20 +226,37 @@ void Trainer::restore(const Checkpoint& checkpoint) {
 
 Metadata Trainer::weights_metadata() const { return {{"format", "pt"}, {"producer", "sprintnet"}}; }
 
-void Trainer::save_checkpoint(const std::filesystem::path& run_dir, std::int64_t epoch) {
-  Checkpoint checkpoint;
-  checkpoint.epoch = epoch;
-  checkpoint.step = step_;
-  checkpoint.config = config_;
-  checkpoint.weights = model_weights(*model_);
-  checkpoint.weights_metadata = weights_metadata();
-  checkpoint.optimizer_type = config_.optim.type;
-  checkpoint.optimizer_state = optimizer_->state();
-  checkpoint.optimizer_counters = optimizer_->counters();
-  write_checkpoint(run_dir, checkpoint, config_.checkpoint.keep_last);
+void Trainer::write_in_background(const std::filesystem::path& run_dir, std::int64_t epoch, bool weights,
+                                  bool checkpoint) {
+  // The snapshot is taken now, on this thread; the writer owns it while training goes on.
+  TensorList snapshot = host_copy(model_weights(*model_));
+  std::optional<Checkpoint> state;
+  if (checkpoint) {
+    state.emplace();
+    state->epoch = epoch;
+    state->step = step_;
+    state->config = config_;
+    state->weights = snapshot;
+    state->weights_metadata = weights_metadata();
+    state->optimizer_type = config_.optim.type;
+    state->optimizer_state = host_copy(optimizer_->state());
+    state->optimizer_counters = optimizer_->counters();
+  }
+  writer_.submit([run_dir, weights, snapshot = std::move(snapshot), state = std::move(state),
+                  metadata = weights_metadata(), keep_last = config_.checkpoint.keep_last] {
+    // The final weights go first: a run killed before its last checkpoint redoes the last epoch
+    // on resume and rewrites them identically.
+    if (weights) save_safetensors(run_dir / "model.safetensors", snapshot, metadata);
+    if (state) write_checkpoint(run_dir, *state, keep_last);
+  });
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::count_time_before(double seconds) {
+  before_trainer_s_ = seconds;
+  phases_.add_first("process start to trainer (exec, libraries, config)", seconds);
+}
 
 std::string Trainer::describe() const {
   std::string resuming;
@@ -327,6 +361,7 @@ TrainSummary Trainer::fit() {
   // evaluates; the other ranks train in step with it.
   const bool primary = rank_.primary();
   std::optional<MetricsWriter> metrics;
+  std::optional<ScopedPhase> phase(std::in_place, phases_, "run directory, config.toml, metrics files");
   if (primary) {
     summary.run_dir = resumed ? resume_run_dir_ : create_run_directory(config_);
     // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
@@ -334,12 +369,15 @@ TrainSummary Trainer::fit() {
     metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_)
                       : MetricsWriter(summary.run_dir, config_.output.csv);
   }
+  phase.reset();
   const ProgressMode mode =
       primary ? resolve_progress_mode(config_.output.progress, stderr_is_terminal()) : ProgressMode::kNone;
   ProgressBar progress(std::cerr, mode, train_loader_->batches_per_epoch(), config_.train.epochs);
 
   for (std::int64_t epoch = start_epoch_ + 1; epoch <= config_.train.epochs; ++epoch) {
+    phase.emplace(phases_, "training");
     EpochRecord record = plan_ ? train_epoch_compiled(epoch, progress) : train_epoch(epoch, progress);
+    phase.emplace(phases_, "evaluation");
     const bool last = epoch == config_.train.epochs;
     last_epoch_s_ = record.epoch_time_s;
     if (primary && (last || (config_.train.eval_every > 0 && epoch % config_.train.eval_every == 0))) {
@@ -348,6 +386,7 @@ TrainSummary Trainer::fit() {
       record.test_accuracy = summary.final_test.accuracy;
     }
     summary.train_time_s += record.epoch_time_s;
+    phase.emplace(phases_, "metrics rows and epoch lines");
     if (metrics) metrics->write({record.step, record.epoch, record.train_loss, record.test_loss, record.test_accuracy,
                    record.epoch_time_s, record.samples_per_s, record.lr});
     std::string line = fmt::format("epoch {}/{}: train loss {:.4f}", epoch, config_.train.epochs, record.train_loss);
@@ -360,18 +399,23 @@ TrainSummary Trainer::fit() {
     SN_CHECK(std::isfinite(record.train_loss),
              "training diverged: the train loss of epoch {} is {} (try a lower optim.lr); metrics so far are in {}",
              epoch, record.train_loss, summary.run_dir.string());
-    // The final weights go first: a run killed before its last checkpoint redoes the last epoch
-    // on resume and rewrites them identically.
     const std::int64_t every = config_.checkpoint.every_epochs;
     const bool checkpoint = last || (every > 0 && epoch % every == 0);
+    phase.emplace(phases_, "weights and checkpoint snapshots");
     if (plan_ && (last || checkpoint || epoch_callback_)) plan_->store(*model_, *optimizer_);
-    if (last && primary) {
-      save_safetensors(summary.run_dir / "model.safetensors", model_weights(*model_), weights_metadata());
+    if ((last || checkpoint) && primary) write_in_background(summary.run_dir, epoch, last, checkpoint);
+    phase.reset();
+    if (epoch_callback_) {
+      writer_.wait();  // the callback is promised the epoch's files on disk
+      epoch_callback_(record);
     }
-    if (checkpoint && primary) save_checkpoint(summary.run_dir, epoch);
-    if (epoch_callback_) epoch_callback_(record);
   }
-  summary.wall_time_s = seconds_since(start_);
+  phase.emplace(phases_, "waiting for the weights and checkpoint writes");
+  writer_.wait();
+  phase.reset();
+  summary.wall_time_s = seconds_since(start_) + before_trainer_s_;
+  summary.phases = phases_;
+  write_text_file_atomically(summary.run_dir / "phases.json", phases_.to_json(summary.wall_time_s));
   return summary;
 }
 

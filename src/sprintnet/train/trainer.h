@@ -25,9 +25,11 @@
 #include "sprintnet/nn/mlp.h"
 #include "sprintnet/optim/lr_schedule.h"
 #include "sprintnet/optim/optimizer.h"
+#include "sprintnet/train/background_writer.h"
 #include "sprintnet/train/batch_loader.h"
 #include "sprintnet/train/evaluate.h"
 #include "sprintnet/train/resume.h"
+#include "sprintnet/train/run_phases.h"
 #include "sprintnet/train/train_plan.h"
 
 namespace sprintnet::train {
@@ -46,8 +48,9 @@ struct TrainSummary {
   std::vector<EpochRecord> epochs;
   EvalResult final_test;
   double train_time_s = 0.0;  // sum of epoch times
-  double wall_time_s = 0.0;   // from construction to the end of fit()
+  double wall_time_s = 0.0;   // from construction (or count_time_before()'s start) to the end of fit()
   std::filesystem::path run_dir;
+  RunPhases phases;  // where wall_time_s went; also in <run>/phases.json
 };
 
 // The engine a run trains on (resolve_engine()) and why.
@@ -75,6 +78,9 @@ class Trainer {
   void on_epoch_end(std::function<void(const EpochRecord&)> callback) { epoch_callback_ = std::move(callback); }
   // No per-epoch lines on stderr (a sweep prints one line per run instead).
   void set_quiet(bool quiet) { quiet_ = quiet; }
+  // The process's time before this trainer (process_age_s() taken before constructing it): a phase
+  // of its own, counted in the summary's wall time. The CLI's one-run commands call it.
+  void count_time_before(double seconds);
 
   const Config& config() const { return config_; }
   nn::Sequential& model() { return *model_; }
@@ -108,9 +114,10 @@ class Trainer {
   // Rows per evaluation batch: train.eval_batch_size, at most the test set.
   std::int64_t eval_batch_size() const { return std::min(config_.train.eval_batch_size, data_.test.size()); }
   void restore(const Checkpoint& checkpoint);
-  void save_checkpoint(const std::filesystem::path& run_dir, std::int64_t epoch);
   // Metadata of the weights files (<run>/model.safetensors and each checkpoint's).
   Metadata weights_metadata() const;
+  // Hands this epoch's final weights and/or checkpoint, from a host snapshot, to the background writer.
+  void write_in_background(const std::filesystem::path& run_dir, std::int64_t epoch, bool weights, bool checkpoint);
 
   Config config_;
   std::chrono::steady_clock::time_point start_;
@@ -134,6 +141,9 @@ class Trainer {
   std::function<void(const EpochRecord&)> epoch_callback_;
   bool quiet_ = false;
   double last_epoch_s_ = 0.0;
+  RunPhases phases_;
+  double before_trainer_s_ = 0.0;
+  BackgroundWriter writer_;  // last member: destroyed first, waiting for its job while the rest still lives
 };
 
 // The device a config asks for, resolved ("auto" → first GPU, else CPU), with

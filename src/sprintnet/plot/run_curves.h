@@ -1,0 +1,30 @@
+#pragma once
+// Pictures of runs: train and test loss, test accuracy and learning rate against epochs, read from
+// each run directory's metrics.jsonl and drawn by matplotlib (Debian: python3-matplotlib), run as a
+// subprocess with the script passed on its command line. Several runs are overlaid, one colour each.
+// Without python3 or matplotlib nothing is drawn and the message says how to get the picture.
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sprintnet::plot {
+
+// The picture every `sprintnet train` run gets.
+inline constexpr std::string_view kCurvesFileName = "curves.png";
+
+struct PlotOutcome {
+  bool drawn = false;
+  std::string message;  // for the user: where the picture is, or how to get it
+};
+
+// Whether python3 can import matplotlib (a fast check: nothing is imported).
+bool plotter_available();
+// Draws `runs` into `output` (PNG) and waits. Throws naming the run when one has no metrics.jsonl.
+PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& output);
+// Starts drawing <run_dir>/curves.png and returns at once (finding python and starting matplotlib
+// take a second; the run does not wait for them): the message says where the picture will be and,
+// should it not appear, how to get it.
+PlotOutcome draw_run_curves_in_background(const std::filesystem::path& run_dir);
+
+}  // namespace sprintnet::plot

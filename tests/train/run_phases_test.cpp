@@ -1,0 +1,78 @@
+// Where a run's time goes (train/run_phases.h) and writes beside training (train/background_writer.h).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "sprintnet/train/background_writer.h"
+#include "sprintnet/train/run_phases.h"
+
+namespace sprintnet::train {
+namespace {
+
+TEST(RunPhases, SumsRepeatedPhasesInFirstUseOrderAndLeavesOverlappedOnesOut) {
+  RunPhases phases;
+  phases.add("training", 1.0);
+  phases.add("evaluation", 0.25);
+  phases.add("training", 2.0);
+  phases.add("data", 5.0, /*overlapped=*/true);
+  phases.add_first("process start", 0.5);
+  ASSERT_EQ(phases.phases().size(), 4U);
+  EXPECT_EQ(phases.phases()[0].name, "process start");
+  EXPECT_EQ(phases.phases()[1].name, "training");
+  EXPECT_DOUBLE_EQ(phases.phases()[1].seconds, 3.0);
+  EXPECT_DOUBLE_EQ(phases.serial_seconds(), 3.75);
+
+  const nlohmann::json json = nlohmann::json::parse(phases.to_json(4.0));
+  EXPECT_DOUBLE_EQ(json["wall_s"].get<double>(), 4.0);
+  ASSERT_EQ(json["phases"].size(), 4U);
+  EXPECT_EQ(json["phases"][3]["name"], "data");
+  EXPECT_TRUE(json["phases"][3]["overlapped"].get<bool>());
+  EXPECT_FALSE(json["phases"][1]["overlapped"].get<bool>());
+
+  const std::string table = phases.format(4.0);
+  EXPECT_NE(table.find("overlapped"), std::string::npos) << table;
+  EXPECT_NE(table.find("0.250 s"), std::string::npos) << table;  // other = 4 - 3.75
+}
+
+TEST(RunPhases, ProcessAgeIsPositiveAndSmall) {
+  const double age = process_age_s();
+  EXPECT_GE(age, 0.0);
+  EXPECT_LT(age, 3600.0);
+}
+
+TEST(BackgroundWriter, RunsJobsInOrderOneAtATime) {
+  BackgroundWriter writer;
+  std::atomic<int> running{0}, order{0};
+  int first = -1, second = -1;
+  writer.submit([&] {
+    EXPECT_EQ(running.fetch_add(1), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    first = order.fetch_add(1);
+    running.fetch_sub(1);
+  });
+  writer.submit([&] {
+    EXPECT_EQ(running.fetch_add(1), 0);
+    second = order.fetch_add(1);
+    running.fetch_sub(1);
+  });
+  writer.wait();
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(second, 1);
+}
+
+TEST(BackgroundWriter, RethrowsAJobsErrorOnWaitAndOnTheNextSubmit) {
+  BackgroundWriter writer;
+  writer.submit([] { throw std::runtime_error("disk full"); });
+  EXPECT_THROW(writer.wait(), std::runtime_error);
+  writer.wait();  // reported once
+  writer.submit([] { throw std::runtime_error("disk full"); });
+  EXPECT_THROW(writer.submit([] {}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace sprintnet::train
