@@ -7,6 +7,8 @@ find_package(tomlplusplus 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(GTest REQUIRED)
 find_package(OpenMP REQUIRED)
+find_package(Protobuf REQUIRED)  # TensorBoard event messages
+find_package(Boost REQUIRED)     # header-only: Boost.CRC's CRC-32C for TensorBoard's records
 
 # OpenBLAS, OpenMP flavour (Debian's libopenblas-openmp-dev): BLAS and our own
 # OpenMP loops then share one thread pool. With the pthread flavour the two

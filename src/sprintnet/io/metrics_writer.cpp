@@ -102,6 +102,17 @@ std::array<Field, std::size(kMetricsColumns)> fields_of(const MetricsRow& row) {
           Number(row.lr)};
 }
 
+// TensorBoard's scalars of a row; tags grouped by their prefix (one chart section each).
+std::vector<std::pair<std::string, double>> tensorboard_scalars(const MetricsRow& row) {
+  std::vector<std::pair<std::string, double>> scalars = {{"loss/train", row.train_loss}};
+  if (row.test_loss) scalars.emplace_back("loss/test", *row.test_loss);
+  if (row.test_accuracy) scalars.emplace_back("accuracy/test", *row.test_accuracy);
+  scalars.emplace_back("optim/learning_rate", row.lr);
+  scalars.emplace_back("speed/samples_per_s", row.samples_per_s);
+  scalars.emplace_back("speed/epoch_time_s", row.epoch_time_s);
+  return scalars;
+}
+
 nlohmann::ordered_json to_json(const Field& field) {
   if (const auto* integer = std::get_if<std::int64_t>(&field)) return *integer;
   const auto& number = std::get<std::optional<double>>(field);
@@ -121,7 +132,9 @@ MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv)
     : MetricsWriter(run_dir, csv, OpenMode::kCreate) {}
 
 MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv, OpenMode mode)
-    : jsonl_path_(run_dir / "metrics.jsonl"), jsonl_(open_for_writing(jsonl_path_, mode == OpenMode::kAppend)) {
+    : jsonl_path_(run_dir / "metrics.jsonl"),
+      jsonl_(open_for_writing(jsonl_path_, mode == OpenMode::kAppend)),
+      events_(std::make_unique<tensorboard::EventFileWriter>(run_dir)) {
   if (csv) {
     csv_path_ = run_dir / "metrics.csv";
     csv_ = open_for_writing(csv_path_, mode == OpenMode::kAppend);
@@ -164,6 +177,7 @@ void MetricsWriter::write(const MetricsRow& row) {
     csv_ << fmt::format("{}\n", fmt::join(csv_fields, ","));
     flush_checked(csv_, csv_path_);
   }
+  events_->add_scalars(row.step, tensorboard_scalars(row));
 }
 
 }  // namespace sprintnet

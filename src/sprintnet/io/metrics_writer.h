@@ -1,12 +1,16 @@
 #pragma once
-// The per-run metrics files: metrics.jsonl (one JSON object per row) and,
-// optionally, metrics.csv with the same columns. Each row is flushed as it is
-// written, so a run that is killed keeps every row it logged.
+// The per-run metrics files: metrics.jsonl (one JSON object per row),
+// optionally metrics.csv with the same columns, and a TensorBoard event file
+// (`tensorboard --logdir runs/`). Each row is flushed as it is written, so a
+// run that is killed keeps every row it logged.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "sprintnet/tensorboard/event_file_writer.h"
 
 namespace sprintnet {
 
@@ -49,6 +53,8 @@ class MetricsWriter {
   std::filesystem::path csv_path_;
   std::ofstream jsonl_;
   std::ofstream csv_;  // not open when csv is off
+  // A new event file per process (a resumed run adds one; TensorBoard merges a folder's files).
+  std::unique_ptr<tensorboard::EventFileWriter> events_;
 };
 
 }  // namespace sprintnet
