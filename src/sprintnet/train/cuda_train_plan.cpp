@@ -33,6 +33,7 @@
 #include "sprintnet/ops/cuda/step_launch.h"
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/train/flat_parameters.h"
+#include "sprintnet/train/padded_parameters.h"
 #include "sprintnet/train/train_plan.h"
 
 namespace sprintnet::train {
@@ -419,34 +420,21 @@ std::pair<std::int64_t, std::int64_t> CudaTrainPlan::layer_range(std::size_t l) 
 }
 
 cuda::FlatOptimizerArgs CudaTrainPlan::update_args() {
-  const auto& o = spec_.optim;
-  const cuda::FlatOptimizerKind kind = o.type == "sgd"    ? cuda::FlatOptimizerKind::kSgd
-                                       : o.type == "adam" ? cuda::FlatOptimizerKind::kAdam
-                                                          : cuda::FlatOptimizerKind::kAdamW;
-  return {.kind = kind,
-          .master = master_.data<float>(),
-          .grad = grad_.raw_data(),
-          .grad_type = precision_.element,
-          .state1 = state1_.defined() ? state1_.data<float>() : nullptr,
-          .state2 = state2_.defined() ? state2_.data<float>() : nullptr,
-          .copy = copy_.defined() ? copy_.raw_data() : nullptr,
-          .copy_type = precision_.element,
-          .count = params_,
-          .lr_table = lr_table_.data<double>(),
-          .lr_table_size = lr_table_.numel(),
-          .state = static_cast<cuda::StepState*>(state_.raw_data()),
-          .momentum = static_cast<float>(o.momentum),
-          .keep = static_cast<float>(1.0 - o.dampening),
-          .weight_decay = static_cast<float>(o.weight_decay),
-          .nesterov = o.nesterov,
-          .beta1 = static_cast<float>(o.beta1),
-          .beta2 = static_cast<float>(o.beta2),
-          .eps = static_cast<float>(o.eps),
-          .beta1_d = o.beta1,
-          .beta2_d = o.beta2,
-          .weight_decay_d = o.weight_decay,
-          .check_finite = precision_.element == ElementType::kF16,
-          .metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data())};
+  // The hyper-parameters as every flat update takes them (padded_parameters.h), then this plan's buffers.
+  cuda::FlatOptimizerArgs args = flat_optimizer_config(spec_.optim, precision_.element == ElementType::kF16);
+  args.master = master_.data<float>();
+  args.grad = grad_.raw_data();
+  args.grad_type = precision_.element;
+  args.state1 = state1_.defined() ? state1_.data<float>() : nullptr;
+  args.state2 = state2_.defined() ? state2_.data<float>() : nullptr;
+  args.copy = copy_.defined() ? copy_.raw_data() : nullptr;
+  args.copy_type = precision_.element;
+  args.count = params_;
+  args.lr_table = lr_table_.data<double>();
+  args.lr_table_size = lr_table_.numel();
+  args.state = static_cast<cuda::StepState*>(state_.raw_data());
+  args.metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
+  return args;
 }
 
 void CudaTrainPlan::enqueue_step(cudaStream_t main) {

@@ -39,7 +39,8 @@ cuda::StepState step_state_from(const optim::Counters& counters, bool fp16);
 void import_from_flat(const FlatImages& images, const std::vector<FlatSlot>& slots,
                       const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
                       const cuda::StepState& state, std::string_view engine);
-// The update's hyper-parameters from the config (pointers and sizes left for the engine to set).
+// The update's hyper-parameters from the config, for every GPU engine (pointers and sizes left for
+// the engine to set).
 cuda::FlatOptimizerArgs flat_optimizer_config(const OptimConfig& optim, bool check_finite);
 
 }  // namespace sprintnet::train
