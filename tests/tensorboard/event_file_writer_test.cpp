@@ -70,6 +70,23 @@ TEST(EventFile, ScalarsReadBackWithTagsStepsAndValues) {
   EXPECT_GT(events[2].wall_time(), events[0].wall_time() - 1.0);
 }
 
+TEST(EventFile, AZeroValueIsWrittenNotLeftOut) {
+  // The learning rate ends at 0 under a cosine schedule. proto3 leaves a plain float field out when it
+  // is 0, and TensorBoard's reader then drops the value: it must be on the wire (a oneof member).
+  const std::filesystem::path dir = test::temp_dir("tensorboard-zero");
+  std::filesystem::path path;
+  {
+    EventFileWriter writer(dir);
+    path = writer.path();
+    writer.add_scalars(7, {{"optim/learning_rate", 0.0}});
+  }
+  const std::vector<proto::Event> events = read_events(path);
+  ASSERT_EQ(events.size(), 2u);
+  ASSERT_EQ(events[1].summary().value_size(), 1);
+  EXPECT_TRUE(events[1].summary().value(0).has_simple_value());
+  EXPECT_EQ(events[1].summary().value(0).simple_value(), 0.0f);
+}
+
 std::vector<std::filesystem::path> event_files(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
