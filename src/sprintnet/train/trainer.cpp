@@ -3,6 +3,9 @@
 #include <cmath>
 #include <future>
 #include <iostream>
+#include <optional>
+#include <tuple>
+#include <utility>
 
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/metrics_writer.h"
@@ -109,13 +112,15 @@ Trainer::Trainer(const ResumePlan& plan) : Trainer(plan.config, &plan) {}
 
 Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(config)), start_(Clock::now()) {
   rank_ = dist::rank_info_from(dist::process_environment());
-  // The data loads on a helper thread while the device starts (CUDA context, library handles).
+  // The data loads, and its normalization is computed, on a helper thread while the device starts
+  // (CUDA context, library handles).
   double data_s = 0.0;
-  std::future<TrainTestData> data = std::async(std::launch::async, [this, &data_s] {
+  std::future<std::pair<TrainTestData, Normalization>> data = std::async(std::launch::async, [this, &data_s] {
     const auto begin = Clock::now();
     TrainTestData loaded = load_train_test(config_.data, config_.model.classes);
+    const Normalization norm = make_normalization(loaded.train, config_.data.normalize);
     data_s = seconds_since(begin);
-    return loaded;
+    return std::pair(std::move(loaded), norm);
   });
   {
     const ScopedPhase phase(phases_, "device start-up");
@@ -137,10 +142,10 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   }
   {
     const ScopedPhase phase(phases_, "waiting for the data");
-    data_ = data.get();
+    std::tie(data_, norm_) = data.get();
   }
-  phases_.add("data read and conversion", data_s, true);
-  const ScopedPhase phase(phases_, "model, optimizer, loaders and plan");
+  phases_.add("data read, conversion and normalization", data_s, true);
+  std::optional<ScopedPhase> phase(std::in_place, phases_, "model and optimizer");
   spec_.inputs = data_.train.images.size(1);
   spec_.hidden = config_.model.hidden;
   spec_.outputs = data_.train.num_classes;
@@ -159,13 +164,13 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   const bool compiled = engine_.engine != Engine::kEager;
   precision_ = resolve_precision(config_.device, device_, compiled);
   const DType dtype = DType::kF32;  // the eager model: fp32 (the compiled step's master weights)
-  norm_ = make_normalization(data_.train, config_.data.normalize);
   Generator init_gen(config_.seed, kInitStream);
   model_ = nn::make_mlp(spec_, init_gen, device_, dtype);
 
   loss_ = nn::make_loss(config_.loss.type, config_.loss.label_smoothing);
   optimizer_ = optim::make_optimizer(config_.optim, model_->parameters());
 
+  phase.emplace(phases_, "loaders (the data set to the device)");
   const LoaderOptions train_options{config_.train.batch_size, config_.train.shuffle, config_.train.drop_last,
                                     config_.seed ^ kShuffleSeedSalt};
   train_loader_ = std::make_unique<BatchLoader>(data_.train, norm_, train_options, device_, dtype);
@@ -176,10 +181,14 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   schedule_ = std::make_unique<optim::LrSchedule>(config_.schedule, config_.optim.lr, steps,
                                                   steps * config_.train.epochs);
   if (plan != nullptr) {
+    phase.emplace(phases_, "checkpoint restore");
     restore(plan->checkpoint);
     resume_run_dir_ = plan->run_dir;
   }
-  if (compiled) compile_plan();
+  if (compiled) {
+    phase.emplace(phases_, "plan (buffers, GEMM library set-up)");
+    compile_plan();
+  }
 }
 
 void Trainer::compile_plan() {
