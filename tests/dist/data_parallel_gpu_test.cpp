@@ -80,29 +80,46 @@ double final_accuracy(const std::filesystem::path& run_dir) {
 const std::vector<std::string> kSlice = {"data.train_limit=16384", "data.test_limit=2000", "train.epochs=3",
                                          "train.batch_size=512", "model.hidden=[512, 512]"};
 
-// fp32: the ranks' gradients are summed in a different order than one GPU sums its batch
-// (2^-24 relative per add, ~100 steps): per-epoch mean losses agree to ~1e-6 relative; a rank
-// reading the wrong rows or a missing all-reduce moves them by > 1e-3.
-TEST(DataParallel, TwoAndFourGpusComputeWhatOneGpuComputesAtTheSameGlobalBatch) {
-  SN_REQUIRE_GPUS(2);
-  std::vector<std::string> fp32 = kSlice;
-  fp32.push_back("device.precision=\"fp32\"");
-  const JobResult one = train("fp32-1", 1, fp32);
+// fp32: the ranks' gradients are summed in a different order than one GPU sums its batch (2^-24
+// relative per add). In the first epoch that keeps the mean loss within ~1e-6 relative (measured
+// 1.1e-6 on 2 H200s); afterwards ReLU inputs that rounding moves across zero compound it, as in the
+// CPU's fp32-against-fp64 drift (Fp32Drift): 1.6e-4 relative in epoch 2, 5e-5 in epoch 3 on 2
+// H200s. So 1e-5 for the first epoch and 1e-3 after; a rank reading the wrong rows or a missing
+// all-reduce moves the first epoch's loss by more than 1e-3.
+void expect_losses_follow_one_gpu(const std::string& name, std::vector<std::string> sets) {
+  sets.push_back("device.precision=\"fp32\"");
+  const JobResult one = train(name + "-1", 1, sets);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   const auto reference = train_losses(one.dir);
   ASSERT_EQ(reference.size(), 3u);
   for (const int gpus : {2, 4}) {
     if (gpus > cuda_device_count()) continue;
-    const JobResult many = train(fmt::format("fp32-{}", gpus), gpus, fp32);
+    const JobResult many = train(fmt::format("{}-{}", name, gpus), gpus, sets);
     ASSERT_EQ(many.exit_code, 0) << many.output;
     EXPECT_THAT(many.output, HasSubstr(fmt::format("data parallel over {} GPUs", gpus)));
     const auto losses = train_losses(many.dir);
     ASSERT_EQ(losses.size(), reference.size());
     for (std::size_t e = 0; e < losses.size(); ++e) {
-      std::printf("%d GPUs epoch %zu: %.8f vs %.8f\n", gpus, e + 1, losses[e], reference[e]);
-      EXPECT_NEAR(losses[e], reference[e], 1e-5 * reference[e]) << gpus << " GPUs, epoch " << e + 1;
+      std::printf("%s, %d GPUs epoch %zu: %.8f vs %.8f\n", name.c_str(), gpus, e + 1, losses[e], reference[e]);
+      const double tolerance = e == 0 ? 1e-5 : 1e-3;
+      EXPECT_NEAR(losses[e], reference[e], tolerance * reference[e]) << gpus << " GPUs, epoch " << e + 1;
     }
   }
+}
+
+// 784-512-512-10 (0.67 M parameters): one all-reduce of every gradient after the backward.
+TEST(DataParallel, TwoAndFourGpusComputeWhatOneGpuComputesAtTheSameGlobalBatch) {
+  SN_REQUIRE_GPUS(2);
+  expect_losses_follow_one_gpu("fp32", kSlice);
+}
+
+// 784-2048-2048-10 (5.8 M parameters, over the plan's 4 M threshold): an all-reduce per layer,
+// overlapped with the backward of the layers below, then that layer's update.
+TEST(DataParallel, PerLayerAllReducesComputeWhatOneGpuComputes) {
+  SN_REQUIRE_GPUS(2);
+  std::vector<std::string> sets = kSlice;
+  sets.back() = "model.hidden=[2048, 2048]";
+  expect_losses_follow_one_gpu("per-layer", sets);
 }
 
 // bf16 on all of MNIST: 2 GPUs end within 0.1 points of 1 GPU's test accuracy (the gradients are
@@ -118,15 +135,19 @@ TEST(DataParallel, Bf16AccuracyMatchesOneGpuWithinATenthOfAPoint) {
 }
 
 // Rank 1 is killed (SIGKILL) while training: the launcher stops rank 0 and fails naming rank 1,
-// well within the 60 s.
+// well within the 60 s. The kill comes once the first epoch is logged (500 epochs of 16 K
+// samples took only 3.3 s on 2 H200s, so a fixed delay could miss the run); the job is long enough
+// (~70 s untouched) that it cannot finish first.
 TEST(DataParallel, AKilledRankEndsTheJobNamingIt) {
   SN_REQUIRE_GPUS(2);
   const std::filesystem::path out = test::temp_dir("data-parallel-kill");
-  const std::string job = train_command(out, "killed", 2, {"train.epochs=500", "data.train_limit=16384"});
+  const std::string job = train_command(out, "killed", 2, {"train.epochs=10000", "data.train_limit=16384"});
   // The script goes to a file: its $-expansions are bash's, not popen's shell's.
   const std::filesystem::path script = out / "kill.sh";
-  std::ofstream(script) << job << " > '" << (out / "log").string() << "' 2>&1 &\n"
-                        << "launcher=$!\nsleep 8\n"
+  const std::string log = (out / "log").string();
+  std::ofstream(script) << job << " > '" << log << "' 2>&1 &\n"
+                        << "launcher=$!\n"
+                        << "for i in $(seq 600); do grep -q 'epoch 1/' '" << log << "' && break; sleep 0.1; done\n"
                         << "for p in $(pgrep -P $launcher); do\n"
                         << "  tr '\\0' '\\n' < /proc/$p/environ | grep -qx RANK=1 && kill -9 $p\n"
                         << "done\nstart=$(date +%s)\nwait $launcher\ncode=$?\n"

@@ -146,6 +146,8 @@ class CudaTrainPlan final : public TrainPlan {
                                const Tensor& dst_labels) const;
   // Elements [begin, end) of the flat buffers that hold layer l's weight and bias.
   std::pair<std::int64_t, std::int64_t> layer_range(std::size_t l) const;
+  // Data parallel: the ranks' sum of `count` gradients from `offset`, in place, on `stream`.
+  void enqueue_all_reduce(std::int64_t offset, std::int64_t count, cudaStream_t stream);
   void enqueue_evaluation(const BatchLoader& loader, cudaStream_t stream);
   // Records what `enqueue` launches on the plan's stream into `graph`, instantiated and uploaded.
   template <typename Enqueue>
@@ -239,9 +241,10 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   // Below ~4 M parameters the update is short and the extra launches and dependencies cost more than
   // the overlap gains (4x784x128: 30.9 ms/epoch with one update, 32.0 per layer; 4x4096x128: 232 vs 218).
   constexpr std::int64_t kOverlapFromParams = std::int64_t{4} << 20;
-  // Data parallel: one all-reduce of every gradient, then one update (docs/DISTRIBUTED.md).
+  // Data parallel: per layer, an all-reduce of its gradients then its update; below the threshold one
+  // all-reduce of every gradient, then one update (docs/DISTRIBUTED.md).
   per_layer_updates_ = precision_.element != ElementType::kF16 && params_ >= kOverlapFromParams &&
-                       !(single_update != nullptr && std::string_view(single_update) == "1") && spec.world == 1;
+                       !(single_update != nullptr && std::string_view(single_update) == "1");
 
   // Padding stays zero in every buffer: its gradient is never written, so its update keeps it zero.
   master_ = Tensor::zeros({params_}, DType::kF32, device);
@@ -524,9 +527,13 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
       }
     }
     if (per_layer_updates_ && !fused_update) {
-      if (wgrad == side) after(update, side);
-      after(update, main);
       const auto [begin, end] = layer_range(l);
+      // Data parallel: the layer's gradients are summed over the ranks as soon as they are written,
+      // while the products of the layers below go on on the main stream (the overlap of
+      // docs/DISTRIBUTED.md); its update then also waits for its input gradient, which reads W.
+      after(update, wgrad);
+      if (spec_.world > 1) enqueue_all_reduce(begin, end - begin, update);
+      if (wgrad == side) after(update, main);
       SN_CUDA_CHECK(cuda::launch_flat_optimizer_range(optimizer, begin, end, /*advance=*/l == 0, update));
     }
   }
@@ -535,21 +542,23 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
     after(main, update);
   } else {
     if (layers_.size() > 1) after(main, side);
-    if (spec_.world > 1) {
-      // Sum the ranks' gradients (each already weighted by 1 / global batch) in the graph.
-      const ncclDataType_t type = precision_.element == ElementType::kF32    ? ncclFloat32
-                                  : precision_.element == ElementType::kBF16 ? ncclBfloat16
-                                                                             : ncclFloat16;
-      const auto comm = static_cast<ncclComm_t>(spec_.nccl_comm);
-      const ncclResult_t r = settled(comm, ncclAllReduce(grad_.raw_data(), grad_.raw_data(),
-                                                         static_cast<std::size_t>(params_), type, ncclSum, comm, main));
-      SN_CHECK(r == ncclSuccess, "rank {}: ncclAllReduce of the gradients: {}", spec_.rank, ncclGetErrorString(r));
-    }
+    if (spec_.world > 1) enqueue_all_reduce(0, params_, main);
     if (optimizer.check_finite) {
       SN_CUDA_CHECK(cuda::launch_check_finite(grad_.raw_data(), precision_.element, params_, optimizer.state, main));
     }
     SN_CUDA_CHECK(cuda::launch_flat_optimizer(optimizer, main));
   }
+}
+
+void CudaTrainPlan::enqueue_all_reduce(std::int64_t offset, std::int64_t count, cudaStream_t stream) {
+  // Sums the ranks' gradients (each already weighted by 1 / global batch) in place, in the graph.
+  const ncclDataType_t type = precision_.element == ElementType::kF32    ? ncclFloat32
+                              : precision_.element == ElementType::kBF16 ? ncclBfloat16
+                                                                         : ncclFloat16;
+  const auto comm = static_cast<ncclComm_t>(spec_.nccl_comm);
+  void* at = static_cast<char*>(grad_.raw_data()) + offset * static_cast<std::int64_t>(dtype_size(grad_.dtype()));
+  const ncclResult_t r = settled(comm, ncclAllReduce(at, at, static_cast<std::size_t>(count), type, ncclSum, comm, stream));
+  SN_CHECK(r == ncclSuccess, "rank {}: ncclAllReduce of the gradients: {}", spec_.rank, ncclGetErrorString(r));
 }
 
 template <typename Enqueue>
