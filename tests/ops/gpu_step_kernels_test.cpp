@@ -131,6 +131,43 @@ TEST(GpuStepKernels, FusedCrossEntropyReadsAndWritesBf16) {
   test::expect_allclose(widened(grad), ref_grad, 1e-6, 4e-3, "bf16 gradient");
 }
 
+// loss.type = "mse" through the same kernel: the squared error against one-hot targets, mean over
+// the batch's elements as the step weights it (1/rows per row, 1/classes inside the row).
+TEST(GpuStepKernels, FusedSquaredErrorMatchesTheCpuMseAndCount) {
+  SN_REQUIRE_GPU();
+  Generator gen(test::test_seed() + 2);
+  for (const CeCase c : {CeCase{1, 2, 0.0}, CeCase{7, 13, 0.0}, CeCase{128, 10, 0.0}, CeCase{33, 1000, 0.0}}) {
+    const Tensor pred = test::random_uniform({c.rows, c.classes}, DType::kF32, gen, -2.0, 2.0);
+    const Tensor labels = test::random_labels(c.rows, c.classes, gen);
+    const Tensor ref_pred = test::oracle_copy(pred);
+    const Tensor ref_loss = Tensor::zeros({1}, DType::kF64);
+    const Tensor ref_grad = Tensor::empty({c.rows, c.classes}, DType::kF64);
+    const double per_element = 1.0 / static_cast<double>(c.rows * c.classes);
+    ops::mse_one_hot(ref_pred, labels, ref_loss, per_element, &ref_grad, per_element);
+    const Tensor ref_correct = Tensor::zeros({1}, DType::kI32);
+    ops::count_correct(ref_pred, labels, ref_correct);
+
+    DeviceValue<cuda::StepMetrics> metrics({.loss_sum = 0.5, .correct = 3, .skipped = 0});
+    const Tensor d_pred = pred.to(gpu());
+    const Tensor d_labels = labels.to(gpu());
+    const Tensor grad = test::poisoned({c.rows, c.classes}, DType::kF32, gpu());
+    const double per_row = 1.0 / static_cast<double>(c.rows);
+    const cuda::CrossEntropyArgs args{.logits = d_pred.raw_data(), .type = cuda::ElementType::kF32,
+                                      .labels = d_labels.data<std::int32_t>(), .rows = c.rows, .classes = c.classes,
+                                      .smoothing = 0.0f, .dlogits = grad.raw_data(),
+                                      .grad_scale = static_cast<float>(per_row), .state = nullptr,
+                                      .metrics = metrics.get(), .loss_weight = per_row, .squared_error = true};
+    SN_CUDA_CHECK(cuda::launch_fused_cross_entropy(args, stream()));
+    const cuda::StepMetrics got = metrics.read();
+    const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.classes);
+    // Row sums of O(1) squares in fp32 (up to 1000 terms: ~1e-6 relative), then fp64.
+    EXPECT_NEAR(got.loss_sum - 0.5, ref_loss.item(), 1e-5 * (1.0 + std::abs(ref_loss.item()))) << what;
+    EXPECT_EQ(got.correct - 3, static_cast<std::int64_t>(ref_correct.item())) << what;
+    // 2 (p - t) / (rows * classes) in fp32: a few ulp.
+    test::expect_allclose(grad, ref_grad, 1e-6 * per_element, 1e-5, "fused squared-error gradient " + what);
+  }
+}
+
 // -------------------------------------------------------------------------------------- optimizer
 
 struct OptimizerCase {

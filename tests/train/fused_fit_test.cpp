@@ -54,35 +54,36 @@ TEST(FusedFit, ModelsThatFitAreTakenAndTheRestNamedWithLimitAndNeed) {
 
 Config with(const std::vector<std::string>& overrides) { return config_from_overrides(overrides); }
 
-TEST(FusedFit, AutoTakesTheCompiledStepThenTheFusedEngineThenEager) {
+TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   const Device gpu = Device::cuda(0);  // resolve_engine reads only the device's kind
   const auto engine = [&](const Config& c, const nn::MlpSpec& m) {
-    return resolve_engine(c, gpu, 60000, m, 1000, kH100L2);
+    return resolve_engine(c, gpu, m, 1000, kH100L2);
   };
   // The compiled step is the faster engine where it runs (docs/PERFORMANCE.md).
   EXPECT_EQ(engine(with({}), mlp({256, 256})).engine, Engine::kCompiled);
   EXPECT_EQ(engine(with({}), mlp({4096, 4096, 4096})).engine, Engine::kCompiled);
-  // What the compiled step does not run goes to the fused engine, with the reason.
-  const Config gelu = with({"model.activation=\"gelu\"", "loss.type=\"mse\"", "train.drop_last=false"});
-  if (train_plan_unsupported(gelu, 60000).has_value()) {
-    const EngineChoice choice = engine(gelu, mlp({256}));
-    EXPECT_EQ(choice.engine, Engine::kFused);
-    EXPECT_THAT(choice.reason, HasSubstr("not compiled"));
-  }
+  // The compiled step runs every activation, loss and last batch the fused engine runs.
+  EXPECT_EQ(engine(with({"model.activation=\"gelu\"", "loss.type=\"mse\"", "train.drop_last=false"}), mlp({256}))
+                .engine,
+            Engine::kCompiled);
+  // Neither runs a batch of more than 65535: eager, with both reasons.
+  const EngineChoice huge = resolve_engine(with({"train.batch_size=70000"}), gpu, mlp({256}), 1000, kH100L2);
+  EXPECT_EQ(huge.engine, Engine::kEager);
+  EXPECT_THAT(huge.reason, HasSubstr("not compiled, a batch of more than 65535"));
   // Asked for, the fused engine runs whatever fits.
   EXPECT_EQ(engine(with({"device.engine=\"fused\""}), mlp({256})).engine, Engine::kFused);
   EXPECT_EQ(engine(with({"device.engine=\"eager\""}), mlp({256})).engine, Engine::kEager);
-  EXPECT_EQ(resolve_engine(with({}), Device::cpu(), 60000, mlp({256}), 1000, 0).engine, Engine::kCompiled);
+  EXPECT_EQ(resolve_engine(with({}), Device::cpu(), mlp({256}), 1000, 0).engine, Engine::kCompiled);
 }
 
 TEST(FusedFit, AskingForTheFusedEngineWhereItCannotRunNamesTheLimit) {
   const std::string message = test::error_message([] {
-    resolve_engine(with({"device.engine=\"fused\""}), Device::cuda(0), 60000, mlp({4096, 4096, 4096}), 1000, kH100L2);
+    resolve_engine(with({"device.engine=\"fused\""}), Device::cuda(0), mlp({4096, 4096, 4096}), 1000, kH100L2);
   });
   EXPECT_THAT(message, HasSubstr("device.engine = \"fused\" cannot run this model"));
   EXPECT_THAT(message, HasSubstr("MiB resident"));
   EXPECT_THAT(test::error_message([] {
-                resolve_engine(with({"device.engine=\"fused\""}), Device::cpu(), 60000, mlp({256}), 1000, 0);
+                resolve_engine(with({"device.engine=\"fused\""}), Device::cpu(), mlp({256}), 1000, 0);
               }),
               HasSubstr("needs a GPU"));
 }

@@ -202,10 +202,10 @@ const std::vector<ConfigKey>& keys() {
       key("device.engine", &Config::device, &DeviceConfig::engine,
           "how a training step runs: `fused` (GPU) = one persistent kernel per epoch with the model resident on chip "
           "(bf16/fp16, up to 8 layers and 64 classes, state within the GPU's L2; docs/FUSED.md); `compiled` = on a GPU "
-          "the whole step captured once in a CUDA graph with fused kernels (ReLU or identity MLPs with cross-entropy), "
-          "on the CPU fixed buffers, oneDNN products with fused bias+ReLU and one flat optimizer update (every model "
-          "and loss); `eager` = module by module in fp32; `auto` = compiled when the model, loss and batch allow it "
-          "(always on the CPU; on a GPU the faster engine today), else fused when the model fits, else eager",
+          "the whole step captured once in a CUDA graph with fused kernels, on the CPU fixed buffers, oneDNN products "
+          "with fused bias+activation and one flat optimizer update (both: every activation, loss and last batch); "
+          "`eager` = module by module in fp32; `auto` = compiled (on a GPU the faster engine today), eager only for "
+          "a GPU batch of more than 65535 samples",
           one_of({"auto", "fused", "compiled", "eager"})),
       key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = all cores)", at_least(0)),
 

@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdlib>
 #include <deque>
+#include <optional>
 #include <string_view>
 
 #include "sprintnet/core/cuda_check.h"
@@ -110,7 +111,11 @@ struct Layer {
   std::int64_t in = 0, out = 0;
   std::int64_t weight_offset = 0, bias_offset = -1;  // elements into the flat buffers; -1: no bias
   bool relu = false;                                  // a ReLU follows (hidden layers)
-  Tensor act;        // [B, out] compute type: the layer's output (after ReLU)
+  // A hidden activation that no cuBLASLt epilogue applies (GELU, tanh, sigmoid, SiLU): an elementwise
+  // kernel applies it to the product's output, kept in `pre` for the backward.
+  std::optional<cuda::ActivationKind> elementwise;
+  Tensor pre;        // [B, out] compute type: the pre-activation, with `elementwise`
+  Tensor act;        // [B, out] compute type: the layer's output (after its activation)
   Tensor grad;       // [B, out] compute type: gradient w.r.t. the pre-activation
   Tensor mask;       // ReLU mask bits, cuBLASLt's layout
   Tensor eval_act;   // [eval batch, out]
@@ -134,7 +139,8 @@ class CudaTrainPlan final : public TrainPlan {
  private:
   // The weights the products read: the compute copy, or the master itself in fp32/tf32.
   void* weights(std::int64_t offset) const;
-  void enqueue_step(cudaStream_t main);
+  // One training step over `rows` rows per rank (batch_, or the partial last batch's).
+  void enqueue_step(cudaStream_t main, std::int64_t rows);
   // Layers before the loss (all but the skinny output layer, which the loss kernel computes).
   void enqueue_forward(const void* input, std::int64_t rows, bool training, cudaStream_t stream);
   // The loss (and, training, its gradient into the output layer's gradient buffer).
@@ -146,6 +152,8 @@ class CudaTrainPlan final : public TrainPlan {
                                const Tensor& dst_labels) const;
   // Elements [begin, end) of the flat buffers that hold layer l's weight and bias.
   std::pair<std::int64_t, std::int64_t> layer_range(std::size_t l) const;
+  // A hidden layer's gradient times its elementwise activation's derivative (nothing for ReLU/identity).
+  void enqueue_activation_gradient(Layer& layer, std::int64_t rows, cudaStream_t stream);
   // Data parallel: the ranks' sum of `count` gradients from `offset`, in place, on `stream`.
   void enqueue_all_reduce(std::int64_t offset, std::int64_t count, cudaStream_t stream);
   void enqueue_evaluation(const BatchLoader& loader, cudaStream_t stream);
@@ -167,9 +175,12 @@ class CudaTrainPlan final : public TrainPlan {
   std::unique_ptr<cuda::CublasLtGemm> gemm_main_, gemm_side_;  // one workspace per concurrent stream
   std::int64_t batch_ = 0, eval_batch_ = 0, steps_per_epoch_ = 0, samples_ = 0;
   std::int64_t global_batch_ = 0;  // batch_ * spec_.world
+  std::int64_t tail_rows_ = 0;      // train.drop_last = false: the partial last batch's rows (0: none)
+  std::int64_t step_in_epoch_ = 0;  // steps launched since start_epoch (picks the last batch's graph)
   std::vector<Layer> layers_;
   std::int64_t params_ = 0;  // flat length, padded
   bool bias_grad_fused_ = true;
+  bool mse_ = false;               // loss.type = "mse" (squared error against one-hot targets)
   bool skinny_ = false;            // the output layer runs on the fused kernels of skinny_layer.cu
   bool per_layer_updates_ = true;  // each layer's update starts when its gradients are done (not fp16)
   Tensor master_, grad_, state1_, state2_, copy_;
@@ -186,6 +197,7 @@ class CudaTrainPlan final : public TrainPlan {
   std::optional<ProgressSnapshot> latest_;
   std::vector<Event> fork_events_;
   Graph step_graph_;
+  Graph tail_graph_;  // the partial last batch's step
   Graph eval_graph_;
   const BatchLoader* eval_loader_ = nullptr;  // the loader eval_graph_ was captured for
 };
@@ -212,6 +224,10 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   eval_batch_ = spec.eval_batch_size;
   samples_ = train.samples();
   steps_per_epoch_ = train.batches_per_epoch();
+  tail_rows_ = train.options().drop_last ? 0 : samples_ % global_batch_;
+  SN_CHECK(tail_rows_ == 0 || spec.world == 1,
+           "data parallel over {} GPUs needs whole batches: {} training samples leave a last batch of {} (batch {}); "
+           "set train.drop_last = true", spec.world, samples_, tail_rows_, global_batch_);
   SN_CHECK(batch_ <= 65535 && eval_batch_ <= 65535, "the compiled step takes batches of at most 65535 samples");
   const auto& mlp = spec.mlp;
 
@@ -223,7 +239,11 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
     Layer layer;
     layer.in = in;
     layer.out = widths[l];
-    layer.relu = l + 1 < widths.size() && mlp.activation == Activation::kReLU;
+    const bool hidden = l + 1 < widths.size();
+    layer.relu = hidden && mlp.activation == Activation::kReLU;
+    if (hidden && mlp.activation != Activation::kReLU && mlp.activation != Activation::kIdentity) {
+      layer.elementwise = static_cast<cuda::ActivationKind>(mlp.activation);  // the same order (fused engine too)
+    }
     layer.weight_offset = params_;
     params_ = round_up(params_ + layer.in * layer.out, kTensorAlignment);
     if (mlp.bias) {
@@ -234,7 +254,8 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
     in = widths[l];
   }
 
-  skinny_ = layers_.back().out <= cuda::kSkinnyMaxOutputs;
+  mse_ = spec.loss == "mse";
+  skinny_ = !mse_ && layers_.back().out <= cuda::kSkinnyMaxOutputs;  // skinny_layer.cu fuses cross-entropy
   // fp16 checks every gradient before any update. SPRINTNET_SINGLE_UPDATE=1 also keeps one update at the
   // end of the step (for measuring what the overlap gains, docs/PERFORMANCE.md).
   const char* single_update = std::getenv("SPRINTNET_SINGLE_UPDATE");
@@ -265,6 +286,7 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
     Layer& layer = layers_[l];
     layer.act = Tensor::empty({batch_, layer.out}, act, device);
     layer.grad = Tensor::empty({batch_, layer.out}, act, device);
+    if (layer.elementwise) layer.pre = Tensor::empty({batch_, layer.out}, act, device);
     if (layer.relu && !(skinny_ && l + 2 == layers_.size())) {  // below a skinny layer: act is the mask
       layer.mask = Tensor::zeros({static_cast<std::int64_t>(cuda::relu_mask_bytes(batch_, layer.out))}, DType::kU8,
                                  device);
@@ -298,8 +320,11 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   // Plan every product now (cuBLASLt's heuristic runs on the host), so capture only records launches.
   for (const Layer& layer : layers_) {
     if (layer.bias_offset >= 0) {
-      const GemmDesc fused = desc(layer.out, layer.in, batch_, true, false, GemmEpilogue::kBiasGradA);
-      bias_grad_fused_ = bias_grad_fused_ && gemm_side_->supported(fused);
+      for (const std::int64_t rows : {batch_, tail_rows_}) {
+        if (rows == 0) continue;
+        const GemmDesc fused = desc(layer.out, layer.in, rows, true, false, GemmEpilogue::kBiasGradA);
+        bias_grad_fused_ = bias_grad_fused_ && gemm_side_->supported(fused);
+      }
     }
   }
 }
@@ -339,12 +364,18 @@ void CudaTrainPlan::enqueue_forward(const void* input, std::int64_t rows, bool t
                : (bias ? GemmEpilogue::kReluBias : GemmEpilogue::kRelu);
     }
     Tensor& out = training ? layer.act : layer.eval_act;
+    // Training keeps an elementwise activation's input for the backward; evaluation applies it in place.
+    Tensor& product = training && layer.elementwise ? layer.pre : out;
     // Forward: Y[rows, out] = X[rows, in] @ W[out, in]^T (+ bias, ReLU).
     gemm_main_->run(desc(rows, layer.out, layer.in, false, true, e),
-                    {.a = x, .b = weights(layer.weight_offset), .c = out.raw_data(),
+                    {.a = x, .b = weights(layer.weight_offset), .c = product.raw_data(),
                      .bias = bias ? weights(layer.bias_offset) : nullptr,
                      .aux = mask ? layer.mask.raw_data() : nullptr},
                     stream);
+    if (layer.elementwise) {
+      SN_CUDA_CHECK(cuda::launch_activation_forward(*layer.elementwise, precision_.element, product.raw_data(),
+                                                    out.raw_data(), rows * layer.out, stream));
+    }
     x = out.raw_data();
   }
 }
@@ -353,7 +384,7 @@ void CudaTrainPlan::enqueue_loss(const void* input, std::int64_t rows, const std
                                  cuda::StepMetrics* metrics, cudaStream_t stream) {
   Layer& last = layers_.back();
   // Training: the step's mean loss over the global batch (each rank adds its rows' share).
-  const double weight = training ? 1.0 / static_cast<double>(global_batch_) : 1.0;
+  const double weight = training ? 1.0 / static_cast<double>(rows * spec_.world) : 1.0;
   const float smoothing = training ? static_cast<float>(spec_.label_smoothing) : 0.0f;
   const auto* state = training ? static_cast<const cuda::StepState*>(state_.raw_data()) : nullptr;
   if (skinny_) {
@@ -395,7 +426,8 @@ void CudaTrainPlan::enqueue_loss(const void* input, std::int64_t rows, const std
                                     .grad_scale = static_cast<float>(weight),
                                     .state = state,
                                     .metrics = metrics,
-                                    .loss_weight = weight};
+                                    .loss_weight = weight,
+                                    .squared_error = mse_};
   SN_CUDA_CHECK(cuda::launch_fused_cross_entropy(args, stream));
 }
 
@@ -440,11 +472,11 @@ cuda::FlatOptimizerArgs CudaTrainPlan::update_args() {
   return args;
 }
 
-void CudaTrainPlan::enqueue_step(cudaStream_t main) {
+void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
   const BatchLoader& train = *spec_.train;
   auto* state = static_cast<cuda::StepState*>(state_.raw_data());
   auto* metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
-  cuda::GatherArgs gather = gather_args(train, batch_, input_, labels_);
+  cuda::GatherArgs gather = gather_args(train, rows, input_, labels_);
   gather.order = order_.data<std::int32_t>();
   gather.state = state;
   gather.steps_per_epoch = steps_per_epoch_;
@@ -454,8 +486,8 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
   const bool gathered = skinny_ && layers_.size() == 1;
   if (!gathered) SN_CUDA_CHECK(cuda::launch_gather_batch(gather, main));
   step_gather_ = gather;
-  enqueue_forward(input_.raw_data(), batch_, true, main);
-  enqueue_loss(input_.raw_data(), batch_, labels_.data<std::int32_t>(), true, metrics, main);
+  enqueue_forward(input_.raw_data(), rows, true, main);
+  enqueue_loss(input_.raw_data(), rows, labels_.data<std::int32_t>(), true, metrics, main);
 
   // Backward. Weight gradients go to the side stream as soon as their layer's output gradient is
   // ready; the chain of input gradients, the critical path, stays on the main stream; each layer's
@@ -489,41 +521,43 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
       // also adds the forward's per-row losses into the step's metrics.
       const cuda::RowSums row_sums{.loss = block_loss_.data<double>(),
                                    .correct = static_cast<const long long*>(block_correct_.raw_data()),
-                                   .rows = batch_,
+                                   .rows = rows,
                                    .metrics = metrics,
-                                   .loss_weight = 1.0 / static_cast<double>(global_batch_)};
+                                   .loss_weight = 1.0 / static_cast<double>(rows * spec_.world)};
       SN_CUDA_CHECK(cuda::launch_skinny_weight_grad(dlogits_.data<float>(), static_cast<int>(layer.out), x,
-                                                    precision_.element, batch_, layer.in, grad_at(layer.weight_offset),
+                                                    precision_.element, rows, layer.in, grad_at(layer.weight_offset),
                                                     bias ? grad_at(layer.bias_offset) : nullptr, wgrad,
                                                     gathered ? &step_gather_ : nullptr,
                                                     fused_update ? &fused_args : nullptr, &row_sums));
       if (l > 0) {
         Layer& below = layers_[l - 1];
         SN_CUDA_CHECK(cuda::launch_skinny_input_grad(dlogits_.data<float>(), static_cast<int>(layer.out),
-                                                     weights(layer.weight_offset), precision_.element, batch_,
+                                                     weights(layer.weight_offset), precision_.element, rows,
                                                      layer.in, below.relu ? below.act.raw_data() : nullptr,
                                                      below.grad.raw_data(), main));
+        enqueue_activation_gradient(below, rows, main);
       }
     } else {
       // dW[out, in] = dZ[B, out]^T @ X[B, in]; the bias gradient (sum of dZ over the batch) fused.
       const bool fused = bias && bias_grad_fused_;
       const GemmEpilogue wgrad_epilogue = fused ? GemmEpilogue::kBiasGradA : GemmEpilogue::kNone;
-      (wgrad == side ? gemm_side_ : gemm_main_)->run(desc(layer.out, layer.in, batch_, true, false, wgrad_epilogue),
+      (wgrad == side ? gemm_side_ : gemm_main_)->run(desc(layer.out, layer.in, rows, true, false, wgrad_epilogue),
                       {.a = layer.grad.raw_data(), .b = x, .c = grad_at(layer.weight_offset),
                        .bias = fused ? grad_at(layer.bias_offset) : nullptr},
                       wgrad);
       if (bias && !fused) {
-        SN_CUDA_CHECK(cuda::launch_column_sum(layer.grad.raw_data(), precision_.element, batch_, layer.out,
+        SN_CUDA_CHECK(cuda::launch_column_sum(layer.grad.raw_data(), precision_.element, rows, layer.out,
                                               grad_at(layer.bias_offset), wgrad));
       }
       if (l > 0) {
         Layer& below = layers_[l - 1];
         // dX[B, in] = dZ[B, out] @ W[out, in], times the ReLU mask of the layer below.
         const GemmEpilogue dgrad_epilogue = below.relu ? GemmEpilogue::kDRelu : GemmEpilogue::kNone;
-        gemm_main_->run(desc(batch_, layer.in, layer.out, false, false, dgrad_epilogue),
+        gemm_main_->run(desc(rows, layer.in, layer.out, false, false, dgrad_epilogue),
                         {.a = layer.grad.raw_data(), .b = weights(layer.weight_offset), .c = below.grad.raw_data(),
                          .aux = below.relu ? below.mask.raw_data() : nullptr},
                         main);
+        enqueue_activation_gradient(below, rows, main);
       }
     }
     if (per_layer_updates_ && !fused_update) {
@@ -548,6 +582,14 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main) {
     }
     SN_CUDA_CHECK(cuda::launch_flat_optimizer(optimizer, main));
   }
+}
+
+void CudaTrainPlan::enqueue_activation_gradient(Layer& layer, std::int64_t rows, cudaStream_t stream) {
+  // grad (w.r.t. the layer's output, from the product above) *= f'(pre, act), in place.
+  if (!layer.elementwise) return;
+  SN_CUDA_CHECK(cuda::launch_activation_backward(*layer.elementwise, precision_.element, layer.pre.raw_data(),
+                                                 layer.act.raw_data(), layer.grad.raw_data(), layer.grad.raw_data(),
+                                                 rows * layer.out, stream));
 }
 
 void CudaTrainPlan::enqueue_all_reduce(std::int64_t offset, std::int64_t count, cudaStream_t stream) {
@@ -614,7 +656,8 @@ void CudaTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
 
 void CudaTrainPlan::start_epoch(std::int64_t epoch) {
   const cuda::DeviceGuard guard(device_.index);
-  if (step_graph_.exec == nullptr) capture(step_graph_, [&] { enqueue_step(stream_); });
+  if (step_graph_.exec == nullptr) capture(step_graph_, [&] { enqueue_step(stream_, batch_); });
+  if (tail_rows_ > 0 && tail_graph_.exec == nullptr) capture(tail_graph_, [&] { enqueue_step(stream_, tail_rows_); });
   const BatchLoader& train = *spec_.train;
   if (train.options().shuffle) {
     SN_CUDA_CHECK(cuda::launch_epoch_permutation(train.options().seed, static_cast<std::uint64_t>(epoch), samples_,
@@ -624,10 +667,12 @@ void CudaTrainPlan::start_epoch(std::int64_t epoch) {
   SN_CUDA_CHECK(cudaMemsetAsync(metrics_.raw_data(), 0, metrics_.nbytes(), stream_));
   pending_.clear();
   latest_.reset();
+  step_in_epoch_ = 0;
 }
 
 void CudaTrainPlan::step() {
-  SN_CUDA_CHECK(cudaGraphLaunch(step_graph_.exec, stream_));
+  const bool last = ++step_in_epoch_ == steps_per_epoch_;
+  SN_CUDA_CHECK(cudaGraphLaunch(last && tail_rows_ > 0 ? tail_graph_.exec : step_graph_.exec, stream_));
 }
 
 std::optional<ProgressSnapshot> CudaTrainPlan::progress(std::int64_t steps) {
@@ -714,10 +759,13 @@ std::string CudaTrainPlan::describe() const {
       spec_.world > 1 ? fmt::format(", data parallel over {} GPUs ({} rows each, gradients all-reduced by NCCL in the "
                                     "graph)", spec_.world, batch_)
                       : "";
-  return fmt::format("compiled step: one CUDA graph per step, {} matrix products{}, cuBLASLt epilogues (bias+ReLU "
-                     "with mask, ReLU gradient, {}), fused softmax cross-entropy, one {} update over {} flat "
-                     "parameters",
+  const bool elementwise = layers_.front().elementwise.has_value();
+  return fmt::format("compiled step: one CUDA graph per step, {} matrix products{}, cuBLASLt epilogues ({}, {}), "
+                     "fused softmax cross-entropy, one {} update over {} flat parameters",
                      spec_.precision, precision_.element == ElementType::kF32 ? "" : " with fp32 master weights",
+                     elementwise ? fmt::format("bias; {} and its gradient by elementwise kernels",
+                                               ops::activation_name(spec_.mlp.activation))
+                                 : "bias+ReLU with mask, ReLU gradient",
                      bias_grad_fused_ ? "bias gradient" : "bias gradient by a column-sum kernel", spec_.optim.type,
                      params_) +
          parallel;

@@ -71,7 +71,7 @@ struct TrainPlanSpec {
   nn::MlpSpec mlp;
   OptimConfig optim;
   double label_smoothing = 0.0;
-  std::string loss = "cross_entropy";  // or mse (the CPU plan, the fused engine; the GPU compiled step takes cross_entropy)
+  std::string loss = "cross_entropy";  // or mse
   std::string precision;  // fp32, tf32, bf16 or fp16
   const BatchLoader* train = nullptr;  // its data set, normalisation, batch size and shuffle seed
   std::int64_t eval_batch_size = 1000;
@@ -83,7 +83,7 @@ struct TrainPlanSpec {
 };
 
 // Why `config` cannot be compiled (e.g. "activation 'tanh'"), or nullopt when it can.
-std::optional<std::string> train_plan_unsupported(const Config& config, std::int64_t train_samples);
+std::optional<std::string> train_plan_unsupported(const Config& config);
 // The CUDA plan on `device`. Throws when built without CUDA.
 std::unique_ptr<TrainPlan> make_cuda_train_plan(const TrainPlanSpec& spec, Device device);
 // The fused engine (one persistent kernel per epoch, docs/FUSED.md) on `device`. Throws when built without CUDA.

@@ -8,6 +8,7 @@
 #include "sprintnet/ops/cuda/device_guard.h"
 #include "sprintnet/ops/cuda/gemm.h"
 #include "sprintnet/ops/cuda/launch.h"
+#include "sprintnet/ops/cuda/step_launch.h"
 
 namespace sprintnet::cuda {
 namespace {
@@ -91,7 +92,8 @@ void CudaBackend::activation_forward(Activation act, const Tensor& x, const Tens
   check_operand(x, DType::kF32, device(), "activation_forward", "x");
   check_operand(y, DType::kF32, device(), "activation_forward", "y");
   const DeviceGuard guard(index_);
-  SN_CUDA_CHECK(launch_activation_forward(kernel_kind(act), x.data<float>(), y.data<float>(), x.numel(), stream()));
+  SN_CUDA_CHECK(
+      launch_activation_forward(kernel_kind(act), ElementType::kF32, x.data<float>(), y.data<float>(), x.numel(), stream()));
 }
 
 void CudaBackend::activation_backward(Activation act, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -101,8 +103,8 @@ void CudaBackend::activation_backward(Activation act, const Tensor& x, const Ten
   check_operand(dy, DType::kF32, device(), "activation_backward", "dy");
   check_operand(dx, DType::kF32, device(), "activation_backward", "dx");
   const DeviceGuard guard(index_);
-  SN_CUDA_CHECK(launch_activation_backward(kernel_kind(act), x.data<float>(), y.data<float>(), dy.data<float>(),
-                                           dx.data<float>(), x.numel(), stream()));
+  SN_CUDA_CHECK(launch_activation_backward(kernel_kind(act), ElementType::kF32, x.data<float>(), y.data<float>(),
+                                           dy.data<float>(), dx.data<float>(), x.numel(), stream()));
 }
 
 void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoothing,

@@ -1,4 +1,4 @@
-// Softmax cross-entropy of a whole batch in one block, fused with its gradient
+// Softmax cross-entropy (or squared error) of a whole batch in one block, fused with its gradient
 // and the step's metrics (loss sum and correct predictions), so the training
 // step needs no separate reduction launch. One warp per row (rows strided over
 // the block's 32 warps): butterfly reductions give every lane the row's max,
@@ -17,6 +17,24 @@ namespace {
 
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / kWarpSize;
+
+// loss.type = "mse": the row's mean squared error against its one-hot target and its gradient
+// (`max_index`: the row's argmax, for the accuracy).
+__device__ void squared_error_row(const CrossEntropyArgs& a, std::int64_t base, std::int32_t label, float scale,
+                                  std::int64_t max_index, int lane, double& loss, long long& correct) {
+  const float inv_classes = 1.0f / static_cast<float>(a.classes);
+  float sum = 0.0f;
+  for (std::int64_t c = lane; c < a.classes; c += kWarpSize) {
+    const float diff = load_element(a.logits, a.type, base + c) - (c == label ? 1.0f : 0.0f);
+    sum += diff * diff;
+    if (a.dlogits != nullptr) store_element(a.dlogits, a.type, base + c, scale * 2.0f * diff * inv_classes);
+  }
+  sum = warp_sum(sum);
+  if (lane == 0) {
+    loss += static_cast<double>(sum) / static_cast<double>(a.classes);
+    correct += max_index == label ? 1 : 0;
+  }
+}
 
 __global__ void __launch_bounds__(kThreads) fused_cross_entropy_kernel(CrossEntropyArgs a) {
   __shared__ double warp_loss[kWarps];
@@ -47,6 +65,10 @@ __global__ void __launch_bounds__(kThreads) fused_cross_entropy_kernel(CrossEntr
         max_logit = other;
         max_index = other_index;
       }
+    }
+    if (a.squared_error) {
+      squared_error_row(a, base, label, scale, max_index, lane, loss, correct);
+      continue;
     }
     float exp_sum = 0.0f, logit_sum = 0.0f;
     for (std::int64_t c = lane; c < a.classes; c += kWarpSize) {

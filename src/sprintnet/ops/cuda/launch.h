@@ -32,11 +32,7 @@ cudaError_t launch_add_bias(float* y, const float* bias, std::int64_t rows, std:
 cudaError_t launch_sum_rows(const float* x, float* out, std::int64_t rows, std::int64_t cols, float beta,
                             cudaStream_t stream);
 
-// activation.cu: y = f(x) (y may alias x); dx = f'(x) * dy.
-cudaError_t launch_activation_forward(ActivationKind act, const float* x, float* y, std::int64_t count,
-                                      cudaStream_t stream);
-cudaError_t launch_activation_backward(ActivationKind act, const float* x, const float* y, const float* dy, float* dx,
-                                       std::int64_t count, cudaStream_t stream);
+// activation.cu (declared in step_launch.h, with the element type): y = f(x); dx = f'(x) * dy.
 
 // cross_entropy.cu: row_loss[r] = -sum_c target_c log softmax(x[r])_c; dlogits (may be null) = grad_scale * (softmax - target).
 cudaError_t launch_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t rows,

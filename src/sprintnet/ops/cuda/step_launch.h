@@ -11,6 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "sprintnet/ops/cuda/launch.h"  // ActivationKind
+
 namespace sprintnet::cuda {
 
 // Element types of activations and compute copies of the weights.
@@ -34,6 +36,14 @@ struct StepMetrics {
   std::int64_t correct = 0;  // samples whose first maximum logit is at the label
   std::int64_t skipped = 0;  // fp16 updates skipped for a non-finite gradient
 };
+
+// activation.cu: y = f(x) (y may alias x) and dx = f'(x, y) * dy (dx may alias dy) over `count`
+// elements of `type`, computed in fp32: the eager ops (fp32) and the compiled step's hidden layers
+// whose activation no cuBLASLt epilogue applies (GELU as our erf form, tanh, sigmoid, SiLU).
+cudaError_t launch_activation_forward(ActivationKind act, ElementType type, const void* x, void* y,
+                                      std::int64_t count, cudaStream_t stream);
+cudaError_t launch_activation_backward(ActivationKind act, ElementType type, const void* x, const void* y,
+                                       const void* dy, void* dx, std::int64_t count, cudaStream_t stream);
 
 // batch_gather.cu: rows of a uint8 data set to the compute type, normalised: dst[i, :] = x * scale + shift
 // with x the row order[first + i] (identity when order is null). With `state` set, first =
@@ -71,6 +81,10 @@ struct CrossEntropyArgs {
   const StepState* state;  // may be null
   StepMetrics* metrics;
   double loss_weight;
+  // loss.type = "mse" instead: a row's loss is its mean squared error against the one-hot target
+  // (PyTorch's MSELoss over the batch is the mean of these), dlogits = grad_scale * loss_scale *
+  // 2 (logit - target) / classes; smoothing is not used.
+  bool squared_error = false;
 };
 cudaError_t launch_fused_cross_entropy(const CrossEntropyArgs& args, cudaStream_t stream);
 
