@@ -83,6 +83,15 @@ std::string describe_out_of_memory(cudaError_t status) {
 
 cudaStream_t cuda_stream(StreamHandle stream) { return reinterpret_cast<cudaStream_t>(stream); }
 
+// set_thread_cuda_allocator_stream(): this thread's stream for one device (a worker serves one).
+thread_local int thread_stream_device = -1;
+thread_local StreamHandle thread_stream = 0;
+
+// The stream this thread's allocation on `index` is ordered on.
+StreamHandle stream_for_this_thread(int index, const std::atomic<StreamHandle>& device_stream) {
+  return thread_stream_device == index ? thread_stream : device_stream.load();
+}
+
 // cudaMalloc/cudaFree on one device, for CachingAllocator (which serialises the calls).
 class CudaDeviceMemory final : public DeviceMemoryApi {
  public:
@@ -140,7 +149,7 @@ class CudaCachingAllocator final : public CudaDeviceAllocator {
   CudaCachingAllocator(int index, StreamHandle stream)
       : index_(index), memory_(index), cache_(memory_), stream_(stream) {}
 
-  void* allocate(std::size_t bytes) override { return cache_.allocate(bytes, stream_.load()); }
+  void* allocate(std::size_t bytes) override { return cache_.allocate(bytes, stream_for_this_thread(index_, stream_)); }
   void deallocate(void* ptr, std::size_t /*bytes*/) noexcept override { cache_.deallocate(ptr); }
   Device device() const override { return Device::cuda(index_); }
   AllocatorStats stats() const override { return cache_.stats(); }
@@ -184,7 +193,7 @@ class CudaAsyncAllocator final : public CudaDeviceAllocator {
     if (bytes == 0) return nullptr;
     std::lock_guard lock(mutex_);
     DeviceGuard guard(index_);  // stream 0 means the current device's default stream
-    const StreamHandle stream = stream_.load();
+    const StreamHandle stream = stream_for_this_thread(index_, stream_);
     void* ptr = nullptr;
     cudaError_t status = cudaMallocFromPoolAsync(&ptr, bytes, pool_, cuda_stream(stream));
     if (status == cudaErrorMemoryAllocation) {
@@ -372,6 +381,11 @@ void set_cuda_allocator_stream(int index, void* cuda_stream) {
   DeviceSlot& device_slot = slot(reg, index);
   device_slot.stream = reinterpret_cast<StreamHandle>(cuda_stream);
   if (device_slot.allocator) device_slot.allocator->set_stream(device_slot.stream);
+}
+
+void set_thread_cuda_allocator_stream(int index, void* cuda_stream) {
+  thread_stream_device = cuda_stream != nullptr ? index : -1;
+  thread_stream = reinterpret_cast<StreamHandle>(cuda_stream);
 }
 
 void empty_cuda_allocator_cache(int index) {

@@ -37,6 +37,11 @@ std::string_view cuda_allocator_name(int index);
 // The stream allocations and frees are ordered on: the CUDA backend's stream (a cudaStream_t), set
 // once when the backend creates it. Until then the legacy default stream (0).
 void set_cuda_allocator_stream(int index, void* cuda_stream);
+// This thread's allocations on device `index` are ordered on `cuda_stream` instead (nullptr: the
+// device's stream again). Set by cuda::StreamScope for runs that share a GPU from worker threads
+// (sweep): a freed block then serves only later requests on the same stream (caching), or is freed
+// on the stream it was allocated on (async), so runs on other streams never race for it.
+void set_thread_cuda_allocator_stream(int index, void* cuda_stream);
 // Synchronises the device and returns the cached memory that no allocation uses to CUDA.
 void empty_cuda_allocator_cache(int index);
 

@@ -17,6 +17,7 @@ Allocator& cuda_allocator(int index) { fail_without_cuda(index); }
 AllocatorStats cuda_allocator_stats(int index) { fail_without_cuda(index); }
 std::string_view cuda_allocator_name(int index) { fail_without_cuda(index); }
 void set_cuda_allocator_stream(int index, void* /*cuda_stream*/) { fail_without_cuda(index); }
+void set_thread_cuda_allocator_stream(int index, void* /*cuda_stream*/) { fail_without_cuda(index); }
 void empty_cuda_allocator_cache(int index) { fail_without_cuda(index); }
 
 }  // namespace sprintnet

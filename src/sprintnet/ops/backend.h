@@ -8,6 +8,8 @@
 // and fp64 on the CPU for gradient checks). Ops never synchronise the host with
 // a device: results that are reduced (loss, accuracy) are written into tensors.
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "sprintnet/core/device.h"
 #include "sprintnet/core/tensor.h"
@@ -98,5 +100,14 @@ Backend& cpu_backend();
 int cuda_device_count();
 // Why CUDA is unavailable, for messages ("built without CUDA", "no CUDA device: ...").
 std::string cuda_unavailable_reason();
+
+// While the returned object lives, this thread's work on CUDA device `index` runs on a stream of its
+// own (cuda::StreamScope, ops/cuda/stream_scope.h): training runs in worker threads of one process
+// then share the GPU side by side. Throws in a build without CUDA.
+class ThreadStream {
+ public:
+  virtual ~ThreadStream() = default;
+};
+std::unique_ptr<ThreadStream> open_thread_stream(int index);
 
 }  // namespace sprintnet

@@ -26,6 +26,7 @@
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/graph_capture_lock.h"
 #include "sprintnet/nn/linear.h"
 #include "sprintnet/ops/cuda/cuda_backend.h"
 #include "sprintnet/ops/cuda/device_guard.h"
@@ -90,7 +91,10 @@ struct Graph {
 };
 
 struct PinnedDeleter {
-  void operator()(void* p) const noexcept { SN_CUDA_WARN(cudaFreeHost(p)); }
+  void operator()(void* p) const noexcept {
+    const std::unique_lock no_capture(graph_capture_mutex());  // graph_capture_lock.h
+    SN_CUDA_WARN(cudaFreeHost(p));
+  }
 };
 struct EventDeleter {
   void operator()(CUevent_st* e) const noexcept { SN_CUDA_WARN(cudaEventDestroy(e)); }
@@ -312,7 +316,10 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   eval_metrics_ = Tensor::zeros({static_cast<std::int64_t>(sizeof(cuda::StepMetrics))}, DType::kU8, device);
 
   void* pinned = nullptr;
-  SN_CUDA_CHECK(cudaMallocHost(&pinned, (kProgressSlots + 1) * sizeof(cuda::StepMetrics) + sizeof(cuda::StepState)));
+  {
+    const std::unique_lock no_capture(graph_capture_mutex());  // graph_capture_lock.h
+    SN_CUDA_CHECK(cudaMallocHost(&pinned, (kProgressSlots + 1) * sizeof(cuda::StepMetrics) + sizeof(cuda::StepState)));
+  }
   pinned_.reset(pinned);
   for (auto& e : slot_events_) e = make_event();
   for (std::size_t i = 0; i < 4 * layers_.size() + 2; ++i) fork_events_.push_back(make_event());
@@ -607,6 +614,7 @@ template <typename Enqueue>
 void CudaTrainPlan::capture(Graph& graph, Enqueue&& enqueue) {
   const cuda::NvtxRange range("capture");
   graph.reset();
+  const std::shared_lock capturing(graph_capture_mutex());  // other threads' cudaFree would break it
   SN_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   try {
     enqueue();

@@ -13,6 +13,7 @@
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/graph_capture_lock.h"
 #include "sprintnet/ops/cuda/cuda_backend.h"
 #include "sprintnet/ops/cuda/device_guard.h"
 #include "sprintnet/ops/cuda/fused/fused_epoch.h"
@@ -33,7 +34,10 @@ constexpr std::int64_t kTensorAlignment = 128;  // elements between parameters i
 std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
 
 struct MappedDeleter {
-  void operator()(cuda::FusedProgress* p) const noexcept { SN_CUDA_WARN(cudaFreeHost(p)); }
+  void operator()(cuda::FusedProgress* p) const noexcept {
+    const std::unique_lock no_capture(graph_capture_mutex());  // graph_capture_lock.h
+    SN_CUDA_WARN(cudaFreeHost(p));
+  }
 };
 
 class FusedTrainPlan final : public TrainPlan {

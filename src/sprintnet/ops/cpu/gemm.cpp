@@ -1,6 +1,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <atomic>
 #include <thread>
 
 #include "sprintnet/ops/cpu/cpu_backend.h"
@@ -8,14 +9,15 @@
 
 namespace sprintnet {
 namespace {
-int g_threads = 0;
+std::atomic<int> g_threads{0};  // atomic: a sweep's CPU runs set it from several threads
 }
 
 void set_cpu_threads(int threads) {
   SN_CHECK(threads >= 0, "thread count must be >= 0, got {}", threads);
-  g_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  openblas_set_num_threads(g_threads);
-  omp_set_num_threads(g_threads);
+  const int count = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  g_threads = count;
+  openblas_set_num_threads(count);
+  omp_set_num_threads(count);
 }
 
 int cpu_threads() {

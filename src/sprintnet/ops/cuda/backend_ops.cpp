@@ -9,6 +9,7 @@
 #include "sprintnet/ops/cuda/gemm.h"
 #include "sprintnet/ops/cuda/launch.h"
 #include "sprintnet/ops/cuda/step_launch.h"
+#include "sprintnet/ops/cuda/stream_scope.h"
 
 namespace sprintnet::cuda {
 namespace {
@@ -69,7 +70,7 @@ void CudaBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool tran
                       .align_a = pointer_alignment(a.raw_data()),
                       .align_b = pointer_alignment(b.raw_data()),
                       .align_c = pointer_alignment(c.raw_data())};
-  gemm_->run(desc, a.data<float>(), b.data<float>(), c.data<float>(), static_cast<float>(alpha),
+  resources().gemm->run(desc, a.data<float>(), b.data<float>(), c.data<float>(), static_cast<float>(alpha),
              static_cast<float>(beta), stream());
 }
 
@@ -123,7 +124,7 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& labels, doub
   SN_CUDA_CHECK(launch_cross_entropy(logits.data<float>(), labels.data<std::int32_t>(), rows, classes,
                                      static_cast<float>(label_smoothing), row_loss.data<double>(),
                                      dlogits != nullptr ? dlogits->data<float>() : nullptr,
-                                     static_cast<float>(grad_scale), device_error_.get(), stream()));
+                                     static_cast<float>(grad_scale), resources().device_error, stream()));
   SN_CUDA_CHECK(launch_accumulate_sum(row_loss.data<double>(), rows, loss_sum.raw_data(),
                                       loss_sum.dtype() == DType::kF64, loss_scale, stream()));
 }
@@ -141,7 +142,7 @@ void CudaBackend::mse_one_hot(const Tensor& pred, const Tensor& labels, const Te
   const Tensor row_loss = Tensor::empty({rows}, DType::kF64, device());  // as in cross_entropy
   SN_CUDA_CHECK(launch_mse_one_hot(pred.data<float>(), labels.data<std::int32_t>(), rows, classes,
                                    row_loss.data<double>(), dpred != nullptr ? dpred->data<float>() : nullptr,
-                                   static_cast<float>(grad_scale), device_error_.get(), stream()));
+                                   static_cast<float>(grad_scale), resources().device_error, stream()));
   SN_CUDA_CHECK(launch_accumulate_sum(row_loss.data<double>(), rows, loss_sum.raw_data(),
                                       loss_sum.dtype() == DType::kF64, loss_scale, stream()));
 }
@@ -208,7 +209,7 @@ void CudaBackend::gather_rows_u8(const Tensor& src, const Tensor& indices, const
   const DeviceGuard guard(index_);
   SN_CUDA_CHECK(launch_gather_rows_u8(src.data<std::uint8_t>(), src_rows, cols, indices.data<std::int32_t>(), count,
                                       dst.data<float>(), static_cast<float>(scale), static_cast<float>(shift),
-                                      device_error_.get(), stream()));
+                                      resources().device_error, stream()));
 }
 
 void CudaBackend::gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& dst) {
@@ -220,7 +221,7 @@ void CudaBackend::gather_labels(const Tensor& labels, const Tensor& indices, con
   SN_CHECK(labels.numel() >= 1, "gather_labels: labels are empty, nothing to gather");
   const DeviceGuard guard(index_);
   SN_CUDA_CHECK(launch_gather_labels(labels.data<std::int32_t>(), labels.numel(), indices.data<std::int32_t>(), count,
-                                     dst.data<std::int32_t>(), device_error_.get(), stream()));
+                                     dst.data<std::int32_t>(), resources().device_error, stream()));
 }
 
 }  // namespace sprintnet::cuda

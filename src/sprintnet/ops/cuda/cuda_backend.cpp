@@ -13,6 +13,7 @@
 #include "sprintnet/ops/cuda/device_guard.h"
 #include "sprintnet/ops/cuda/gemm.h"
 #include "sprintnet/ops/cuda/launch.h"
+#include "sprintnet/ops/cuda/stream_scope.h"
 
 namespace sprintnet::cuda {
 namespace {
@@ -96,44 +97,30 @@ Backend& backend(int index) {
   return *slot;
 }
 
-void CudaBackend::StreamDeleter::operator()(cudaStream_t stream) const noexcept {
-  SN_CUDA_WARN(cudaStreamDestroy(stream));
-}
-void CudaBackend::DeviceFree::operator()(DeviceError* p) const noexcept { SN_CUDA_WARN(cudaFree(p)); }
-void CudaBackend::HostFree::operator()(DeviceError* p) const noexcept { SN_CUDA_WARN(cudaFreeHost(p)); }
-
-CudaBackend::CudaBackend(int index) : index_(index) {
-  const DeviceGuard guard(index_);
-  cudaStream_t stream = nullptr;
-  SN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  stream_.reset(stream);
-  set_cuda_allocator_stream(index_, stream);
-
-  void* device_error = nullptr;
-  SN_CUDA_CHECK(cudaMalloc(&device_error, sizeof(DeviceError)));
-  device_error_.reset(static_cast<DeviceError*>(device_error));
-  SN_CUDA_CHECK(cudaMemsetAsync(device_error, 0, sizeof(DeviceError), stream));
-  void* host_error = nullptr;
-  SN_CUDA_CHECK(cudaMallocHost(&host_error, sizeof(DeviceError)));
-  host_error_.reset(static_cast<DeviceError*>(host_error));
-  *host_error_ = DeviceError{};
-
-  gemm_ = std::make_unique<CublasLtGemm>();
+CudaBackend::CudaBackend(int index) : index_(index), shared_(std::make_unique<StreamResources>(index)) {
+  set_cuda_allocator_stream(index_, shared_->stream);
 }
 
 CudaBackend::~CudaBackend() = default;
 
 Allocator& CudaBackend::allocator() { return cuda_allocator(index_); }
 
+StreamResources& CudaBackend::resources() const {
+  StreamResources* own = thread_stream_resources(index_);
+  return own != nullptr ? *own : *shared_;
+}
+
+cudaStream_t CudaBackend::stream() const { return resources().stream; }
+
 void CudaBackend::wait_and_check_device_errors() {
-  SN_CUDA_CHECK(cudaMemcpyAsync(host_error_.get(), device_error_.get(), sizeof(DeviceError), cudaMemcpyDeviceToHost,
-                                stream()));
-  SN_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  if (host_error_->code == static_cast<std::int32_t>(DeviceErrorCode::kNone)) return;
-  const DeviceError error = *host_error_;
-  *host_error_ = DeviceError{};
+  StreamResources& r = resources();
+  SN_CUDA_CHECK(cudaMemcpyAsync(r.host_error, r.device_error, sizeof(DeviceError), cudaMemcpyDeviceToHost, r.stream));
+  SN_CUDA_CHECK(cudaStreamSynchronize(r.stream));
+  if (r.host_error->code == static_cast<std::int32_t>(DeviceErrorCode::kNone)) return;
+  const DeviceError error = *r.host_error;
+  *r.host_error = DeviceError{};
   // Cleared once reported, so that the next synchronisation does not report it again.
-  SN_CUDA_CHECK(cudaMemsetAsync(device_error_.get(), 0, sizeof(DeviceError), stream()));
+  SN_CUDA_CHECK(cudaMemsetAsync(r.device_error, 0, sizeof(DeviceError), r.stream));
   SN_FAIL("{}", device_error_message(error, index_));
 }
 

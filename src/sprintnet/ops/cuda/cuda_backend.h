@@ -2,9 +2,10 @@
 // The CUDA backend: every op of ops/backend.h for fp32 tensors on one device.
 // (fp64 ops are an Error here: the CPU backend is the fp64 reference.)
 //
-// Execution model: one non-blocking stream per device; every kernel, cuBLASLt
-// call, fill and device-to-device copy is enqueued on it, and the host never
-// waits except in synchronize() and in copies that involve host memory. A
+// Execution model: one non-blocking stream per device (or per worker thread
+// inside a StreamScope, stream_scope.h); every kernel, cuBLASLt call, fill and
+// device-to-device copy is enqueued on it, and the host never waits except in
+// synchronize() and in copies that involve host memory. A
 // kernel that finds a bad label or index records it in a small device buffer
 // (device_error.h); synchronize() and copies to the host report it as an Error.
 //
@@ -26,8 +27,7 @@ std::string unavailable_reason();
 // The backend of device `index`, created on first use and never destroyed.
 Backend& backend(int index);
 
-class CublasLtGemm;
-struct DeviceError;
+struct StreamResources;
 
 class CudaBackend final : public Backend {
  public:
@@ -36,7 +36,8 @@ class CudaBackend final : public Backend {
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
-  cudaStream_t stream() const { return stream_.get(); }
+  // This thread's stream: its StreamScope's on this device, else the backend's.
+  cudaStream_t stream() const;
 
   Device device() const override { return Device::cuda(index_); }
   Allocator& allocator() override;
@@ -65,24 +66,13 @@ class CudaBackend final : public Backend {
   void gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& dst) override;
 
  private:
-  struct StreamDeleter {
-    void operator()(cudaStream_t stream) const noexcept;
-  };
-  struct DeviceFree {
-    void operator()(DeviceError* p) const noexcept;
-  };
-  struct HostFree {
-    void operator()(DeviceError* p) const noexcept;
-  };
-
+  // This thread's stream, error record and GEMM workspace (see stream()).
+  StreamResources& resources() const;
   // Waits for the stream (having queued a copy of the error record), then throws if a kernel recorded an error.
   void wait_and_check_device_errors();
 
   int index_;
-  std::unique_ptr<CUstream_st, StreamDeleter> stream_;
-  std::unique_ptr<DeviceError, DeviceFree> device_error_;  // written by kernels
-  std::unique_ptr<DeviceError, HostFree> host_error_;      // pinned: its copy is queued on the stream
-  std::unique_ptr<CublasLtGemm> gemm_;
+  std::unique_ptr<StreamResources> shared_;  // threads without a StreamScope
 };
 
 }  // namespace sprintnet::cuda

@@ -5,6 +5,7 @@
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/graph_capture_lock.h"
 #include "sprintnet/ops/cuda/nvtx.h"
 
 namespace sprintnet::cuda {
@@ -86,6 +87,7 @@ std::uint32_t pointer_alignment(const void* p) {
 }
 
 CublasLtGemm::CublasLtGemm() {
+  const std::unique_lock no_capture(graph_capture_mutex());  // graph_capture_lock.h
   const cublasStatus_t status = cublasLtCreate(&handle_);
   SN_CHECK(status == CUBLAS_STATUS_SUCCESS, "cublasLtCreate failed: {} ({})", cublasLtGetStatusName(status),
            cublasLtGetStatusString(status));
@@ -97,6 +99,7 @@ CublasLtGemm::CublasLtGemm() {
 }
 
 CublasLtGemm::~CublasLtGemm() {
+  const std::unique_lock no_capture(graph_capture_mutex());
   plans_.clear();
   SN_CUDA_WARN(cudaFree(workspace_));
   cublasLtDestroy(handle_);
