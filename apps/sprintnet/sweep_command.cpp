@@ -16,13 +16,14 @@
 namespace sprintnet::cli {
 namespace {
 
-void report(const sweep::RunResult& run, std::size_t finished, std::size_t failed, std::size_t total, double elapsed) {
-  const double eta = finished > 0 ? elapsed / static_cast<double>(finished) * static_cast<double>(total - finished) : 0;
+void report(const sweep::RunResult& run, const sweep::SweepProgress& p) {
+  const double eta =
+      p.finished > 0 ? p.elapsed_s / static_cast<double>(p.finished) * static_cast<double>(p.total - p.finished) : 0;
   const std::string what = run.status == "done" ? fmt::format("test accuracy {:.2f} %, {:.1f} s", 100 * run.final_accuracy,
                                                               run.wall_s)
                                                 : fmt::format("FAILED: {}", run.error);
-  std::fprintf(stderr, "sweep [%zu/%zu done, %zu failed, ETA %.0f s] %s: %s\n", finished, total, failed, eta,
-               run.name.c_str(), what.c_str());
+  std::fprintf(stderr, "sweep [%zu/%zu done, %zu running, %zu failed, ETA %.0f s] %s: %s\n", p.finished, p.total,
+               p.running, p.failed, eta, run.name.c_str(), what.c_str());
 }
 
 }  // namespace
@@ -31,6 +32,7 @@ void add_sweep_command(CLI::App& app) {
   struct Options {
     std::string config_path, out_dir, resume_dir, seeds;
     std::vector<std::string> grid, overrides;
+    int parallel = 0;
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("sweep", "Train a config over a grid of values and seeds, with a summary table "
@@ -41,12 +43,15 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", options->out_dir, "the sweep's folder (default runs/sweep-DATE-TIME)");
   cmd->add_option("--set", options->overrides, "override a config key for every run (repeatable)");
   cmd->add_option("--resume", options->resume_dir, "continue the sweep in this folder, skipping finished runs");
+  cmd->add_option("--parallel", options->parallel,
+                  "runs training at once, spread over the GPUs (0 = auto: as many as fill each GPU; on the CPU one)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([options] {
     std::vector<sweep::RunResult> results;
     std::string dir;
     if (!options->resume_dir.empty()) {
       dir = options->resume_dir;
-      results = sweep::resume_sweep(dir, report);
+      results = sweep::resume_sweep(dir, options->parallel, report);
     } else {
       SN_CHECK(!options->config_path.empty(), "sweep needs a CONFIG file, or --resume DIR to continue a sweep");
       sweep::SweepOptions o;
@@ -65,12 +70,13 @@ void add_sweep_command(CLI::App& app) {
       dir = options->out_dir.empty() ? fmt::format("runs/sweep-{:%Y%m%d-%H%M%S}", fmt::gmtime(std::time(nullptr)))
                                      : options->out_dir;
       o.out_dir = dir;
+      o.parallel = options->parallel;
       std::fprintf(stderr, "sweep: %zu runs into %s\n", sweep::expand(o.spec).size(), dir.c_str());
       results = sweep::run_sweep(o, report);
     }
     std::size_t failed = 0;
     for (const sweep::RunResult& r : results) failed += r.status == "failed" ? 1 : 0;
-    const std::string pictures = sweep::plot_sweep(dir);
+    const std::string pictures = sweep::plot_sweep_in_background(dir);
     std::printf("sprintnet sweep: %zu runs, %zu failed; %s/summary.md, %s/summary.csv; %s\n", results.size(), failed,
                 dir.c_str(), dir.c_str(), pictures.c_str());
   });

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/random.h"
@@ -12,13 +11,6 @@
 namespace sprintnet {
 namespace {
 
-std::string read_all(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
 TEST(WriteTextFileAtomically, WritesAndReplacesLeavingNoTemporaries) {
   Generator gen(test::test_seed());
   const auto dir = test::temp_dir("atomic");
@@ -26,9 +18,9 @@ TEST(WriteTextFileAtomically, WritesAndReplacesLeavingNoTemporaries) {
   std::string first(1 + gen.below(100000), '\0');
   for (char& c : first) c = static_cast<char>(gen.below(256));  // any bytes, NULs included
   write_text_file_atomically(path, first);
-  EXPECT_EQ(read_all(path), first);
+  EXPECT_EQ(test::file_bytes(path), first);
   write_text_file_atomically(path, "short");
-  EXPECT_EQ(read_all(path), "short");
+  EXPECT_EQ(test::file_bytes(path), "short");
   std::size_t files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     ++files;

@@ -27,11 +27,6 @@ std::filesystem::path fake_run(const std::string& name, double scale) {
   return dir;
 }
 
-std::string read_all(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 TEST(RunCurves, DrawsSeveralRunsIntoOnePng) {
   if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
   const std::filesystem::path a = fake_run("plot-a", 1.0);
@@ -40,7 +35,7 @@ TEST(RunCurves, DrawsSeveralRunsIntoOnePng) {
   const PlotOutcome outcome = draw_curves({a, b}, output);
   EXPECT_TRUE(outcome.drawn);
   EXPECT_NE(outcome.message.find(output.string()), std::string::npos) << outcome.message;
-  const std::string png = read_all(output);
+  const std::string png = test::file_bytes(output);
   ASSERT_GT(png.size(), 1000u);
   EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   EXPECT_FALSE(std::filesystem::exists(a / "overlay.png.tmp.png"));  // written to a temporary, then renamed
@@ -56,7 +51,7 @@ TEST(RunCurves, DrawsARunsCurvesInTheBackground) {
   for (int i = 0; i < 600 && !std::filesystem::exists(run / kCurvesFileName); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_EQ(read_all(run / kCurvesFileName).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(test::file_bytes(run / kCurvesFileName).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
 TEST(RunCurves, NamesTheDirectoryWithoutMetrics) {

@@ -33,5 +33,7 @@ bool all_zero(const Tensor& t);
 std::filesystem::path data_dir();
 // A fresh, empty temporary directory for this test.
 std::filesystem::path temp_dir(const std::string& name);
+// The bytes of a file (empty when it cannot be read).
+std::string file_bytes(const std::filesystem::path& path);
 
 }  // namespace sprintnet::test

@@ -1,15 +1,17 @@
 // sprintnet sweep on the CPU with tiny runs: the grid and its folder names, the statistics of the
 // summary, a failing run recorded while the sweep goes on, a killed sweep resumed, bad keys
-// rejected before anything trains.
+// rejected before anything trains, runs side by side equal to runs one after another.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "sprintnet/sweep/grid.h"
 #include "sprintnet/sweep/summary.h"
 #include "sprintnet/sweep/sweep_runner.h"
+#include "same_runs.h"
 #include "support/error_message.h"
 #include "support/test_util.h"
 
@@ -86,13 +88,13 @@ TEST(SweepRunner, AFailingRunIsRecordedAndTheKilledSweepResumesSkippingFinishedR
   ASSERT_EQ(expand(o.spec).size(), 4u);
   // Kill the sweep after its second run (a callback that throws stands in for the kill).
   struct Killed {};
-  EXPECT_THROW(run_sweep(o, [](const RunResult&, std::size_t finished, std::size_t, std::size_t, double) {
-                 if (finished == 2) throw Killed{};
+  EXPECT_THROW(run_sweep(o, [](const RunResult&, const SweepProgress& progress) {
+                 if (progress.finished == 2) throw Killed{};
                }),
                Killed);
   EXPECT_EQ(read_state(o.out_dir).size(), 2u);
   std::vector<std::string> trained;
-  const auto results = resume_sweep(o.out_dir, [&](const RunResult& r, std::size_t, std::size_t, std::size_t, double) {
+  const auto results = resume_sweep(o.out_dir, 0, [&](const RunResult& r, const SweepProgress&) {
     trained.push_back(r.name);
   });
   ASSERT_EQ(results.size(), 4u);
@@ -108,6 +110,16 @@ TEST(SweepRunner, AFailingRunIsRecordedAndTheKilledSweepResumesSkippingFinishedR
   EXPECT_THAT(text.str(), HasSubstr("failed: training diverged"));
   // A new sweep into a folder that holds one is refused.
   EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("holds a sweep already"));
+}
+
+TEST(SweepRunner, RunsSideBySideGiveWhatTheyGiveOneAfterAnother) {
+  const std::filesystem::path dir = test::temp_dir("sweep-parallel");
+  SweepOptions o;
+  o.config_path = write_config(dir, "[sweep]\ngrid = { \"optim.lr\" = [0.05, 0.1] }\nseeds = [0, 1]\n");
+  o.spec = read_sweep_table(o.config_path);
+  o.overrides = {"device.threads=1"};  // the same thread count either way, so the same sums
+  ASSERT_EQ(expand(o.spec).size(), 4u);
+  expect_side_by_side_equals_alone(o, dir, 3, "3 runs at a time on the CPU");
 }
 
 TEST(SweepRunner, ABadKeyOrValueIsRejectedBeforeAnythingTrains) {

@@ -3,11 +3,20 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <exception>
 #include <fstream>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/data/dataset_cache.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/config.h"
+#include "sprintnet/ops/backend.h"
+#include "sprintnet/sweep/worker_plan.h"
 #include "sprintnet/train/trainer.h"
 
 namespace sprintnet::sweep {
@@ -46,7 +55,9 @@ SweepOptions read_spec(const std::filesystem::path& dir) {
   return o;
 }
 
-RunResult train_one(const SweepOptions& o, const SweepRun& run) {
+// `placement`: the worker's device and thread overrides, before the run's own (a grid over
+// device.name wins).
+RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vector<std::string>& placement) {
   RunResult result;
   result.name = run.name;
   result.point = run.point;
@@ -55,7 +66,11 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run) {
   std::error_code ec;
   std::filesystem::remove_all(o.out_dir / run.name, ec);  // an unfinished attempt starts over
   try {
-    std::vector<std::string> overrides = o.overrides;
+    // A run that did not finish starts over when the sweep resumes, so its checkpoints before the
+    // last would never be read: only the last is written, unless --set asks for more.
+    std::vector<std::string> overrides = {"checkpoint.every_epochs=0"};
+    overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
+    overrides.insert(overrides.end(), placement.begin(), placement.end());
     overrides.insert(overrides.end(), run.overrides.begin(), run.overrides.end());
     overrides.push_back(fmt::format("output.dir=\"{}\"", o.out_dir.string()));
     overrides.push_back(fmt::format("output.name=\"{}\"", run.name));
@@ -79,25 +94,121 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run) {
   return result;
 }
 
-std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResult>& previous, const RunCallback& on_run) {
-  const std::vector<SweepRun> runs = expand(o.spec);
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<RunResult> results;
-  std::size_t failed = 0;
-  for (const SweepRun& run : runs) {
-    const auto done = std::find_if(previous.begin(), previous.end(),
-                                   [&](const RunResult& r) { return r.name == run.name && r.status == "done"; });
-    RunResult result = done != previous.end() ? *done : train_one(o, run);
-    failed += result.status == "failed" ? 1 : 0;
-    results.push_back(result);
-    write_state(o.out_dir, results);
-    write_summary(o.out_dir, results);
-    if (on_run) {
-      on_run(result, results.size(), failed, runs.size(),
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+// The runs' results as they finish, shared by the workers: the state file and the summary always
+// hold every finished run in grid order, so a sweep killed at any moment resumes from them.
+class Ledger {
+ public:
+  Ledger(const SweepOptions& o, std::size_t total, std::string workers, const RunCallback& on_run)
+      : o_(o), slots_(total), on_run_(on_run), start_(std::chrono::steady_clock::now()) {
+    progress_.total = total;
+    progress_.workers = std::move(workers);
+  }
+
+  // The next run to train, or nullopt when none is left or the sweep stops.
+  std::optional<std::size_t> take() {
+    std::lock_guard lock(mutex_);
+    while (!stopped_ && next_ < slots_.size() && slots_[next_]) ++next_;  // finished in an earlier attempt
+    if (stopped_ || next_ == slots_.size()) return std::nullopt;
+    ++progress_.running;
+    return next_++;
+  }
+
+  void record(std::size_t index, RunResult result, bool was_running) {
+    std::lock_guard lock(mutex_);
+    if (was_running) --progress_.running;
+    if (stopped_) return;  // the sweep is stopping: what finishes now is trained again on resume
+    progress_.finished += 1;
+    progress_.failed += result.status == "failed" ? 1 : 0;
+    slots_[index] = std::move(result);
+    const std::vector<RunResult> finished = results();
+    write_state(o_.out_dir, finished);
+    write_summary(o_.out_dir, finished);
+    if (!on_run_) return;
+    progress_.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    try {
+      on_run_(*slots_[index], progress_);
+    } catch (...) {
+      stop(std::current_exception());
     }
   }
-  return results;
+
+  // Stops the sweep: no run starts after this; the first error is the one rethrown.
+  void stop(std::exception_ptr error) {
+    if (!error_) error_ = std::move(error);
+    stopped_ = true;
+  }
+  void stop_locked(std::exception_ptr error) {
+    std::lock_guard lock(mutex_);
+    stop(std::move(error));
+  }
+  std::exception_ptr error() const { return error_; }
+
+  std::vector<RunResult> results() const {
+    std::vector<RunResult> out;
+    for (const std::optional<RunResult>& r : slots_) {
+      if (r) out.push_back(*r);
+    }
+    return out;
+  }
+
+ private:
+  const SweepOptions& o_;
+  std::vector<std::optional<RunResult>> slots_;
+  const RunCallback& on_run_;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex mutex_;
+  SweepProgress progress_;
+  std::size_t next_ = 0;
+  bool stopped_ = false;
+  std::exception_ptr error_;
+};
+
+// One worker thread: its own stream on its GPU (so its runs overlap the other workers'), then
+// runs until none is left.
+void work(const SweepOptions& o, const std::vector<SweepRun>& runs, const std::string& device,
+          std::int64_t cpu_threads, Ledger& ledger) {
+  try {
+    const Device d = parse_device(device);
+    std::unique_ptr<ThreadStream> stream = d.is_cuda() ? open_thread_stream(d.index) : nullptr;
+    std::vector<std::string> placement = {fmt::format("device.name=\"{}\"", device)};
+    if (cpu_threads > 0) placement.push_back(fmt::format("device.threads={}", cpu_threads));
+    while (const std::optional<std::size_t> index = ledger.take()) {
+      ledger.record(*index, train_one(o, runs[*index], placement), true);
+    }
+  } catch (...) {
+    ledger.stop_locked(std::current_exception());  // the device itself failed: nothing more can train
+  }
+}
+
+std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResult>& previous, const RunCallback& on_run) {
+  const std::vector<SweepRun> runs = expand(o.spec);
+  const Config base = load_config(o.config_path, o.overrides);
+  const WorkerPlan plan = plan_workers(base, runs.size(), o.parallel, cuda_device_count(),
+                                       static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  // The data set loads while the workers start their devices (the runs then share this one copy).
+  std::future<void> data = std::async(std::launch::async, [&base] {
+    try {
+      load_train_test_cached(base.data, base.model.classes);
+    } catch (const std::exception&) {
+      // The runs report it, each as its own failure.
+    }
+  });
+  Ledger ledger(o, runs.size(), plan.reason, on_run);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto done = std::find_if(previous.begin(), previous.end(),
+                                   [&](const RunResult& r) { return r.name == runs[i].name && r.status == "done"; });
+    if (done != previous.end()) ledger.record(i, *done, false);
+  }
+  if (plan.devices.size() == 1) {
+    work(o, runs, plan.devices.front(), plan.cpu_threads, ledger);  // in this thread: one run at a time
+  } else {
+    std::vector<std::jthread> workers;
+    for (const std::string& device : plan.devices) {
+      workers.emplace_back([&, device] { work(o, runs, device, plan.cpu_threads, ledger); });
+    }
+  }
+  if (ledger.error()) std::rethrow_exception(ledger.error());
+  return ledger.results();
 }
 
 }  // namespace
@@ -115,8 +226,9 @@ std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback&
   return execute(options, {}, on_run);
 }
 
-std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, const RunCallback& on_run) {
-  const SweepOptions options = read_spec(dir);
+std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel, const RunCallback& on_run) {
+  SweepOptions options = read_spec(dir);
+  options.parallel = parallel;
   validate(options.config_path, options.overrides, expand(options.spec));
   return execute(options, read_state(dir), on_run);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Runs a sweep in this process: every run a normal run directory under the sweep's folder (so
-// eval, predict and --resume work on each), one after another with no process start-up between
-// them; a run that fails (diverges, an error) is recorded with its error and the sweep goes on;
+// eval, predict and --resume work on each), several at once from worker threads (worker_plan.h:
+// side by side on each GPU, over every GPU) with no process start-up between them; a run that fails (diverges, an error) is recorded with its error and the sweep goes on;
 // after every run the state (sweep.json) and summary.csv/.md are rewritten, so a killed sweep
 // resumes where it stopped and skips what finished.
 #include <filesystem>
@@ -19,15 +19,23 @@ struct SweepOptions {
   std::vector<std::string> overrides;  // --set, for every run
   SweepSpec spec;
   std::filesystem::path out_dir;
+  int parallel = 0;  // runs at once (0 = auto, plan_workers())
 };
 
-// Called after each run with the counts so far and the seconds since the sweep started.
-using RunCallback = std::function<void(const RunResult& run, std::size_t finished, std::size_t failed,
-                                       std::size_t total, double elapsed_s)>;
+struct SweepProgress {
+  std::size_t finished = 0, running = 0, failed = 0, total = 0;
+  double elapsed_s = 0.0;  // since the sweep started
+  std::string workers;     // how the runs are spread (WorkerPlan::reason)
+};
+
+// Called (one call at a time, in the order runs finish) after each run. An exception it throws stops
+// the sweep: no new run starts, the ones running finish, and run_sweep rethrows it.
+using RunCallback = std::function<void(const RunResult& run, const SweepProgress& progress)>;
 
 // A new sweep in options.out_dir (which must not hold one already).
 std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback& on_run = {});
-// Continues the sweep in `dir` with the config, overrides and grid it was started with.
-std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, const RunCallback& on_run = {});
+// Continues the sweep in `dir` with the config, overrides and grid it was started with; `parallel`
+// as in SweepOptions.
+std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel = 0, const RunCallback& on_run = {});
 
 }  // namespace sprintnet::sweep

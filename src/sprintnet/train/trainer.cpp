@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "sprintnet/data/dataset_cache.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/io/safetensors.h"
@@ -117,10 +118,9 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   double data_s = 0.0;
   std::future<std::pair<TrainTestData, Normalization>> data = std::async(std::launch::async, [this, &data_s] {
     const auto begin = Clock::now();
-    TrainTestData loaded = load_train_test(config_.data, config_.model.classes);
-    const Normalization norm = make_normalization(loaded.train, config_.data.normalize);
+    LoadedData loaded = load_train_test_cached(config_.data, config_.model.classes);  // once per process (sweeps)
     data_s = seconds_since(begin);
-    return std::pair(std::move(loaded), norm);
+    return std::pair(std::move(loaded.data), loaded.norm);
   });
   {
     const ScopedPhase phase(phases_, "device start-up");

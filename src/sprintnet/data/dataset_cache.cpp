@@ -1,0 +1,52 @@
+#include "sprintnet/data/dataset_cache.h"
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace sprintnet {
+namespace {
+
+constexpr std::size_t kKept = 2;
+
+// What decides the loaded bytes: the files as they are now, the limits, the classes, the normalization.
+std::string cache_key(const DataConfig& config, std::int64_t classes) {
+  const DatasetFiles files = dataset_files(config);
+  std::string key = fmt::format("{}|{}|{}|{}", config.train_limit, config.test_limit, classes, config.normalize);
+  for (const std::filesystem::path& p : {files.train_images, files.train_labels, files.test_images, files.test_labels}) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(p, ec);
+    const auto time = std::filesystem::last_write_time(p, ec).time_since_epoch().count();
+    key += fmt::format("|{}:{}:{}", std::filesystem::absolute(p).string(), size, time);
+  }
+  return key;
+}
+
+}  // namespace
+
+LoadedData load_train_test_cached(const DataConfig& config, std::int64_t classes) {
+  static std::mutex mutex;
+  static std::deque<std::pair<std::string, LoadedData>> kept;  // most recently used first
+  const std::string key = cache_key(config, classes);
+  // Held while loading: runs that start together wait for the one read instead of each reading.
+  const std::lock_guard lock(mutex);
+  for (auto it = kept.begin(); it != kept.end(); ++it) {
+    if (it->first == key) {
+      std::pair<std::string, LoadedData> hit = std::move(*it);
+      kept.erase(it);
+      kept.push_front(std::move(hit));
+      return kept.front().second;
+    }
+  }
+  LoadedData loaded;
+  loaded.data = load_train_test(config, classes);
+  loaded.norm = make_normalization(loaded.data.train, config.normalize);
+  kept.emplace_front(key, loaded);
+  if (kept.size() > kKept) kept.pop_back();
+  return loaded;
+}
+
+}  // namespace sprintnet

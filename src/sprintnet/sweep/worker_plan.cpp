@@ -1,0 +1,71 @@
+#include "sprintnet/sweep/worker_plan.h"
+
+#include <algorithm>
+
+#include "sprintnet/core/device.h"
+#include "sprintnet/core/error.h"
+
+namespace sprintnet::sweep {
+namespace {
+
+// Measured on an H100 (docs/PERFORMANCE.md, "Runs side by side"): 8 default runs at once are the
+// knee of the throughput curve; more only add memory.
+constexpr int kMaxRunsPerGpu = 8;
+// A step of this many FLOPs keeps the GPU's SMs busy by itself (4x4096 at batch 128: ~40 GFLOP per
+// step runs at ~75 % of the H100's bf16 rate), so such models gain little from sharing.
+constexpr double kStepFlopsThatFillAGpu = 20e9;
+// The config does not say how wide the inputs are (the data does); MNIST-like images are 784.
+constexpr double kAssumedInputs = 784;
+
+}  // namespace
+
+int auto_runs_per_gpu(const Config& config) {
+  double params = 0.0, fan_in = kAssumedInputs;
+  for (const std::int64_t width : config.model.hidden) {
+    params += fan_in * static_cast<double>(width);
+    fan_in = static_cast<double>(width);
+  }
+  params += fan_in * static_cast<double>(std::max<std::int64_t>(config.model.classes, 10));
+  const double step_flops = 6.0 * static_cast<double>(config.train.batch_size) * params;  // forward 2, backward 4
+  const int fit = static_cast<int>(kStepFlopsThatFillAGpu / std::max(step_flops, 1.0));
+  return std::clamp(fit, 1, kMaxRunsPerGpu);
+}
+
+WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, int gpus, int cpu_cores) {
+  SN_CHECK(parallel >= 0, "--parallel {}: expected 0 (auto) or a number of runs at once", parallel);
+  WorkerPlan plan;
+  const std::size_t at_most = std::max<std::size_t>(runs, 1);
+  // "auto" by the GPU count given (parse_device would ask the machine).
+  const Device device = config.device.name == "auto" ? (gpus > 0 ? Device::cuda(0) : Device::cpu())
+                                                     : parse_device(config.device.name);
+  if (device.is_cpu()) {
+    const std::size_t workers = std::min<std::size_t>(parallel == 0 ? 1 : static_cast<std::size_t>(parallel), at_most);
+    plan.devices.assign(workers, "cpu");
+    if (workers > 1 && config.device.threads == 0) {
+      plan.cpu_threads = std::max<std::int64_t>(1, cpu_cores / static_cast<std::int64_t>(workers));
+    }
+    plan.reason = workers == 1 ? "one run at a time on the CPU"
+                               : fmt::format("{} runs at a time on the CPU, {} thread(s) each", workers,
+                                             plan.cpu_threads == 0 ? config.device.threads : plan.cpu_threads);
+    return plan;
+  }
+  SN_CHECK(gpus > 0, "device.name = \"{}\": no CUDA device", config.device.name);
+  // "cuda" means GPU 0 for one run; a sweep on "auto" or "cuda" takes every GPU, "cuda:K" only K.
+  const bool every_gpu = config.device.name == "auto" || config.device.name == "cuda";
+  SN_CHECK(every_gpu || device.index < gpus, "device.name = \"{}\": only {} CUDA device(s)", config.device.name, gpus);
+  const std::vector<int> indices = [&] {
+    std::vector<int> v;
+    for (int g = every_gpu ? 0 : device.index; g < (every_gpu ? gpus : device.index + 1); ++g) v.push_back(g);
+    return v;
+  }();
+  const std::size_t per_gpu = parallel == 0 ? static_cast<std::size_t>(auto_runs_per_gpu(config))
+                                            : (static_cast<std::size_t>(parallel) + indices.size() - 1) / indices.size();
+  const std::size_t workers = std::min(per_gpu * indices.size(), parallel == 0 ? at_most
+                                                                               : std::min<std::size_t>(parallel, at_most));
+  for (std::size_t w = 0; w < workers; ++w) plan.devices.push_back(fmt::format("cuda:{}", indices[w % indices.size()]));
+  plan.reason = fmt::format("{} run(s) at a time over {} GPU(s){}", workers, indices.size(),
+                            parallel == 0 ? fmt::format(" (auto: up to {} per GPU for this model)", per_gpu) : "");
+  return plan;
+}
+
+}  // namespace sprintnet::sweep

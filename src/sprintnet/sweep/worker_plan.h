@@ -1,0 +1,29 @@
+#pragma once
+// How a sweep fills the hardware: how many runs train at once and on which device each worker
+// thread trains (docs/SWEEP.md, "Scheduling"). On GPUs every worker has a stream of its own
+// (open_thread_stream), so the runs of one GPU overlap instead of queueing behind each other.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sprintnet/io/config.h"
+
+namespace sprintnet::sweep {
+
+struct WorkerPlan {
+  std::vector<std::string> devices;  // one per worker thread: "cuda:K" (spread over the GPUs) or "cpu"
+  std::int64_t cpu_threads = 0;      // device.threads of each CPU run when several share the cores; 0: the config's
+  std::string reason;                // for the sweep's banner
+};
+
+// How many runs of `config` share one GPU when --parallel is auto: the default model's kernels
+// occupy a few of an H100's SMs, so 8 side by side fill it (docs/PERFORMANCE.md); a model whose
+// step is big enough to fill the GPU alone gets fewer.
+int auto_runs_per_gpu(const Config& config);
+
+// `parallel`: runs at once (0 = auto); `gpus`: the CUDA devices present; `cpu_cores`: the host's.
+// A config on "auto"/"cuda" spreads over every GPU, "cuda:K" stays on K. On the CPU auto is one run
+// at a time on all cores; --parallel N gives N runs a share of the cores each.
+WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, int gpus, int cpu_cores);
+
+}  // namespace sprintnet::sweep

@@ -1,0 +1,45 @@
+// Runs that share a GPU (one stream each, from the sweep's worker threads) train exactly what they
+// train alone: the compiled step is deterministic, so the metrics and weights are equal bit for bit.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "sprintnet/sweep/grid.h"
+#include "sprintnet/sweep/summary.h"
+#include "sprintnet/sweep/sweep_runner.h"
+#include "same_runs.h"
+#include "support/gpu.h"
+#include "support/test_util.h"
+
+namespace sprintnet::sweep {
+namespace {
+
+// 12 runs of a small model, 6 at a time against one at a time, on one GPU.
+void check_engine(const std::filesystem::path& dir, const std::string& engine) {
+  const std::filesystem::path config = dir / "sweep.toml";
+  std::ofstream(config) << fmt::format(
+      "[data]\ndir = \"{}\"\ntrain_limit = 10000\ntest_limit = 2000\n[model]\nhidden = [128, 64]\n[train]\n"
+      "epochs = 2\ndrop_last = false\n[device]\nname = \"cuda:0\"\nengine = \"{}\"\n",
+      test::data_dir().string(), engine);
+  SweepOptions o;
+  o.config_path = config;
+  o.spec.axes = {{"optim.lr", {"0.05", "0.1", "0.2"}}, {"model.activation", {"\"relu\"", "\"gelu\""}}};
+  o.spec.seeds = {0, 1};
+  expect_side_by_side_equals_alone(o, dir, 6, "6 run(s) at a time over 1 GPU(s)");
+  for (const RunResult& r : read_state(dir / "alone")) {
+    EXPECT_GT(r.final_accuracy, 0.8) << r.name;  // 2 epochs of 10000 samples: 0.85-0.95
+  }
+}
+
+TEST(SweepOnAGpu, CompiledRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
+  SN_REQUIRE_GPU();
+  check_engine(test::temp_dir("sweep-gpu-compiled"), "compiled");
+}
+
+TEST(SweepOnAGpu, EagerRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
+  SN_REQUIRE_GPU();
+  check_engine(test::temp_dir("sweep-gpu-eager"), "eager");
+}
+
+}  // namespace
+}  // namespace sprintnet::sweep

@@ -1,0 +1,54 @@
+// How a sweep spreads its runs: over every GPU or the one named, several per GPU by the model's
+// size, one at a time on the CPU unless asked, with the cores shared out.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sprintnet/sweep/worker_plan.h"
+#include "support/error_message.h"
+
+namespace sprintnet::sweep {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Config with(const std::vector<std::string>& overrides) { return config_from_overrides(overrides); }
+
+TEST(WorkerPlan, TheDefaultModelFillsEveryGpuWithSeveralRuns) {
+  const Config c = with({"device.name=\"auto\""});
+  EXPECT_EQ(auto_runs_per_gpu(c), 8);
+  const WorkerPlan two_gpus = plan_workers(c, 64, 0, 2, 16);
+  ASSERT_EQ(two_gpus.devices.size(), 16u);
+  EXPECT_EQ(two_gpus.devices[0], "cuda:0");
+  EXPECT_EQ(two_gpus.devices[1], "cuda:1");  // round robin: the first runs start on different GPUs
+  EXPECT_EQ(plan_workers(c, 3, 0, 2, 16).devices.size(), 3u);  // never more workers than runs
+  EXPECT_THAT(plan_workers(with({"device.name=\"cuda\""}), 64, 0, 4, 16).devices.size(), 32u);
+}
+
+TEST(WorkerPlan, ANamedGpuKeepsItsRunsAndAnExplicitCountIsSpreadOverTheGpus) {
+  EXPECT_THAT(plan_workers(with({"device.name=\"cuda:1\""}), 4, 2, 2, 16).devices, ElementsAre("cuda:1", "cuda:1"));
+  EXPECT_THAT(plan_workers(with({}), 8, 3, 2, 16).devices, ElementsAre("cuda:0", "cuda:1", "cuda:0"));
+  EXPECT_THAT(test::error_message([] { plan_workers(with({"device.name=\"cuda:2\""}), 4, 0, 2, 16); }),
+              HasSubstr("only 2 CUDA device(s)"));
+  EXPECT_THAT(test::error_message([] { plan_workers(with({}), 4, -1, 1, 16); }), HasSubstr("--parallel -1"));
+}
+
+TEST(WorkerPlan, AModelThatFillsTheGpuAloneRunsAloneOnIt) {
+  const Config wide = with({"model.hidden=[4096, 4096, 4096, 4096]"});
+  EXPECT_EQ(auto_runs_per_gpu(wide), 1);
+  EXPECT_EQ(plan_workers(wide, 16, 0, 4, 16).devices.size(), 4u);
+  EXPECT_GT(auto_runs_per_gpu(with({"model.hidden=[2048, 2048]"})), 1);
+}
+
+TEST(WorkerPlan, TheCpuRunsOneAtATimeUnlessAskedAndThenSharesItsCores) {
+  const WorkerPlan one = plan_workers(with({"device.name=\"cpu\""}), 8, 0, 2, 16);
+  EXPECT_THAT(one.devices, ElementsAre("cpu"));
+  EXPECT_EQ(one.cpu_threads, 0);  // the config's threads: all cores
+  const WorkerPlan four = plan_workers(with({"device.name=\"auto\""}), 8, 4, 0, 16);  // auto without a GPU: CPU
+  EXPECT_EQ(four.devices.size(), 4u);
+  EXPECT_EQ(four.cpu_threads, 4);
+  EXPECT_EQ(plan_workers(with({"device.name=\"cpu\"", "device.threads=2"}), 8, 4, 0, 16).cpu_threads, 0);
+}
+
+}  // namespace
+}  // namespace sprintnet::sweep
