@@ -16,7 +16,13 @@
 namespace sprintnet::cli {
 namespace {
 
+// Called by the sweep under its lock, one call at a time.
 void report(const sweep::RunResult& run, const sweep::SweepProgress& p) {
+  static bool workers_shown = false;
+  if (!workers_shown) {
+    std::fprintf(stderr, "sweep: %s\n", p.workers.c_str());
+    workers_shown = true;
+  }
   const double eta =
       p.finished > 0 ? p.elapsed_s / static_cast<double>(p.finished) * static_cast<double>(p.total - p.finished) : 0;
   const std::string what = run.status == "done" ? fmt::format("test accuracy {:.2f} %, {:.1f} s", 100 * run.final_accuracy,
