@@ -29,7 +29,9 @@ std::string cache_key(const DataConfig& config, std::int64_t classes) {
 
 LoadedData load_train_test_cached(const DataConfig& config, std::int64_t classes) {
   static std::mutex mutex;
-  static std::deque<std::pair<std::string, LoadedData>> kept;  // most recently used first
+  // Most recently used first. Never destroyed: its tensors would be freed during static destruction,
+  // after the allocator they return to (constructed later, so destroyed earlier) is gone.
+  static auto& kept = *new std::deque<std::pair<std::string, LoadedData>>;
   const std::string key = cache_key(config, classes);
   // Held while loading: runs that start together wait for the one read instead of each reading.
   const std::lock_guard lock(mutex);
