@@ -1,14 +1,9 @@
 #include "sprintnet/plot/run_curves.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <fmt/format.h>
 
 #include "sprintnet/core/error.h"
-
-extern char** environ;
+#include "sprintnet/plot/python_job.h"
 
 namespace sprintnet::plot {
 namespace {
@@ -47,41 +42,6 @@ fig.savefig(tmp, dpi=110)
 os.replace(tmp, out)  # never a half-written picture
 )PY";
 
-constexpr const char* kInstallHint = "python3 with matplotlib is missing (Debian: apt install python3-matplotlib)";
-
-// Runs argv (argv[0] looked up on PATH) with stdout and stderr sent to /dev/null; returns its exit status.
-int run_quietly(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return 127;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-// The python3 on PATH, else Debian's own: a pyenv or venv python on PATH often lacks the
-// python3-matplotlib that apt installed for /usr/bin/python3.
-constexpr const char* kPythons = "python3 /usr/bin/python3";
-// Exits 0 when matplotlib can be imported (without importing it: fast).
-constexpr const char* kHasMatplotlib = "import importlib.util, sys; sys.exit(importlib.util.find_spec('matplotlib') is None)";
-
-// The first of kPythons with matplotlib, or empty.
-std::string find_python_with_matplotlib() {
-  for (const char* python : {"python3", "/usr/bin/python3"}) {
-    if (run_quietly({python, "-c", kHasMatplotlib}) == 0) return python;
-  }
-  return {};
-}
-
 std::vector<std::string> plot_command(const std::string& python, const std::vector<std::filesystem::path>& runs,
                                       const std::filesystem::path& output) {
   std::vector<std::string> args = {python, "-c", kScript, output.string()};
@@ -117,15 +77,7 @@ PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const st
 
 PlotOutcome draw_run_curves_in_background(const std::filesystem::path& run_dir) {
   const std::filesystem::path output = run_dir / kCurvesFileName;
-  // Finding a python with matplotlib takes from 0.05 s to seconds (a pyenv shim), so that happens
-  // in the background too: sh starts a subshell that tries each python and exits at once; the
-  // subshell, orphaned, is reaped by init. The script, output and run reach python as sh's
-  // positional parameters, never through the shell's parser.
-  const std::string job = fmt::format(
-      "(for py in {}; do if \"$py\" -c \"{}\"; then exec \"$py\" -c \"$0\" \"$@\"; fi; done) "
-      ">/dev/null 2>&1 </dev/null &",
-      kPythons, kHasMatplotlib);
-  if (run_quietly({"sh", "-c", job, kScript, output.string(), run_dir.string()}) != 0) {
+  if (!start_matplotlib_in_background({"-c", kScript, output.string(), run_dir.string()})) {
     return {false, fmt::format("no {}: could not start sh", kCurvesFileName)};
   }
   return {true, fmt::format("curves: {} (drawn in the background by matplotlib; if it does not appear, {}; then run "

@@ -1,15 +1,9 @@
 #include "sprintnet/sweep/sweep_plot.h"
 
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include "sprintnet/io/atomic_file.h"
-
-extern char** environ;  // posix_spawnp passes it on
+#include "sprintnet/plot/python_job.h"
 
 namespace sprintnet::sweep {
 namespace {
@@ -92,41 +86,13 @@ print("plots:", ", ".join(sorted(f for f in os.listdir(d) if f.endswith(".png"))
 
 }  // namespace
 
-std::string plot_sweep(const std::filesystem::path& dir) {
-  const std::filesystem::path script = dir / "plot_sweep.py";
-  write_text_file_atomically(script, kScript);
-  const std::string command =
-      fmt::format("python3 -c 'import matplotlib' >/dev/null 2>&1 && python3 '{}' '{}' >/dev/null 2>&1", script.string(),
-                  dir.string());
-  if (std::system(command.c_str()) == 0) return fmt::format("pictures in {} (*.png)", dir.string());
-  return fmt::format("no pictures: python3 with matplotlib is missing (Debian: apt install python3-matplotlib); "
-                     "then run python3 {} {}",
-                     script.string(), dir.string());
-}
-
 std::string plot_sweep_in_background(const std::filesystem::path& dir) {
   const std::filesystem::path script = dir / "plot_sweep.py";
   write_text_file_atomically(script, kScript);
-  // As `sprintnet train` draws its curves: a subshell that python (with matplotlib, else nothing)
-  // replaces, orphaned and reaped by init; the paths reach python as positional parameters, never
-  // through the shell's parser.
-  const std::string job =
-      "(python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec(\"matplotlib\") is None)' "
-      "&& exec python3 \"$0\" \"$1\") >/dev/null 2>&1 </dev/null &";
-  const pid_t pid = [&] {
-    pid_t child = 0;
-    const std::string script_arg = script.string(), dir_arg = dir.string();
-    char* argv[] = {const_cast<char*>("sh"), const_cast<char*>("-c"), const_cast<char*>(job.c_str()),
-                    const_cast<char*>(script_arg.c_str()), const_cast<char*>(dir_arg.c_str()), nullptr};
-    return posix_spawnp(&child, "sh", nullptr, nullptr, argv, environ) == 0 ? child : -1;
-  }();
-  if (pid < 0) return "no pictures: could not start sh";
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-  }
-  return fmt::format("pictures: {}/*.png (drawn in the background by matplotlib; if they do not appear, python3 "
-                     "with matplotlib is missing (Debian: apt install python3-matplotlib); then run python3 {} {})",
-                     dir.string(), script.string(), dir.string());
+  if (!plot::start_matplotlib_in_background({script.string(), dir.string()})) return "no pictures: could not start sh";
+  return fmt::format("pictures: {}/*.png (drawn in the background by matplotlib; if they do not appear, {}; then run "
+                     "python3 {} {})",
+                     dir.string(), plot::kInstallHint, script.string(), dir.string());
 }
 
 }  // namespace sprintnet::sweep

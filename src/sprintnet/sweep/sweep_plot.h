@@ -9,8 +9,6 @@
 
 namespace sprintnet::sweep {
 
-// Writes DIR/plot_sweep.py and runs it; returns what happened, for the user.
-std::string plot_sweep(const std::filesystem::path& dir);
 // Writes DIR/plot_sweep.py and starts it without waiting (starting python and matplotlib takes
 // 1-2 s, more than a small sweep's training; `sprintnet train` draws its curves the same way);
 // returns where the pictures will be and how to draw them should they not appear.

@@ -1,9 +1,10 @@
 #pragma once
 // Runs a sweep in this process: every run a normal run directory under the sweep's folder (so
 // eval, predict and --resume work on each), several at once from worker threads (worker_plan.h:
-// side by side on each GPU, over every GPU) with no process start-up between them; a run that fails (diverges, an error) is recorded with its error and the sweep goes on;
-// after every run the state (sweep.json) and summary.csv/.md are rewritten, so a killed sweep
-// resumes where it stopped and skips what finished.
+// side by side on each GPU, over every GPU) with no process start-up between them; a run that
+// fails (diverges, an error) is recorded with its error and the sweep goes on; after every run the
+// state (sweep.json) and summary.csv/.md are rewritten, so a killed sweep resumes where it stopped
+// and skips what finished.
 #include <filesystem>
 #include <functional>
 #include <string>

@@ -53,17 +53,16 @@ WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, in
   // "cuda" means GPU 0 for one run; a sweep on "auto" or "cuda" takes every GPU, "cuda:K" only K.
   const bool every_gpu = config.device.name == "auto" || config.device.name == "cuda";
   SN_CHECK(every_gpu || device.index < gpus, "device.name = \"{}\": only {} CUDA device(s)", config.device.name, gpus);
-  const std::vector<int> indices = [&] {
-    std::vector<int> v;
-    for (int g = every_gpu ? 0 : device.index; g < (every_gpu ? gpus : device.index + 1); ++g) v.push_back(g);
-    return v;
-  }();
+  const int first = every_gpu ? 0 : device.index;
+  const std::size_t count = every_gpu ? static_cast<std::size_t>(gpus) : 1;  // GPUs first, first + 1, ...
   const std::size_t per_gpu = parallel == 0 ? static_cast<std::size_t>(auto_runs_per_gpu(config))
-                                            : (static_cast<std::size_t>(parallel) + indices.size() - 1) / indices.size();
-  const std::size_t workers = std::min(per_gpu * indices.size(), parallel == 0 ? at_most
-                                                                               : std::min<std::size_t>(parallel, at_most));
-  for (std::size_t w = 0; w < workers; ++w) plan.devices.push_back(fmt::format("cuda:{}", indices[w % indices.size()]));
-  plan.reason = fmt::format("{} run(s) at a time over {} GPU(s){}", workers, indices.size(),
+                                            : (static_cast<std::size_t>(parallel) + count - 1) / count;
+  const std::size_t workers = std::min(per_gpu * count, parallel == 0 ? at_most
+                                                                      : std::min<std::size_t>(parallel, at_most));
+  for (std::size_t w = 0; w < workers; ++w) {
+    plan.devices.push_back(fmt::format("cuda:{}", first + static_cast<int>(w % count)));
+  }
+  plan.reason = fmt::format("{} run(s) at a time over {} GPU(s){}", workers, count,
                             parallel == 0 ? fmt::format(" (auto: up to {} per GPU for this model)", per_gpu) : "");
   return plan;
 }

@@ -71,7 +71,7 @@ void CudaBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool tran
                       .align_b = pointer_alignment(b.raw_data()),
                       .align_c = pointer_alignment(c.raw_data())};
   resources().gemm->run(desc, a.data<float>(), b.data<float>(), c.data<float>(), static_cast<float>(alpha),
-             static_cast<float>(beta), stream());
+                        static_cast<float>(beta), stream());
 }
 
 void CudaBackend::add_bias(const Tensor& y, const Tensor& bias) {
