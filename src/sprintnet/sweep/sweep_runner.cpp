@@ -113,16 +113,20 @@ class Ledger {
     return next_++;
   }
 
-  void record(std::size_t index, RunResult result, bool was_running) {
+  // A run that finished: trained now (`trained`: it was taken, and the files are rewritten), or in
+  // an earlier attempt (already in the state file read on resume; nothing to rewrite).
+  void record(std::size_t index, RunResult result, bool trained) {
     std::lock_guard lock(mutex_);
-    if (was_running) --progress_.running;
+    if (trained) --progress_.running;
     if (stopped_) return;  // the sweep is stopping: what finishes now is trained again on resume
     progress_.finished += 1;
     progress_.failed += result.status == "failed" ? 1 : 0;
     slots_[index] = std::move(result);
-    const std::vector<RunResult> finished = results();
-    write_state(o_.out_dir, finished);
-    write_summary(o_.out_dir, finished);
+    if (trained) {
+      const std::vector<RunResult> finished = results();
+      write_state(o_.out_dir, finished);
+      write_summary(o_.out_dir, finished);
+    }
     if (!on_run_) return;
     progress_.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     try {
