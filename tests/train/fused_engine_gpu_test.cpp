@@ -2,14 +2,17 @@
 // its first steps against the CPU's eager fp32 run for every activation,
 // optimizer, loss and precision; ten epochs against the compiled step; reruns
 // bit for bit.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/train/model_io.h"
 #include "sprintnet/train/trainer.h"
+#include "support/error_message.h"
 #include "support/gpu.h"
 #include "support/test_util.h"
 
@@ -61,12 +64,31 @@ struct FirstSteps {
   // each element (its first update is lr * sign(g)), so elements whose gradient is within bf16 noise
   // of zero can flip sign: looser there. fp16 has 11 bits: tighter in principle, the same bound kept.
   double tolerance = 0.10;
+  // Cases named "..._cluster" ask for the cluster kernel (SPRINTNET_FUSED_KERNEL, docs/FUSED.md v4).
+  std::string kernel() const { return name.ends_with("_cluster") ? "cluster" : ""; }
+};
+
+// Sets SPRINTNET_FUSED_KERNEL for the scope (the plan reads it when built).
+class KernelChoice {
+ public:
+  explicit KernelChoice(const std::string& kernel) : set_(!kernel.empty()) {
+    if (set_) ::setenv("SPRINTNET_FUSED_KERNEL", kernel.c_str(), 1);
+  }
+  ~KernelChoice() {
+    if (set_) ::unsetenv("SPRINTNET_FUSED_KERNEL");
+  }
+  KernelChoice(const KernelChoice&) = delete;
+  KernelChoice& operator=(const KernelChoice&) = delete;
+
+ private:
+  bool set_;
 };
 
 class FusedFirstSteps : public ::testing::TestWithParam<FirstSteps> {};
 
 // Four steps of 128 samples (or 3 + a partial one) on a 784-64-48-10 model, whose 48-wide layer
-// and 10 classes exercise the padding of every tile.
+// and 10 classes exercise the padding of every tile; the "_cluster" cases run the same on the
+// cluster kernel (its 48-wide layer leaves blocks without columns).
 TEST_P(FusedFirstSteps, MatchTheCpuFp32ReferencePerTensor) {
   SN_REQUIRE_GPU();
   const FirstSteps& p = GetParam();
@@ -77,8 +99,10 @@ TEST_P(FusedFirstSteps, MatchTheCpuFp32ReferencePerTensor) {
   const auto w0 = weights_of(initial);
   Trainer cpu(config_for("cpu", "auto", "fp32", p.name + "-cpu", extra));
   const TrainSummary cpu_run = cpu.fit();
+  const KernelChoice kernel(p.kernel());
   Trainer gpu(config_for("cuda", "fused", p.precision, p.name + "-gpu", extra));
   ASSERT_NE(gpu.plan(), nullptr);
+  std::printf("%s: %s\n", p.name.c_str(), gpu.describe().c_str());
   const TrainSummary gpu_run = gpu.fit();
   const auto wc = weights_of(cpu), wg = weights_of(gpu);
   ASSERT_EQ(wc.size(), wg.size());
@@ -116,6 +140,26 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"warmup_cosine", {"schedule.type=\"cosine\"", "schedule.warmup_steps=2"}});
   cases.push_back({"partial_batch", {"data.train_limit=500", "train.drop_last=false"}});
   cases.push_back({"softmax_regression", {"model.hidden=[]"}});
+  // The cluster kernel: every activation it takes, both losses, every optimizer, a partial batch,
+  // and a deep narrow model (its gradients alternate between two exchange buffers four times).
+  for (const std::string act : {"identity", "relu", "tanh", "sigmoid"}) {
+    cases.push_back({act + "_cluster", {fmt::format("model.activation=\"{}\"", act)}});
+  }
+  cases.push_back({"no_bias_cluster", {"model.bias=false"}});
+  cases.push_back({"label_smoothing_cluster", {"loss.label_smoothing=0.1"}});
+  cases.push_back({"mse_cluster", {"loss.type=\"mse\"", "model.activation=\"tanh\""}});
+  cases.push_back({"sgd_nesterov_decay_cluster",
+                   {"optim.nesterov=true", "optim.weight_decay=0.01", "optim.momentum=0.8"}});
+  cases.push_back({"sgd_plain_cluster", {"optim.momentum=0"}});
+  cases.push_back(
+      {"adam_cluster", {"optim.type=\"adam\"", "optim.lr=0.001", "optim.weight_decay=0.01"}, "bf16", 0.25});
+  cases.push_back(
+      {"adamw_cluster", {"optim.type=\"adamw\"", "optim.lr=0.001", "optim.weight_decay=0.1"}, "bf16", 0.25});
+  cases.push_back({"partial_batch_cluster", {"data.train_limit=500", "train.drop_last=false"}});
+  cases.push_back({"one_hidden_cluster", {"model.hidden=[100]"}});
+  cases.push_back({"softmax_regression_cluster", {"model.hidden=[]"}});
+  cases.push_back({"softmax_regression_mse_cluster", {"model.hidden=[]", "loss.type=\"mse\"", "optim.lr=0.01"}});
+  cases.push_back({"deep_narrow_cluster", {"model.hidden=[96, 64, 40, 24, 16]"}});
   cases.push_back({"fp16", {}, "fp16"});
   cases.push_back({"fp16_gelu_adam", {"model.activation=\"gelu\"", "optim.type=\"adam\"", "optim.lr=0.001"}, "fp16",
                    0.25});
@@ -125,21 +169,24 @@ std::vector<FirstSteps> first_steps_cases() {
 INSTANTIATE_TEST_SUITE_P(Fused, FusedFirstSteps, ::testing::ValuesIn(first_steps_cases()),
                          [](const auto& case_info) { return case_info.param.name; });
 
-// The bar: over 3 seeds, ten epochs of the default model end within 0.2 points of the
-// compiled step's mean test accuracy, and the seeds' mean train loss of each epoch lies on the
-// compiled step's (within 15 % + 0.002: late epochs' losses, 0.005-0.02, move by 30-50 % from seed
-// to seed for either engine, measured on an H100; a broken update or loss is off by far more).
-TEST(FusedEngine, TenEpochsMatchTheCompiledStep) {
-  SN_REQUIRE_GPU();
+// The bar: over 3 seeds, ten epochs end within 0.2 points of the compiled step's mean test
+// accuracy, and the seeds' mean train loss of each epoch lies on the compiled step's (within 15 % +
+// 0.002: late epochs' losses, 0.005-0.02, move by 30-50 % from seed to seed for either engine,
+// measured on an H100; a broken update or loss is off by far more).
+void expect_ten_epochs_like_the_compiled_step(const std::string& name, const std::vector<std::string>& model,
+                                              const std::string& kernel) {
   double fused_sum = 0.0, compiled_sum = 0.0;
   std::vector<double> fused_loss(10, 0.0), compiled_loss(10, 0.0);
   for (const int seed : {0, 1, 2}) {
-    const std::vector<std::string> extra = {fmt::format("seed={}", seed)};
-    Trainer fused(config_for("cuda", "fused", "bf16", fmt::format("fused-{}", seed), extra));
-    Trainer compiled(config_for("cuda", "compiled", "bf16", fmt::format("compiled-{}", seed), extra));
+    std::vector<std::string> extra = model;
+    extra.push_back(fmt::format("seed={}", seed));
+    const KernelChoice choice(kernel);
+    Trainer fused(config_for("cuda", "fused", "bf16", fmt::format("{}-{}", name, seed), extra));
+    Trainer compiled(config_for("cuda", "compiled", "bf16", fmt::format("{}-compiled-{}", name, seed), extra));
+    ASSERT_EQ(fused.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << fused.describe();
     const TrainSummary f = fused.fit(), c = compiled.fit();
-    std::printf("seed %d: fused %.2f %% in %.3f s, compiled %.2f %% in %.3f s\n", seed, 100 * f.final_test.accuracy,
-                f.train_time_s, 100 * c.final_test.accuracy, c.train_time_s);
+    std::printf("seed %d: %s %.2f %% in %.3f s, compiled %.2f %% in %.3f s\n", seed, name.c_str(),
+                100 * f.final_test.accuracy, f.train_time_s, 100 * c.final_test.accuracy, c.train_time_s);
     ASSERT_EQ(f.epochs.size(), 10u);
     for (std::size_t e = 0; e < f.epochs.size(); ++e) {
       fused_loss[e] += f.epochs[e].train_loss / 3;
@@ -154,11 +201,24 @@ TEST(FusedEngine, TenEpochsMatchTheCompiledStep) {
   EXPECT_NEAR(fused_sum / 3, compiled_sum / 3, 0.002);
 }
 
-TEST(FusedEngine, TheSameSeedGivesBitIdenticalWeights) {
+// The default model (784-256-256-10) on the grid kernel.
+TEST(FusedEngine, TenEpochsMatchTheCompiledStep) {
   SN_REQUIRE_GPU();
-  const std::vector<std::string> extra = {"data.train_limit=10000", "train.epochs=2", "model.activation=\"gelu\""};
-  Trainer a(config_for("cuda", "fused", "bf16", "rerun-a", extra));
-  Trainer b(config_for("cuda", "fused", "bf16", "rerun-b", extra));
+  expect_ten_epochs_like_the_compiled_step("fused", {}, "");
+}
+
+// The cluster kernel (docs/FUSED.md v4) on 784-128-128-128-10, the model it was built for.
+TEST(FusedEngine, TheClusterKernelsTenEpochsMatchTheCompiledStep) {
+  SN_REQUIRE_GPU();
+  expect_ten_epochs_like_the_compiled_step("cluster", {"model.hidden=[128, 128, 128]"}, "cluster");
+}
+
+void expect_bit_identical_reruns(const std::string& name, const std::vector<std::string>& extra,
+                                 const std::string& kernel) {
+  const KernelChoice choice(kernel);
+  Trainer a(config_for("cuda", "fused", "bf16", name + "-a", extra));
+  Trainer b(config_for("cuda", "fused", "bf16", name + "-b", extra));
+  ASSERT_EQ(a.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << a.describe();
   a.fit();
   b.fit();
   const auto wa = weights_of(a), wb = weights_of(b);
@@ -169,12 +229,31 @@ TEST(FusedEngine, TheSameSeedGivesBitIdenticalWeights) {
   }
 }
 
+TEST(FusedEngine, TheSameSeedGivesBitIdenticalWeights) {
+  SN_REQUIRE_GPU();
+  expect_bit_identical_reruns("rerun", {"data.train_limit=10000", "train.epochs=2", "model.activation=\"gelu\""}, "");
+}
+
+// Widths that leave padding in the blocks' columns, tanh, a partial last batch.
+TEST(FusedEngine, TheClusterKernelGivesBitIdenticalWeightsForTheSameSeed) {
+  SN_REQUIRE_GPU();
+  expect_bit_identical_reruns("cluster-rerun",
+                              {"data.train_limit=10000", "train.epochs=2", "model.hidden=[128, 100, 72]",
+                               "model.activation=\"tanh\"", "train.drop_last=false"},
+                              "cluster");
+}
+
 TEST(FusedEngine, TheBannerSaysWhichEngineRunsAndWhy) {
   SN_REQUIRE_GPU();
   Trainer fused(config_for("cuda", "fused", "auto", "fused", {"train.epochs=1"}));
   EXPECT_NE(fused.describe().find("fused engine: one persistent kernel per epoch"), std::string::npos)
       << fused.describe();
   EXPECT_NE(fused.describe().find("device.engine = \"fused\""), std::string::npos) << fused.describe();
+  EXPECT_NE(fused.describe().find("a grid of blocks"), std::string::npos) << fused.describe();
+  // The default model's 256-wide layers are too wide for one cluster: asked for, it says so.
+  const KernelChoice kernel("cluster");
+  EXPECT_THAT(test::error_message([] { Trainer(config_for("cuda", "fused", "auto", "wide", {"train.epochs=1"})); }),
+              ::testing::HasSubstr("cannot train this model: a hidden layer of 256"));
   // Too wide for the chip: asked for, the fused engine refuses, naming the limit and the need.
   EXPECT_THROW(Trainer(config_for("cuda", "fused", "auto", "wide", {"train.epochs=1", "model.hidden=[8192, 8192]"})),
                std::exception);

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sprintnet/ops/cuda/fused/cluster_layout.h"
 #include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/trainer.h"
 #include "support/error_message.h"
@@ -50,6 +51,55 @@ TEST(FusedFit, ModelsThatFitAreTakenAndTheRestNamedWithLimitAndNeed) {
               HasSubstr("9 layers"));
   EXPECT_THAT(fused_unsupported(mlp({256}), "fp32", sgd, 128, 1000, kH100L2).value_or(""),
               HasSubstr("device.precision = \"fp32\""));
+}
+
+nn::MlpSpec with_activation(nn::MlpSpec spec, Activation activation) {
+  spec.activation = activation;
+  return spec;
+}
+
+TEST(FusedFit, TheClusterKernelTakesSmallBf16ModelsAndNamesWhyNotForTheRest) {
+  EXPECT_EQ(fused_cluster_unsupported(mlp({128, 128, 128}), "bf16", 128), std::nullopt);
+  EXPECT_EQ(fused_cluster_unsupported(mlp({64, 48}), "bf16", 100), std::nullopt);
+  EXPECT_EQ(fused_cluster_unsupported(with_activation(mlp({100}), Activation::kTanh), "bf16", 128), std::nullopt);
+  EXPECT_THAT(fused_cluster_unsupported(mlp({256, 256}), "bf16", 128).value_or(""), HasSubstr("a hidden layer of 256"));
+  EXPECT_THAT(fused_cluster_unsupported(mlp({128}), "fp16", 128).value_or(""), HasSubstr("\"fp16\""));
+  EXPECT_THAT(fused_cluster_unsupported(mlp({128}), "bf16", 256).value_or(""), HasSubstr("a batch of 256"));
+  EXPECT_EQ(fused_cluster_unsupported(mlp({}), "bf16", 128), std::nullopt);  // softmax regression
+  EXPECT_THAT(fused_cluster_unsupported(with_activation(mlp({128}), Activation::kGELU), "bf16", 128).value_or(""),
+              HasSubstr("GELU or SiLU"));
+  EXPECT_THAT(fused_cluster_unsupported(mlp({128}, 65), "bf16", 128).value_or(""), HasSubstr("65 classes"));
+  // Every activation buffer is as wide as the widest layer: six 128-wide ones do not fit a block.
+  EXPECT_THAT(fused_cluster_unsupported(mlp({128, 96, 64, 40, 24, 16}), "bf16", 128).value_or(""),
+              HasSubstr("KiB of shared memory a block"));
+  EXPECT_EQ(fused_cluster_unsupported(mlp({96, 64, 40, 24, 16}), "bf16", 128), std::nullopt);
+  nn::MlpSpec odd = mlp({128});
+  odd.inputs = 785;
+  EXPECT_THAT(fused_cluster_unsupported(odd, "bf16", 128).value_or(""), HasSubstr("785 input features"));
+}
+
+TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
+  // 784-128-128-128-10: three 128 x 136 activation buffers and D (34 KiB each), P (128 x 132
+  // fp32 = 66 KiB) aliasing the last two, the first layer's 64 features of the batch and of W.
+  const int hidden[] = {128, 128, 128};
+  const cuda::ClusterLayout c = cuda::cluster_layout(784, hidden, 3, 10);
+  EXPECT_EQ(c.ldx, 136);
+  EXPECT_EQ(c.slices, 13);  // 784 features in blocks of 64
+  EXPECT_EQ(c.part, c.x[2]);
+  EXPECT_EQ(c.d, c.x[2] + 128 * 136 * 2);
+  EXPECT_GE(c.d + 128 * 136 * 2, c.part + 128 * c.ld_part * 4);
+  EXPECT_LE(c.bytes, cuda::kClusterSharedLimit);
+  // One hidden layer: X[0] is written while P is read, so P has a region of its own.
+  const int one[] = {128};
+  const cuda::ClusterLayout single = cuda::cluster_layout(784, one, 1, 10);
+  EXPECT_GE(single.part, single.x[0] + 128 * 136 * 2);
+  // Softmax regression: P holds the partial logits, the biases live in every block (4 arrays).
+  const cuda::ClusterLayout regression = cuda::cluster_layout(784, nullptr, 0, 10);
+  EXPECT_EQ(regression.ld_part, 20);
+  EXPECT_EQ(regression.classes_pad, 16);
+  EXPECT_LE(regression.bytes, 64 * 1024);
+  // Every row stride keeps the tensor-core fragments' rows 16 bytes apart modulo the banks' period.
+  for (const int ld : {c.ldx, c.ld_x0, c.ld_w0, c.ld_wo, c.ld_dl, c.ld_wr[1], c.ld_wc[1]}) EXPECT_EQ(ld % 16, 8) << ld;
 }
 
 Config with(const std::vector<std::string>& overrides) { return config_from_overrides(overrides); }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cuda_runtime_api.h>
 
 #include "sprintnet/train/trainer.h"
@@ -19,7 +20,7 @@ namespace {
 std::atomic<bool> counting{false};
 std::atomic<int> waits{0};        // calls that block the host until device work finishes
 std::atomic<int> allocations{0};  // calls that allocate or free device or pinned memory
-std::atomic<int> cooperative_launches{0}, graph_launches{0};
+std::atomic<int> cooperative_launches{0}, cluster_launches{0}, graph_launches{0};
 
 template <typename F>
 F real(const char* name) {
@@ -66,6 +67,11 @@ cudaError_t cudaLaunchCooperativeKernel(const void* kernel, dim3 grid, dim3 bloc
       real<cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t)>("cudaLaunchCooperativeKernel");
   return f(kernel, grid, block, args, shared, s);
 }
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* kernel, void** args) {
+  count(cluster_launches);
+  static const auto f = real<cudaError_t (*)(const cudaLaunchConfig_t*, const void*, void**)>("cudaLaunchKernelExC");
+  return f(config, kernel, args);
+}
 cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s) {
   count(graph_launches);
   static const auto f = real<cudaError_t (*)(cudaGraphExec_t, cudaStream_t)>("cudaGraphLaunch");
@@ -106,12 +112,13 @@ cudaError_t cudaFreeHost(void* p) {
 namespace sprintnet::train {
 namespace {
 
-Config run_config(const std::string& allocator, const std::string& engine = "compiled") {
+Config run_config(const std::string& allocator, const std::string& engine = "compiled",
+                  const std::string& hidden = "[256, 256]") {
   return config_from_overrides({
       fmt::format("data.dir=\"{}\"", test::data_dir().string()),
       "data.train_limit=10000",
       "data.test_limit=1000",
-      "model.hidden=[256, 256]",
+      fmt::format("model.hidden={}", hidden),
       "train.epochs=3",
       "train.log_every=5",  // many progress reads: each must be asynchronous
       "device.name=\"cuda\"",
@@ -156,15 +163,23 @@ TEST(HostSync, AnEpochOfTheCompiledStepNeverWaitsForTheDeviceNorAllocates) {
 
 // The fused engine: an epoch is one cooperative launch of its kernel (after the permutation's
 // sort), no graph, no wait, no allocation; progress comes from host-mapped memory.
-TEST(HostSync, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
+// The grid kernel (one cooperative launch) and, asked for, the cluster kernel (one cluster launch).
+class FusedKernels : public ::testing::TestWithParam<bool> {};
+
+TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   SN_REQUIRE_GPU();
-  Trainer trainer(run_config("caching", "fused"));
+  const bool cluster = GetParam();
+  if (cluster) ::setenv("SPRINTNET_FUSED_KERNEL", "cluster", 1);
+  Trainer trainer(run_config("caching", "fused", cluster ? "[128, 128]" : "[256, 256]"));
+  ::unsetenv("SPRINTNET_FUSED_KERNEL");
+  ASSERT_EQ(trainer.describe().find("16-block cluster") != std::string::npos, cluster) << trainer.describe();
   TrainPlan* plan = trainer.plan();
   ASSERT_NE(plan, nullptr);
   const std::int64_t steps = trainer.steps_per_epoch();
   waits = 0;
   allocations = 0;
   cooperative_launches = 0;
+  cluster_launches = 0;
   graph_launches = 0;
   counting = true;
   plan->start_epoch(0);
@@ -173,7 +188,8 @@ TEST(HostSync, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
     if ((s + 1) % 5 == 0) plan->progress(s + 1);
   }
   counting = false;
-  EXPECT_EQ(cooperative_launches.load(), 1) << "the epoch's kernel";
+  EXPECT_EQ(cooperative_launches.load(), cluster ? 0 : 1) << "the grid kernel's epoch";
+  EXPECT_EQ(cluster_launches.load(), cluster ? 1 : 0) << "the cluster kernel's epoch";
   EXPECT_EQ(graph_launches.load(), 0);
   EXPECT_EQ(waits.load(), 0) << "synchronising CUDA calls while enqueuing an epoch";
   EXPECT_EQ(allocations.load(), 0) << "device or pinned allocations while enqueuing an epoch";
@@ -184,6 +200,9 @@ TEST(HostSync, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   EXPECT_EQ(seen->steps, steps) << "the kernel's last progress record";
   EXPECT_DOUBLE_EQ(seen->loss_sum, totals.loss_sum);
 }
+
+INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Bool(),
+                         [](const auto& case_info) { return case_info.param ? "Cluster" : "Grid"; });
 
 }  // namespace
 }  // namespace sprintnet::train

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sprintnet/ops/cuda/fused/cluster_layout.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -62,6 +64,40 @@ std::optional<std::string> fused_unsupported(const nn::MlpSpec& mlp, const std::
     return fmt::format("the model needs {:.1f} MiB resident ({} parameters with {} state, and batch buffers), more "
                        "than the GPU's {:.1f} MiB of L2 the fused engine keeps it in",
                        mib(f.bytes), f.params, optim.type, mib(on_chip_bytes));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                                     std::int64_t batch) {
+  using namespace cuda;  // cluster_layout.h's limits
+  if (precision != "bf16") return fmt::format("device.precision = \"{}\" (the cluster kernel computes in bf16)", precision);
+  if (mlp.hidden.size() + 1 > static_cast<std::size_t>(kClusterMaxLayers)) {
+    return fmt::format("{} layers (the cluster kernel takes at most {})", mlp.hidden.size() + 1, kClusterMaxLayers);
+  }
+  for (const std::int64_t width : mlp.hidden) {
+    if (width > kClusterMaxWidth) {
+      return fmt::format("a hidden layer of {} (the cluster kernel's 16 blocks own 8 columns each: at most {})", width,
+                         kClusterMaxWidth);
+    }
+  }
+  if (batch > kClusterRows) return fmt::format("a batch of {} (the cluster kernel takes at most {})", batch, kClusterRows);
+  if (mlp.inputs > kClusterMaxInputs || mlp.inputs % 8 != 0) {
+    return fmt::format("{} input features (the cluster kernel takes a multiple of 8, at most {})", mlp.inputs,
+                       kClusterMaxInputs);
+  }
+  if (mlp.outputs > kClusterMaxClasses) {
+    return fmt::format("{} classes (the cluster kernel takes at most {})", mlp.outputs, kClusterMaxClasses);
+  }
+  if (mlp.activation == Activation::kGELU || mlp.activation == Activation::kSiLU) {
+    return std::string("GELU or SiLU (their slope needs the pre-activation, which the cluster kernel does not keep)");
+  }
+  std::vector<int> hidden(mlp.hidden.begin(), mlp.hidden.end());
+  const ClusterLayout layout =
+      cluster_layout(static_cast<int>(mlp.inputs), hidden.data(), static_cast<int>(hidden.size()),
+                     static_cast<int>(mlp.outputs));
+  if (layout.bytes > kClusterSharedLimit) {
+    return fmt::format("{} KiB of shared memory a block (at most {})", layout.bytes / 1024, kClusterSharedLimit / 1024);
   }
   return std::nullopt;
 }

@@ -28,6 +28,13 @@ FusedFootprint fused_footprint(const nn::MlpSpec& mlp, const std::string& precis
 std::optional<std::string> fused_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                              const OptimConfig& optim, std::int64_t batch, std::int64_t eval_batch,
                                              std::int64_t on_chip_bytes);
+// Why the cluster kernel (docs/FUSED.md v4: the whole model in one 16-block cluster) cannot train
+// this model, or nullopt when it can: bf16, up to 7 hidden layers of at most 128, a batch of at most
+// 128, at most 1024 input features (a multiple of 8) and 64 classes, an activation whose slope
+// follows from its output, and the layout within a block's shared memory. The grid kernel trains
+// the rest.
+std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                                     std::int64_t batch);
 // The L2 cache of CUDA device `index` in bytes (0 in a build without CUDA).
 std::int64_t gpu_on_chip_bytes(int index);
 

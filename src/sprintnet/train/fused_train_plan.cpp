@@ -9,13 +9,16 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/graph_capture_lock.h"
 #include "sprintnet/ops/cuda/cuda_backend.h"
 #include "sprintnet/ops/cuda/device_guard.h"
+#include "sprintnet/ops/cuda/fused/cluster_epoch.h"
 #include "sprintnet/ops/cuda/fused/fused_epoch.h"
 #include "sprintnet/ops/cuda/nvtx.h"
 #include "sprintnet/ops/cuda/step_launch.h"
@@ -76,9 +79,40 @@ class FusedTrainPlan final : public TrainPlan {
   Tensor state_, metrics_, eval_metrics_, sync_;  // sync_: the barrier counter, then two found_inf flags
   std::unique_ptr<cuda::FusedProgress, MappedDeleter> progress_;
   cuda::FusedProgress* progress_device_ = nullptr;
+  // The cluster kernel (fused_fit.h) trains when asked for; the grid kernel trains otherwise and
+  // evaluates everything. `kernel_note_` says which (describe()).
+  bool cluster_ = false;
+  cuda::ClusterLayout cluster_layout_;
+  std::string kernel_note_;
   Tensor stage_clock_;  // SPRINTNET_FUSED_PROFILE=1: when each stage of the last epoch ended
   void print_profile();
+  void choose_kernel();
 };
+
+// The cluster kernel is the kernel lab's until it has run on a GPU (docs/FUSED.md, v4): it trains
+// only when SPRINTNET_FUSED_KERNEL = "cluster" asks for it, and then only models it takes.
+void FusedTrainPlan::choose_kernel() {
+  const char* env = std::getenv("SPRINTNET_FUSED_KERNEL");
+  const std::string asked = env != nullptr ? env : "";
+  SN_CHECK(asked.empty() || asked == "grid" || asked == "cluster",
+           "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\" or \"cluster\"", asked);
+  if (asked != "cluster") {
+    kernel_note_ = "a grid of blocks through L2";
+    return;
+  }
+  std::optional<std::string> why_not = fused_cluster_unsupported(spec_.mlp, spec_.precision, batch_);
+  if (!why_not) {
+    std::vector<int> hidden(spec_.mlp.hidden.begin(), spec_.mlp.hidden.end());
+    cluster_layout_ = cuda::cluster_layout(static_cast<int>(spec_.mlp.inputs), hidden.data(),
+                                           static_cast<int>(hidden.size()), static_cast<int>(spec_.mlp.outputs));
+    if (const char* gpu = cuda::cluster_epoch_unavailable(device_.index, cluster_layout_.bytes)) why_not = gpu;
+  }
+  SN_CHECK(!why_not, "SPRINTNET_FUSED_KERNEL = \"cluster\": the cluster kernel cannot train this model: {}",
+           why_not.value_or(""));
+  cluster_ = true;
+  kernel_note_ = fmt::format("one 16-block cluster with the weights in shared memory ({} KiB a block)",
+                             cluster_layout_.bytes / 1024);
+}
 
 Tensor zeros_bytes(std::int64_t bytes, Device device) { return Tensor::zeros({bytes}, DType::kU8, device); }
 
@@ -175,6 +209,7 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   if (const char* profile = std::getenv("SPRINTNET_FUSED_PROFILE"); profile != nullptr && *profile == '1') {
     stage_clock_ = zeros_bytes(std::int64_t{8} << 16, device);  // 2^16 nanosecond stamps
   }
+  choose_kernel();
   int max_blocks = 0;
   SN_CUDA_CHECK(cuda::fused_epoch_max_blocks(device.index, &max_blocks));
   // More blocks than the widest training stage has jobs only add barrier arrivals (evaluation,
@@ -297,7 +332,11 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
   a.steps = steps_per_epoch_;
   a.metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
   a.progress = progress_device_;
-  launch(a);
+  if (cluster_) {
+    SN_CUDA_CHECK(cuda::launch_cluster_epoch(a, cluster_layout_, stream_));
+  } else {
+    launch(a);
+  }
 }
 
 std::optional<ProgressSnapshot> FusedTrainPlan::progress(std::int64_t /*steps*/) {
@@ -313,7 +352,7 @@ EpochTotals FusedTrainPlan::finish_epoch() {
   auto* host = reinterpret_cast<cuda::StepMetrics*>(progress_.get() + 1);
   SN_CUDA_CHECK(cudaMemcpyAsync(host, metrics_.raw_data(), sizeof(*host), cudaMemcpyDeviceToHost, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (stage_clock_.defined()) print_profile();
+  if (stage_clock_.defined() && !cluster_) print_profile();
   return {host->loss_sum, host->correct, host->skipped};
 }
 
@@ -370,10 +409,12 @@ EvalResult FusedTrainPlan::evaluate(const BatchLoader& loader) {
 }
 
 std::string FusedTrainPlan::describe() const {
-  return fmt::format("fused engine: one persistent kernel per epoch on {} blocks ({} barriers a step), {} tensor-core "
+  const std::size_t layers = layers_.size();
+  const std::size_t barriers = cluster_ ? (layers == 1 ? 2 : 2 * layers - 2) : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
+  return fmt::format("fused engine: one persistent kernel per epoch on {} ({} barriers a step), {} tensor-core "
                      "products with fp32 master weights, {} update over {} flat parameters",
-                     blocks_, 2 * layers_.size() + (type_ == ElementType::kF16 ? 1 : 0), spec_.precision,
-                     spec_.optim.type, params_);
+                     cluster_ ? kernel_note_ : fmt::format("{} blocks, {}", blocks_, kernel_note_), barriers,
+                     spec_.precision, spec_.optim.type, params_);
 }
 
 }  // namespace

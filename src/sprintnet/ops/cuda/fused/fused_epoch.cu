@@ -23,6 +23,7 @@
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/fused_epoch.h"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
+#include "sprintnet/ops/cuda/fused/row_loss.cuh"
 #include "sprintnet/ops/cuda/fused/tile_product.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
@@ -197,7 +198,6 @@ struct Kernel {
     const int classes = L.out;
     const bool mse = a.loss == FusedLoss::kMse;
     const float smoothing = a.train ? a.smoothing : 0.0f;
-    const float off_target = smoothing / static_cast<float>(classes);
     const float grad_scale = (mse ? 2.0f / static_cast<float>(rows * classes) : 1.0f / static_cast<float>(rows)) *
                              run.state.loss_scale;
     T* dz = static_cast<T*>(L.dz);
@@ -210,54 +210,11 @@ struct Kernel {
         const int cls = lane + 32 * j;
         v[j] = cls < classes ? c[r * ldc + cls] : -INFINITY;  // the bias is in the product
       }
-      // The first maximum (ties to the lower class, as torch.argmax).
-      float best = v[0];
-      int best_index = lane;
-      if (v[1] > best) {
-        best = v[1];
-        best_index = lane + 32;
-      }
-      for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-        const float other = __shfl_xor_sync(kFullWarpMask, best, offset);
-        const int other_index = __shfl_xor_sync(kFullWarpMask, best_index, offset);
-        if (other > best || (other == best && other_index < best_index)) {
-          best = other;
-          best_index = other_index;
-        }
-      }
-      float grad[2] = {0.0f, 0.0f};
-      double loss = 0.0;
-      if (mse) {
-        float sq = 0.0f;
-        for (int j = 0; j < 2; ++j) {
-          const int cls = lane + 32 * j;
-          if (cls >= classes) continue;
-          const float diff = v[j] - (cls == label ? 1.0f : 0.0f);
-          sq += diff * diff;
-          grad[j] = grad_scale * diff;
-        }
-        loss = static_cast<double>(warp_sum(sq));
-        if (!a.train) loss /= classes;  // evaluation: the mean over classes, per sample
-      } else {
-        float exp_sum = 0.0f, logit_sum = 0.0f;
-        for (int j = 0; j < 2; ++j) {
-          if (lane + 32 * j >= classes) continue;
-          exp_sum += expf(v[j] - best);
-          logit_sum += v[j];
-        }
-        exp_sum = warp_sum(exp_sum);
-        logit_sum = warp_sum(logit_sum);
-        const float log_sum_exp = best + logf(exp_sum);
-        const float target_logit = __shfl_sync(kFullWarpMask, v[label / 32], label % 32);
-        loss = static_cast<double>(log_sum_exp) - (1.0 - smoothing) * static_cast<double>(target_logit) -
-               static_cast<double>(off_target) * static_cast<double>(logit_sum);
-        for (int j = 0; j < 2; ++j) {
-          const int cls = lane + 32 * j;
-          if (cls >= classes) continue;
-          const float target = (cls == label ? 1.0f - smoothing : 0.0f) + off_target;
-          grad[j] = grad_scale * (expf(v[j] - log_sum_exp) - target);
-        }
-      }
+      const fused::RowLoss r_loss = fused::warp_row_loss(v, classes, label, mse, smoothing, grad_scale);
+      double loss = r_loss.loss;
+      if (mse && !a.train) loss /= classes;  // evaluation: the mean over classes, per sample
+      const float(&grad)[2] = r_loss.grad;
+      const int best_index = r_loss.best_index;
       if (a.train) {
         for (int j = 0; j < 2; ++j) {
           const int cls = lane + 32 * j;

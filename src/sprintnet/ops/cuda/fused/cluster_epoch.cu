@@ -1,0 +1,1037 @@
+// The fused engine's cluster kernel (docs/FUSED.md, v4): a whole training epoch
+// of a small MLP (hidden widths <= 128, batch <= 128) in ONE cluster of 16
+// blocks. The weights stay in the blocks' shared memory for the whole epoch:
+//
+//   first layer   block r owns 64 input features: it gathers them from the uint8
+//                 data set and keeps W[:, its features]; its partial product
+//                 (128 x H0, fp32) is summed over the blocks by each column's owner
+//   hidden layer  block r owns columns 8r..8r+7: W's rows for its forward, W's
+//                 columns for its share of the input gradient (updated by their
+//                 owners through distributed shared memory, two copies by parity)
+//   output layer  replicated: every block computes the logits, the loss and the
+//                 full gradient of the last hidden layer (no exchange); block 0
+//                 updates it and copies it to the others
+//
+// Each block writes the columns it computes into every block's copy of the
+// layer (DSMEM stores) and a cluster barrier publishes them: 2 + (L - 2) + (L - 2)
+// barriers a step for L layers (6 for 4x128). Without a hidden layer (softmax
+// regression) block r adds the partial logits of rows 8r..8r+7, computes their
+// loss and gradient and writes those rows into every block: 2 barriers a step. fp32 master weights and optimizer
+// state stay in the flat buffers (L2); their loads are issued before the weight
+// gradient's product. Every sum has a fixed order: reruns are bit-identical.
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+
+#include "sprintnet/ops/cuda/activation_math.cuh"
+#include "sprintnet/ops/cuda/flat_update.cuh"
+#include "sprintnet/ops/cuda/fused/cluster_epoch.h"
+#include "sprintnet/ops/cuda/fused/row_loss.cuh"
+#include "sprintnet/ops/cuda/launch_config.cuh"
+#include "sprintnet/ops/cuda/nvtx.h"
+
+namespace sprintnet::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+using bf16 = __nv_bfloat16;
+
+constexpr int kThreads = 256;
+constexpr int kCols = kClusterCols;
+constexpr int kRows = kClusterRows;
+
+struct ClusterArgs {
+  FusedEpochArgs a;
+  ClusterLayout c;
+};
+
+// ---- tensor-core fragments (mma.sync m16n8k16, bf16 in, fp32 accumulate) ----
+// A fragment: a 16 x 16 tile; B: 16 (k) x 8 (n); C: 16 x 8, thread (g = lane / 4, t = lane % 4)
+// holding (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mma(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// A(m, k) at p[m * ld + k].
+__device__ __forceinline__ void load_a(std::uint32_t (&a)[4], const bf16* p, int ld) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const bf16* q = p + (lane & 15) * ld + (lane >> 4) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(shared_address(q)));
+}
+
+// A(m, k) at p[k * ld + m].
+__device__ __forceinline__ void load_a_trans(std::uint32_t (&a)[4], const bf16* p, int ld) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const bf16* q = p + ((lane & 7) + (lane >> 4) * 8) * ld + ((lane >> 3) & 1) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(shared_address(q)));
+}
+
+// B(k, n) at p[n * ld + k].
+__device__ __forceinline__ void load_b(std::uint32_t (&b)[2], const bf16* p, int ld) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const bf16* q = p + (lane & 7) * ld + ((lane >> 3) & 1) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+               : "=r"(b[0]), "=r"(b[1])
+               : "r"(shared_address(q)));
+}
+
+// B(k, n) at p[k * ld + n].
+__device__ __forceinline__ void load_b_trans(std::uint32_t (&b)[2], const bf16* p, int ld) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const bf16* q = p + ((lane & 7) + ((lane >> 3) & 1) * 8) * ld;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+               : "=r"(b[0]), "=r"(b[1])
+               : "r"(shared_address(q)));
+}
+
+// acc[0] + acc[1] = A[16 x 16 k_steps] · B, A(m, k) at a[m * lda + k], B(k, n) at b[n * ldb + k]:
+// even and odd k-steps in two chains, so consecutive mma's do not wait for each other.
+__device__ __forceinline__ void two_chain_product(float (&acc)[2][4], const bf16* a, int lda, const bf16* b, int ldb,
+                                                  int k_steps) {
+  int ks = 0;
+  for (; ks + 1 < k_steps; ks += 2) {
+    std::uint32_t fa0[4], fb0[2], fa1[4], fb1[2];
+    load_a(fa0, a + ks * 16, lda);
+    load_b(fb0, b + ks * 16, ldb);
+    load_a(fa1, a + ks * 16 + 16, lda);
+    load_b(fb1, b + ks * 16 + 16, ldb);
+    mma(acc[0], fa0, fb0);
+    mma(acc[1], fa1, fb1);
+  }
+  if (ks < k_steps) {
+    std::uint32_t fa[4], fb[2];
+    load_a(fa, a + ks * 16, lda);
+    load_b(fb, b + ks * 16, ldb);
+    mma(acc[0], fa, fb);
+  }
+}
+
+// acc[nt] += A · B_nt over k_steps k-steps, for nt < tiles (at most kMaxTiles): A(m, k) at
+// a[m * lda + k] (16 rows), B_nt(k, n) at b[(nt * 8 + n) * ldb + k], or with kBTrans at
+// b[k * ldb + nt * 8 + n]. A warp's row tile against several column tiles.
+template <int kMaxTiles, bool kBTrans>
+__device__ __forceinline__ void row_tiles_product(float (&acc)[kMaxTiles][4], const bf16* a, int lda, const bf16* b,
+                                                  int ldb, int k_steps, int tiles) {
+  for (int ks = 0; ks < k_steps; ++ks) {
+    std::uint32_t fa[4];
+    load_a(fa, a + ks * 16, lda);
+#pragma unroll
+    for (int nt = 0; nt < kMaxTiles; ++nt) {
+      if (nt < tiles) {
+        std::uint32_t fb[2];
+        if constexpr (kBTrans) {
+          load_b_trans(fb, b + ks * 16 * ldb + nt * 8, ldb);
+        } else {
+          load_b(fb, b + nt * 8 * ldb + ks * 16, ldb);
+        }
+        mma(acc[nt], fa, fb);
+      }
+    }
+  }
+}
+
+// A weight gradient's tile, transposed: acc(m, n) += sum over the batch's 128 rows b of
+// x[b * ldx + m] · gr[b * ldg + n] (16 x 8, x and gr pointing at the tile's first column).
+__device__ __forceinline__ void batch_product(float (&acc)[4], const bf16* x, int ldx, const bf16* gr, int ldg) {
+#pragma unroll
+  for (int ks = 0; ks < kClusterRows / 16; ++ks) {
+    std::uint32_t fa[4], fb[2];
+    load_a_trans(fa, x + ks * 16 * ldx, ldx);
+    load_b_trans(fb, gr + ks * 16 * ldg, ldg);
+    mma(acc, fa, fb);
+  }
+}
+
+__device__ __forceinline__ void store_pair(bf16* p, float lo, float hi) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(lo, hi);
+}
+
+__device__ __forceinline__ int pad16(int v) { return (v + 15) / 16 * 16; }
+
+__device__ float activation(ActivationKind kind, float x) {
+  switch (kind) {
+    case ActivationKind::kReLU: return activate<ActivationKind::kReLU>(x);
+    case ActivationKind::kTanh: return activate<ActivationKind::kTanh>(x);
+    case ActivationKind::kSigmoid: return activate<ActivationKind::kSigmoid>(x);
+    default: return x;  // identity (GELU and SiLU take the grid kernel: their slope needs x)
+  }
+}
+
+// f' from the layer's output y (every activation this kernel takes has one).
+__device__ float slope_from_output(ActivationKind kind, float y) {
+  switch (kind) {
+    case ActivationKind::kReLU: return y > 0.0f ? 1.0f : 0.0f;
+    case ActivationKind::kTanh: return activate_derivative<ActivationKind::kTanh>(0.0f, y);
+    case ActivationKind::kSigmoid: return activate_derivative<ActivationKind::kSigmoid>(0.0f, y);
+    default: return 1.0f;
+  }
+}
+
+__device__ __forceinline__ double warp_sum_double(double v) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullWarpMask, v, offset);
+  return v;
+}
+
+// The next batch's share of this block, in flight in registers while the step finishes.
+struct Staged {
+  uint2 pixels[4];  // 128 rows x 64 features = 1024 pieces of 8, four a thread
+  int label;
+};
+
+// kAdam: Adam or AdamW (two state buffers); otherwise SGD, whose instantiation keeps no second
+// state in registers (the first layer's update prefetches 32 parameters a thread).
+template <bool kAdam>
+struct Cluster {
+  const FusedEpochArgs& a;
+  const ClusterLayout& c;
+  unsigned char* smem;
+  cg::cluster_group cluster;
+  int rank, warp, g, t;
+  // The step being run.
+  StepState state;
+  BlockScalars scalars;
+  std::int64_t rows;
+  int parity;
+  std::int64_t first_step = 0;
+
+  __device__ Cluster(const FusedEpochArgs& args, const ClusterLayout& layout, unsigned char* shared)
+      : a(args), c(layout), smem(shared), cluster(cg::this_cluster()) {
+    rank = static_cast<int>(cluster.block_rank());
+    warp = static_cast<int>(threadIdx.x) / 32;
+    g = (static_cast<int>(threadIdx.x) & 31) >> 2;
+    t = static_cast<int>(threadIdx.x) & 3;
+  }
+
+  template <typename T>
+  __device__ T* at(std::int64_t offset) const {
+    return reinterpret_cast<T*>(smem + offset);
+  }
+  __device__ int count() const { return a.num_layers; }  // Linear layers
+  __device__ const FusedLayer& layer(int l) const { return a.layers[l]; }
+  __device__ int width(int l) const { return a.layers[l].out; }
+  __device__ bf16* x(int l) const { return at<bf16>(c.x[l]); }
+  __device__ int f0() const { return rank * kClusterSlice; }
+  __device__ bool owns(int cols_extent) const { return rank * kCols < cols_extent; }
+  __device__ std::int64_t sample(std::int64_t i) const { return a.order != nullptr ? a.order[i] : i; }
+  __device__ std::int64_t rows_of(std::int64_t s) const {
+    const std::int64_t left = a.samples - s * a.batch;
+    return left < a.batch ? left : a.batch;
+  }
+
+  // Copies the 128 x 8 block at column col0 of `buffer` (row stride ld) into every other block.
+  __device__ void broadcast_columns(bf16* buffer, int ld, int col0) {
+    for (int i = static_cast<int>(threadIdx.x); i < kRows * (kClusterCtas - 1); i += kThreads) {
+      const int row = i % kRows, k = i / kRows;
+      const int dst = k >= rank ? k + 1 : k;
+      bf16* p = buffer + row * ld + col0;
+      const uint4 v = *reinterpret_cast<const uint4*>(p);
+      *reinterpret_cast<uint4*>(cluster.map_shared_rank(p, dst)) = v;
+    }
+  }
+
+  // ---- the batch: this block's 64 features of every row, and every row's label.
+  __device__ void fetch(Staged& s, std::int64_t step) const {
+    const std::int64_t n = rows_of(step), first = step * a.batch;
+    const int features = layer(0).in;
+    for (int k = 0; k < 4; ++k) {
+      const int p = static_cast<int>(threadIdx.x) + kThreads * k;
+      const int r = p >> 3, f = f0() + (p & 7) * 8;
+      s.pixels[k] = make_uint2(0, 0);
+      if (r < n && f < features) {
+        s.pixels[k] = *reinterpret_cast<const uint2*>(a.images + sample(first + r) * features + f);
+      }
+    }
+    s.label = threadIdx.x < n ? a.labels[sample(first + threadIdx.x)] : 0;
+  }
+  __device__ void stage(const Staged& s, std::int64_t step) {
+    const std::int64_t n = rows_of(step);
+    const int features = layer(0).in;
+    bf16* x0 = at<bf16>(c.x0);
+    for (int k = 0; k < 4; ++k) {
+      const int p = static_cast<int>(threadIdx.x) + kThreads * k;
+      const int r = p >> 3, f = f0() + (p & 7) * 8;
+      const bool valid = r < n && f < features;
+      const auto* px = reinterpret_cast<const std::uint8_t*>(&s.pixels[k]);
+      alignas(16) bf16 out[8];
+      for (int j = 0; j < 8; ++j) {
+        out[j] = __float2bfloat16_rn(valid ? static_cast<float>(px[j]) * a.scale + a.shift : 0.0f);
+      }
+      *reinterpret_cast<uint4*>(x0 + r * c.ld_x0 + (p & 7) * 8) = *reinterpret_cast<const uint4*>(out);
+    }
+    if (threadIdx.x < kRows) at<int>(c.labels)[threadIdx.x] = s.label;
+  }
+
+  // ---- the weights: in from the compute copy at the start, out to it at the end.
+  __device__ void load_weights(const bf16* w) {
+    const FusedLayer& first = layer(0);
+    const int h0 = width(0);
+    for (int i = static_cast<int>(threadIdx.x); i < pad16(h0) * kClusterSlice; i += kThreads) {
+      const int o = i / kClusterSlice, f = i % kClusterSlice;
+      if (o < h0 && f0() + f < first.in) at<bf16>(c.w0)[o * c.ld_w0 + f] = w[first.weight_offset + o * first.in_pad + f0() + f];
+    }
+    if (threadIdx.x < kCols) {
+      const int o = rank * kCols + static_cast<int>(threadIdx.x);
+      at<float>(c.b0)[threadIdx.x] =
+          o < h0 && first.bias ? __bfloat162float(w[first.weight_offset + o * first.in_pad + first.in]) : 0.0f;
+    }
+    for (int l = 1; l + 1 < count(); ++l) {
+      const FusedLayer& L = layer(l);
+      for (int i = static_cast<int>(threadIdx.x); i < kCols * L.in; i += kThreads) {
+        const int j = i / L.in, k = i % L.in, o = rank * kCols + j;
+        if (o < L.out) at<bf16>(c.wr[l])[j * c.ld_wr[l] + k] = w[L.weight_offset + o * L.in_pad + k];
+      }
+      if (threadIdx.x < kCols) {
+        const int o = rank * kCols + static_cast<int>(threadIdx.x);
+        at<float>(c.br[l])[threadIdx.x] =
+            o < L.out && L.bias ? __bfloat162float(w[L.weight_offset + o * L.in_pad + L.in]) : 0.0f;
+      }
+      for (int i = static_cast<int>(threadIdx.x); i < kCols * L.out; i += kThreads) {
+        const int j = i / L.out, o = i % L.out, k = rank * kCols + j;
+        if (k < L.in) at<bf16>(c.wc[l])[j * c.ld_wc[l] + o] = w[L.weight_offset + o * L.in_pad + k];
+      }
+    }
+    const FusedLayer& out = layer(count() - 1);
+    if (count() == 1) {
+      // Softmax regression: every block's copy of the biases, with their master and state.
+      const FlatOptimizerArgs& o = a.optimizer;
+      for (int cls = static_cast<int>(threadIdx.x); cls < out.out && out.bias; cls += kThreads) {
+        const std::int64_t index = out.weight_offset + static_cast<std::int64_t>(cls) * out.in_pad + out.in;
+        regression_bias(0)[cls] = __bfloat162float(w[index]);
+        regression_bias(1)[cls] = o.master[index];
+        regression_bias(2)[cls] = o.state1 != nullptr ? o.state1[index] : 0.0f;
+        regression_bias(3)[cls] = o.state2 != nullptr ? o.state2[index] : 0.0f;
+      }
+      return;
+    }
+    for (int i = static_cast<int>(threadIdx.x); i < out.out * out.in; i += kThreads) {
+      const int cls = i / out.in, k = i % out.in;
+      at<bf16>(c.wo)[cls * c.ld_wo + k] = w[out.weight_offset + cls * out.in_pad + k];
+    }
+    for (int cls = static_cast<int>(threadIdx.x); cls < out.out; cls += kThreads) {
+      at<float>(c.bo)[cls] = out.bias ? __bfloat162float(w[out.weight_offset + cls * out.in_pad + out.in]) : 0.0f;
+    }
+  }
+  __device__ void store_weights(bf16* w, int final_parity) const {
+    const FusedLayer& first = layer(0);
+    const int h0 = width(0);
+    for (int i = static_cast<int>(threadIdx.x); i < h0 * kClusterSlice; i += kThreads) {
+      const int o = i / kClusterSlice, f = i % kClusterSlice;
+      if (f0() + f < first.in) w[first.weight_offset + o * first.in_pad + f0() + f] = at<bf16>(c.w0)[o * c.ld_w0 + f];
+    }
+    if (count() == 1) {
+      // Softmax regression: block 0 writes the biases (every block holds the same).
+      if (rank != 0 || !first.bias) return;
+      const FlatOptimizerArgs& o = a.optimizer;
+      for (int cls = static_cast<int>(threadIdx.x); cls < h0; cls += kThreads) {
+        const std::int64_t index = first.weight_offset + static_cast<std::int64_t>(cls) * first.in_pad + first.in;
+        w[index] = __float2bfloat16_rn(regression_bias(1)[cls]);
+        o.master[index] = regression_bias(1)[cls];
+        if (o.state1 != nullptr) o.state1[index] = regression_bias(2)[cls];
+        if (o.state2 != nullptr) o.state2[index] = regression_bias(3)[cls];
+      }
+      return;
+    }
+    if (threadIdx.x < kCols && first.bias) {
+      const int o = rank * kCols + static_cast<int>(threadIdx.x);
+      if (o < h0) w[first.weight_offset + o * first.in_pad + first.in] = __float2bfloat16_rn(at<float>(c.b0)[threadIdx.x]);
+    }
+    for (int l = 1; l + 1 < count(); ++l) {
+      const FusedLayer& L = layer(l);
+      for (int i = static_cast<int>(threadIdx.x); i < kCols * L.in; i += kThreads) {
+        const int j = i / L.in, k = i % L.in, o = rank * kCols + j;
+        if (o < L.out) w[L.weight_offset + o * L.in_pad + k] = at<bf16>(c.wr[l])[j * c.ld_wr[l] + k];
+      }
+      if (threadIdx.x < kCols && L.bias) {
+        const int o = rank * kCols + static_cast<int>(threadIdx.x);
+        if (o < L.out) w[L.weight_offset + o * L.in_pad + L.in] = __float2bfloat16_rn(at<float>(c.br[l])[threadIdx.x]);
+      }
+    }
+    if (rank != 0) return;
+    const FusedLayer& out = layer(count() - 1);
+    const bf16* wo = at<bf16>(c.wo) + final_parity * c.classes_pad * c.ld_wo;
+    const float* bo = at<float>(c.bo) + final_parity * c.classes_pad;
+    for (int i = static_cast<int>(threadIdx.x); i < out.out * out.in; i += kThreads) {
+      const int cls = i / out.in, k = i % out.in;
+      w[out.weight_offset + cls * out.in_pad + k] = wo[cls * c.ld_wo + k];
+    }
+    for (int cls = static_cast<int>(threadIdx.x); cls < out.out && out.bias; cls += kThreads) {
+      w[out.weight_offset + cls * out.in_pad + out.in] = __float2bfloat16_rn(bo[cls]);
+    }
+  }
+
+  // The optimizer's step on one parameter p with its state m and v, in registers.
+  __device__ void step_value(float grad, float& p, float& m, float& v) const {
+    const FlatOptimizerArgs& o = a.optimizer;
+    if constexpr (kAdam) {
+      adam_update(o, scalars, p, grad, m, v);
+    } else {
+      sgd_update(o, scalars, p, grad, o.state1 != nullptr ? &m : nullptr);
+    }
+  }
+  // One parameter updated from the values loaded before (p, state m and v), and stored back.
+  __device__ void apply(std::int64_t index, float grad, float& p, float& m, float& v) const {
+    const FlatOptimizerArgs& o = a.optimizer;
+    step_value(grad, p, m, v);
+    o.master[index] = p;
+    if (o.state1 != nullptr) o.state1[index] = m;
+    if constexpr (kAdam) o.state2[index] = v;
+  }
+  __device__ void fetch_parameter(std::int64_t index, bool valid, float& p, float& m, float& v) const {
+    const FlatOptimizerArgs& o = a.optimizer;
+    p = valid ? o.master[index] : 0.0f;
+    m = valid && o.state1 != nullptr ? o.state1[index] : 0.0f;
+    v = kAdam && valid ? o.state2[index] : 0.0f;
+  }
+  // A bias's update: its state fetched by lane 0 before the stage's products, applied after them
+  // with the column sum of dz (a fixed order); the whole warp calls both.
+  struct BiasUpdate {
+    bool valid;
+    std::int64_t index;
+    float p, m, v;
+  };
+  __device__ BiasUpdate fetch_bias(const FusedLayer& L, int o) const {
+    BiasUpdate b{L.bias != 0 && o < L.out, L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + L.in, 0.0f,
+                 0.0f, 0.0f};
+    if (b.valid && (threadIdx.x & 31) == 0) fetch_parameter(b.index, true, b.p, b.m, b.v);
+    return b;
+  }
+  // Returns the compute copy's value of the updated bias.
+  __device__ float finish_bias(BiasUpdate& b, const bf16* dz, int ld, int col) const {
+    float sum = 0.0f;
+    for (int r = static_cast<int>(threadIdx.x) & 31; r < kRows; r += 32) sum += __bfloat162float(dz[r * ld + col]);
+    sum = warp_sum(sum);
+    if ((threadIdx.x & 31) == 0) apply(b.index, sum, b.p, b.m, b.v);
+    return __bfloat162float(__float2bfloat16_rn(__shfl_sync(kFullWarpMask, b.p, 0)));
+  }
+
+  // ---- forward, first layer: this block's features' share of every column (fp32, in P).
+  __device__ void first_partial() {
+    if (rank >= c.slices) return;
+    const int tiles = pad16(width(0)) / 8;
+    float acc[16][4] = {};
+    row_tiles_product<16, false>(acc, at<bf16>(c.x0) + warp * 16 * c.ld_x0, c.ld_x0, at<bf16>(c.w0), c.ld_w0,
+                                 kClusterSlice / 16, tiles);
+    float* part = at<float>(c.part);
+    const int row = warp * 16 + g;
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+      if (nt < tiles) {
+        const int col = nt * 8 + 2 * t;
+        *reinterpret_cast<float2*>(part + row * c.ld_part + col) = make_float2(acc[nt][0], acc[nt][1]);
+        *reinterpret_cast<float2*>(part + (row + 8) * c.ld_part + col) = make_float2(acc[nt][2], acc[nt][3]);
+      }
+    }
+  }
+
+  // ---- forward, first layer: the owner of columns 8r.. adds the blocks' partials (in block
+  // order), the bias and the activation, and writes them into every block's X[0].
+  __device__ void first_reduce() {
+    const int h0 = width(0);
+    const bool mine = owns(pad16(h0));
+    if (mine) {
+      const int row = static_cast<int>(threadIdx.x) >> 1, col = rank * kCols + (static_cast<int>(threadIdx.x) & 1) * 4;
+      float* local = at<float>(c.part) + row * c.ld_part + col;
+      float4 v[kClusterCtas];
+#pragma unroll
+      for (int s = 0; s < kClusterCtas; ++s) {
+        if (s < c.slices) v[s] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(local, s));
+      }
+      float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int s = 0; s < kClusterCtas; ++s) {
+        if (s < c.slices) {
+          z[0] += v[s].x;
+          z[1] += v[s].y;
+          z[2] += v[s].z;
+          z[3] += v[s].w;
+        }
+      }
+      alignas(8) bf16 out[4];
+      for (int q = 0; q < 4; ++q) {
+        const float y = activation(a.activation, z[q] + at<float>(c.b0)[col - rank * kCols + q]);
+        out[q] = __float2bfloat16_rn(col + q < h0 && row < rows ? y : 0.0f);  // zeros past the batch, as X0
+      }
+      *reinterpret_cast<uint2*>(x(0) + row * c.ldx + col) = *reinterpret_cast<const uint2*>(out);
+    }
+    __syncthreads();
+    if (mine) broadcast_columns(x(0), c.ldx, rank * kCols);
+  }
+
+  // ---- forward, hidden layer l >= 1: this block's 8 columns, into every block's X[l].
+  __device__ void hidden_forward(int l) {
+    const int out = width(l);
+    const bool mine = owns(pad16(out));
+    if (mine) {
+      const int k_steps = pad16(layer(l).in) / 16;
+      float acc[2][4] = {};
+      two_chain_product(acc, x(l - 1) + warp * 16 * c.ldx, c.ldx, at<bf16>(c.wr[l]), c.ld_wr[l], k_steps);
+      const float* bias = at<float>(c.br[l]);
+      for (int h = 0; h < 2; ++h) {
+        const int row = warp * 16 + g + 8 * h, col = 2 * t;
+        float y[2];
+        for (int e = 0; e < 2; ++e) {
+          const float z = acc[0][2 * h + e] + acc[1][2 * h + e] + bias[col + e];
+          y[e] = rank * kCols + col + e < out && row < rows ? activation(a.activation, z) : 0.0f;
+        }
+        store_pair(x(l) + row * c.ldx + rank * kCols + col, y[0], y[1]);
+      }
+    }
+    __syncthreads();
+    if (mine) broadcast_columns(x(l), c.ldx, rank * kCols);
+  }
+
+  // ---- the output layer, in every block: logits, loss, dlogits; block 0 updates the layer; then
+  // the full gradient of the last hidden layer, in place of its output.
+  __device__ void output_layer() {
+    const int last = count() - 1;
+    const FusedLayer& out = layer(last);
+    const int classes = out.out, k_steps = pad16(out.in) / 16, tiles = c.classes_pad / 8;
+    bf16* xl = x(last - 1);
+    const bf16* wo = at<bf16>(c.wo) + parity * c.classes_pad * c.ld_wo;
+    const float* bo = at<float>(c.bo) + parity * c.classes_pad;
+    bf16* dl = at<bf16>(c.dl);
+    {
+      float acc[8][4] = {};
+      row_tiles_product<8, false>(acc, xl + warp * 16 * c.ldx, c.ldx, wo, c.ld_wo, k_steps, tiles);
+      const bool mse = a.loss == FusedLoss::kMse;
+      const float smoothing = a.smoothing, off_target = smoothing / static_cast<float>(classes);
+      const float grad_scale = mse ? 2.0f / static_cast<float>(rows * classes) : 1.0f / static_cast<float>(rows);
+      const int* labels = at<int>(c.labels);
+      for (int h = 0; h < 2; ++h) {
+        const int row = warp * 16 + g + 8 * h;
+        const bool valid = row < rows;
+        const int label = labels[row];
+        float v[8][2];
+        float best = -INFINITY;
+        int best_index = 0x7fffffff;
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+          for (int e = 0; e < 2; ++e) {
+            const int cls = nt * 8 + 2 * t + e;
+            v[nt][e] = nt < tiles && cls < classes ? acc[nt][2 * h + e] + bo[cls] : -INFINITY;
+            if (v[nt][e] > best) {  // the first maximum (ties to the lower class, as torch.argmax)
+              best = v[nt][e];
+              best_index = cls;
+            }
+          }
+        }
+        for (int offset = 1; offset < 4; offset *= 2) {
+          const float other = __shfl_xor_sync(kFullWarpMask, best, offset);
+          const int other_index = __shfl_xor_sync(kFullWarpMask, best_index, offset);
+          if (other > best || (other == best && other_index < best_index)) {
+            best = other;
+            best_index = other_index;
+          }
+        }
+        const auto quad_sum = [](float s) {
+          s += __shfl_xor_sync(kFullWarpMask, s, 1);
+          return s + __shfl_xor_sync(kFullWarpMask, s, 2);
+        };
+        double loss = 0.0;
+        float grad[8][2];
+        if (mse) {
+          float sq = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt) {
+            for (int e = 0; e < 2; ++e) {
+              const int cls = nt * 8 + 2 * t + e;
+              grad[nt][e] = 0.0f;
+              if (nt < tiles && cls < classes) {
+                const float diff = v[nt][e] - (cls == label ? 1.0f : 0.0f);
+                sq += diff * diff;
+                grad[nt][e] = grad_scale * diff;
+              }
+            }
+          }
+          loss = static_cast<double>(quad_sum(sq));
+        } else {
+          float exp_sum = 0.0f, logit_sum = 0.0f, target_logit = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt) {
+            for (int e = 0; e < 2; ++e) {
+              const int cls = nt * 8 + 2 * t + e;
+              if (nt < tiles && cls < classes) {
+                exp_sum += expf(v[nt][e] - best);
+                logit_sum += v[nt][e];
+                if (cls == label) target_logit = v[nt][e];
+              }
+            }
+          }
+          exp_sum = quad_sum(exp_sum);
+          logit_sum = quad_sum(logit_sum);
+          target_logit = quad_sum(target_logit);
+          const float log_sum_exp = best + logf(exp_sum);
+          loss = static_cast<double>(log_sum_exp) - (1.0 - smoothing) * static_cast<double>(target_logit) -
+                 static_cast<double>(off_target) * static_cast<double>(logit_sum);
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt) {
+            for (int e = 0; e < 2; ++e) {
+              const int cls = nt * 8 + 2 * t + e;
+              const float target = (cls == label ? 1.0f - smoothing : 0.0f) + off_target;
+              grad[nt][e] = nt < tiles && cls < classes ? grad_scale * (expf(v[nt][e] - log_sum_exp) - target) : 0.0f;
+            }
+          }
+        }
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+          if (nt < tiles) {
+            store_pair(dl + row * c.ld_dl + nt * 8 + 2 * t, valid ? grad[nt][0] : 0.0f, valid ? grad[nt][1] : 0.0f);
+          }
+        }
+        if (rank == 0 && t == 0) {
+          at<double>(c.row_loss)[row] = valid ? loss : 0.0;
+          at<int>(c.row_hit)[row] = valid && best_index == label ? 1 : 0;
+        }
+      }
+    }
+    __syncthreads();
+    if (rank == 0) update_output_layer();
+    __syncthreads();
+    if (rank == 0) {
+      // The updated layer (parity ^ 1) to every other block: 16-byte pieces.
+      const int next = parity ^ 1;
+      bf16* w = at<bf16>(c.wo) + next * c.classes_pad * c.ld_wo;
+      float* b = at<float>(c.bo) + next * c.classes_pad;
+      const int row_pieces = c.ld_wo / 8, pieces = classes * row_pieces, bias_pieces = c.classes_pad / 4;
+      for (int i = static_cast<int>(threadIdx.x); i < (pieces + bias_pieces) * (kClusterCtas - 1); i += kThreads) {
+        const int dst = i / (pieces + bias_pieces) + 1, k = i % (pieces + bias_pieces);
+        uint4* p = k < pieces ? reinterpret_cast<uint4*>(w + (k / row_pieces) * c.ld_wo + (k % row_pieces) * 8)
+                              : reinterpret_cast<uint4*>(b + (k - pieces) * 4);
+        *cluster.map_shared_rank(p, dst) = *p;
+      }
+    }
+    // dZ = (dlogits · W) ⊙ f'(X), all of it, over X.
+    const int n_tiles = pad16(out.in) / 8, c_steps = c.classes_pad / 16;
+    float acc[16][4] = {};
+    row_tiles_product<16, true>(acc, dl + warp * 16 * c.ld_dl, c.ld_dl, wo, c.ld_wo, c_steps, n_tiles);
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+      if (nt >= n_tiles) continue;
+      for (int h = 0; h < 2; ++h) {
+        const int row = warp * 16 + g + 8 * h, col = nt * 8 + 2 * t;
+        bf16* p = xl + row * c.ldx + col;
+        const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(p);
+        const bool valid = row < rows;
+        const float d0 = valid && col < out.in ? acc[nt][2 * h] * slope_from_output(a.activation, __low2float(y)) : 0.0f;
+        const float d1 =
+            valid && col + 1 < out.in ? acc[nt][2 * h + 1] * slope_from_output(a.activation, __high2float(y)) : 0.0f;
+        store_pair(p, d0, d1);
+      }
+    }
+    __syncthreads();  // the gradient's rows are read across warps next (one hidden layer: at once)
+  }
+
+  // Block 0: the output layer's weight and bias gradients, applied into Wo[parity ^ 1]; the metrics.
+  __device__ void update_output_layer() {
+    const int last = count() - 1;
+    const FusedLayer& out = layer(last);
+    const int classes = out.out, m_tiles = pad16(out.in) / 16, n_tiles = c.classes_pad / 8;
+    const bf16* xl = x(last - 1);
+    const bf16* dl = at<bf16>(c.dl);
+    bf16* next = at<bf16>(c.wo) + (parity ^ 1) * c.classes_pad * c.ld_wo;
+    BiasUpdate bias[kClusterMaxClasses / 8];
+#pragma unroll
+    for (int k = 0; k < kClusterMaxClasses / 8; ++k) bias[k] = fetch_bias(out, warp + 8 * k);
+    for (int job = warp; job < m_tiles * n_tiles; job += kThreads / 32) {
+      const int mt = job / n_tiles, nt = job % n_tiles;
+      float p[4], m[4], v[4];
+      std::int64_t index[4];
+      bool valid[4];
+      for (int q = 0; q < 4; ++q) {
+        const int i = mt * 16 + g + 8 * (q >> 1), cls = nt * 8 + 2 * t + (q & 1);
+        valid[q] = i < out.in && cls < classes;
+        index[q] = out.weight_offset + static_cast<std::int64_t>(cls) * out.in_pad + i;
+        fetch_parameter(index[q], valid[q], p[q], m[q], v[q]);
+      }
+      float acc[4] = {};
+      batch_product(acc, xl + mt * 16, c.ldx, dl + nt * 8, c.ld_dl);
+      for (int q = 0; q < 4; ++q) {
+        if (!valid[q]) continue;
+        apply(index[q], acc[q], p[q], m[q], v[q]);
+        const int i = mt * 16 + g + 8 * (q >> 1), cls = nt * 8 + 2 * t + (q & 1);
+        next[cls * c.ld_wo + i] = __float2bfloat16_rn(p[q]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kClusterMaxClasses / 8; ++k) {
+      const int cls = warp + 8 * k;
+      if (bias[k].valid) {
+        const float value = finish_bias(bias[k], dl, c.ld_dl, cls);
+        if ((threadIdx.x & 31) == 0) at<float>(c.bo)[(parity ^ 1) * c.classes_pad + cls] = value;
+      }
+    }
+    add_metrics();
+  }
+
+  // ---- backward of hidden layer l: dz (this layer's full gradient) -> the block's columns of the
+  // layer below's gradient, into every block's `below`; this block's rows of W[l] updated.
+  __device__ void hidden_backward(int l, const bf16* dz, bf16* below) {
+    const FusedLayer& L = layer(l);
+    BiasUpdate bias = fetch_bias(L, rank * kCols + warp);
+    const bool mine_below = owns(pad16(L.in));
+    const bf16* xb = x(l - 1);
+    if (mine_below) {
+      const int k_steps = pad16(L.out) / 16;
+      const bf16* wc = at<bf16>(c.wc[l]) + parity * kCols * c.ld_wc[l];
+      float acc[2][4] = {};
+      two_chain_product(acc, dz + warp * 16 * c.ldx, c.ldx, wc, c.ld_wc[l], k_steps);
+      for (int h = 0; h < 2; ++h) {
+        const int row = warp * 16 + g + 8 * h, col = rank * kCols + 2 * t;
+        const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(xb + row * c.ldx + col);
+        const bool valid = row < rows;
+        const float d0 = valid && col < L.in
+                             ? (acc[0][2 * h] + acc[1][2 * h]) * slope_from_output(a.activation, __low2float(y))
+                             : 0.0f;
+        const float d1 = valid && col + 1 < L.in ? (acc[0][2 * h + 1] + acc[1][2 * h + 1]) *
+                                                       slope_from_output(a.activation, __high2float(y))
+                                                 : 0.0f;
+        store_pair(below + row * c.ldx + col, d0, d1);
+      }
+    }
+    __syncthreads();
+    if (mine_below) broadcast_columns(below, c.ldx, rank * kCols);
+
+    if (!owns(pad16(L.out))) return;
+    // dW[rows 8r..][i] = sum over the batch of dz[b][8r + j] * X[l - 1][b][i]: as dWᵀ, warp w takes i in [16w, 16w + 16).
+    const int m_tiles = pad16(L.in) / 16;
+    if (warp < m_tiles) {
+      float p[4], m[4], v[4];
+      std::int64_t index[4];
+      bool valid[4];
+      for (int q = 0; q < 4; ++q) {
+        const int i = warp * 16 + g + 8 * (q >> 1), o = rank * kCols + 2 * t + (q & 1);
+        valid[q] = i < L.in && o < L.out;
+        index[q] = L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + i;
+        fetch_parameter(index[q], valid[q], p[q], m[q], v[q]);
+      }
+      float acc[4] = {};
+      batch_product(acc, xb + warp * 16, c.ldx, dz + rank * kCols, c.ldx);
+      bf16* rows_w = at<bf16>(c.wr[l]);
+      for (int q = 0; q < 4; ++q) {
+        if (valid[q]) apply(index[q], acc[q], p[q], m[q], v[q]);
+      }
+      for (int h = 0; h < 2; ++h) {
+        const int i = warp * 16 + g + 8 * h, j = 2 * t;
+        if (i >= L.in) continue;
+        const float w0 = valid[2 * h] ? p[2 * h] : 0.0f, w1 = valid[2 * h + 1] ? p[2 * h + 1] : 0.0f;
+        rows_w[j * c.ld_wr[l] + i] = __float2bfloat16_rn(w0);
+        rows_w[(j + 1) * c.ld_wr[l] + i] = __float2bfloat16_rn(w1);
+        // The owner of column i of the layer below reads these in its input gradient next step.
+        bf16* column = at<bf16>(c.wc[l]) + ((parity ^ 1) * kCols + i % kCols) * c.ld_wc[l] + rank * kCols + j;
+        store_pair(cluster.map_shared_rank(column, i / kCols), w0, w1);
+      }
+    }
+    if (bias.valid) {
+      const float value = finish_bias(bias, dz, c.ldx, rank * kCols + warp);
+      if ((threadIdx.x & 31) == 0) at<float>(c.br[l])[warp] = value;
+    }
+  }
+
+  // ---- backward of the first layer: dW[:, this block's features] and (with a hidden layer) the
+  // bias of its columns, applied; then the next batch's features (fetched first, so they arrive
+  // meanwhile) staged. dz: the layer's full gradient, rows `ld` apart. Each warp takes tiles
+  // (16 weight rows x 8 features) w, w + 8, ...: every warp has one per 16 rows of the layer.
+  __device__ void first_backward(const bf16* dz, int ld, std::int64_t step) {
+    const bool next = step + 1 < a.steps;
+    Staged staged;
+    if (next) fetch(staged, step + 1);
+    const FusedLayer& L = layer(0);
+    const bool regression = count() == 1;
+    BiasUpdate bias = fetch_bias(L, regression ? L.out : rank * kCols + warp);  // regression: below
+    const int m_tiles = pad16(L.out) / 16;  // at most 8: the layer has at most 128 rows
+    constexpr int kTiles = kClusterSlice / 8;
+    if (rank < c.slices) {
+      float p[8][4], m[8][4], v[8][4];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const int mt = (warp + 8 * k) / kTiles, nt = (warp + 8 * k) % kTiles;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int o = mt * 16 + g + 8 * (q >> 1), f = f0() + nt * 8 + 2 * t + (q & 1);
+          fetch_parameter(L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f,
+                          k < m_tiles && o < L.out && f < L.in, p[k][q], m[k][q], v[k][q]);
+        }
+      }
+      float acc[8][4] = {};
+      const bf16* x0 = at<bf16>(c.x0);
+#pragma unroll
+      for (int ks = 0; ks < kRows / 16; ++ks) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          if (k < m_tiles) {
+            const int mt = (warp + 8 * k) / kTiles, nt = (warp + 8 * k) % kTiles;
+            std::uint32_t fa[4], fb[2];
+            load_a_trans(fa, dz + ks * 16 * ld + mt * 16, ld);
+            load_b_trans(fb, x0 + ks * 16 * c.ld_x0 + nt * 8, c.ld_x0);
+            mma(acc[k], fa, fb);
+          }
+        }
+      }
+      bf16* w0 = at<bf16>(c.w0);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const int mt = (warp + 8 * k) / kTiles, nt = (warp + 8 * k) % kTiles;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int o = mt * 16 + g + 8 * (q >> 1), col = nt * 8 + 2 * t + (q & 1), f = f0() + col;
+          if (k >= m_tiles || o >= L.out || f >= L.in) continue;
+          apply(L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f, acc[k][q], p[k][q], m[k][q], v[k][q]);
+          w0[o * c.ld_w0 + col] = __float2bfloat16_rn(p[k][q]);
+        }
+      }
+    }
+    if (regression) {
+      regression_biases(dz, ld);
+    } else if (bias.valid) {
+      const float value = finish_bias(bias, dz, ld, rank * kCols + warp);
+      if ((threadIdx.x & 31) == 0) at<float>(c.b0)[warp] = value;
+    }
+    __syncthreads();  // every read of X0 is done
+    if (next) stage(staged, step + 1);
+    __syncthreads();
+  }
+
+  // ---- softmax regression (no hidden layer): the first layer is the output layer.
+  // Its biases live in every block (bo: compute value, master, m, v by class), updated identically
+  // from the replicated gradient; block 0 writes them back at the end.
+  __device__ float* regression_bias(int which) const { return at<float>(c.bo) + which * c.classes_pad; }
+
+  // Block r: rows 8r..8r+7, one a warp: the blocks' partial logits added in block order, the bias,
+  // the loss and its gradient (one class a lane, two with more than 32), the gradient's rows into
+  // every block's dl, the row's loss and hit into block 0's.
+  __device__ void regression_loss() {
+    const FusedLayer& L = layer(0);
+    const int classes = L.out, lane = static_cast<int>(threadIdx.x) & 31;
+    const int row = rank * kCols + warp;
+    const bool valid = row < rows;
+    const float* part = at<float>(c.part) + row * c.ld_part;
+    float v[2];
+    for (int j = 0; j < 2; ++j) {
+      const int cls = lane + 32 * j;
+      float z = -INFINITY;
+      if (cls < classes) {
+        float parts[kClusterCtas];
+#pragma unroll
+        for (int s = 0; s < kClusterCtas; ++s) {
+          if (s < c.slices) parts[s] = *cluster.map_shared_rank(part + cls, s);
+        }
+        z = 0.0f;
+#pragma unroll
+        for (int s = 0; s < kClusterCtas; ++s) {
+          if (s < c.slices) z += parts[s];
+        }
+        z += regression_bias(0)[cls];
+      }
+      v[j] = z;
+    }
+    const int label = at<int>(c.labels)[row];
+    const bool mse = a.loss == FusedLoss::kMse;
+    const float grad_scale = mse ? 2.0f / static_cast<float>(rows * classes) : 1.0f / static_cast<float>(rows);
+    const fused::RowLoss r_loss = fused::warp_row_loss(v, classes, label, mse, a.smoothing, grad_scale);
+    const double loss = r_loss.loss;
+    const float(&grad)[2] = r_loss.grad;
+    const int best_index = r_loss.best_index;
+    bf16* dl = at<bf16>(c.dl);
+    for (int j = 0; j < 2; ++j) {
+      const int cls = lane + 32 * j;
+      if (cls < c.classes_pad) dl[row * c.ld_dl + cls] = __float2bfloat16_rn(valid && cls < classes ? grad[j] : 0.0f);
+    }
+    if (lane == 0) {
+      *cluster.map_shared_rank(at<double>(c.row_loss) + row, 0) = valid ? loss : 0.0;
+      *cluster.map_shared_rank(at<int>(c.row_hit) + row, 0) = valid && best_index == label ? 1 : 0;
+    }
+    __syncthreads();
+    // This block's 8 rows of dl into every other block: 16-byte pieces.
+    const int row_pieces = c.classes_pad / 8;
+    for (int i = static_cast<int>(threadIdx.x); i < kCols * row_pieces * (kClusterCtas - 1); i += kThreads) {
+      const int k = i / (kCols * row_pieces), piece = i % (kCols * row_pieces);
+      const int dst = k >= rank ? k + 1 : k;
+      bf16* p = dl + (rank * kCols + piece / row_pieces) * c.ld_dl + (piece % row_pieces) * 8;
+      *reinterpret_cast<uint4*>(cluster.map_shared_rank(p, dst)) = *reinterpret_cast<const uint4*>(p);
+    }
+  }
+
+  // Every block: each class's bias from the column sum of dl (one warp a class, a fixed order).
+  __device__ void regression_biases(const bf16* dl, int ld) {
+    const FusedLayer& L = layer(0);
+    if (!L.bias) return;
+    for (int cls = warp; cls < L.out; cls += kThreads / 32) {
+      float sum = 0.0f;
+      for (int r = static_cast<int>(threadIdx.x) & 31; r < kRows; r += 32) sum += __bfloat162float(dl[r * ld + cls]);
+      sum = warp_sum(sum);
+      if ((threadIdx.x & 31) == 0) {
+        float p = regression_bias(1)[cls], m = regression_bias(2)[cls], v = regression_bias(3)[cls];
+        step_value(sum, p, m, v);
+        regression_bias(1)[cls] = p;
+        regression_bias(2)[cls] = m;
+        regression_bias(3)[cls] = v;
+        regression_bias(0)[cls] = __bfloat162float(__float2bfloat16_rn(p));
+      }
+    }
+  }
+
+  // Block 0, the last warp: the step's mean loss and hits into the metrics (a fixed order) and the
+  // progress record.
+  __device__ void add_metrics() {
+    if (rank != 0 || warp != kThreads / 32 - 1) return;
+    const int lane = static_cast<int>(threadIdx.x) & 31;
+    double loss = 0.0, hits = 0.0;
+    for (int r = lane; r < kRows; r += 32) {
+      loss += at<double>(c.row_loss)[r];
+      hits += at<int>(c.row_hit)[r];
+    }
+    loss = warp_sum_double(loss);
+    hits = warp_sum_double(hits);
+    if (lane == 0) {
+      const int classes = layer(count() - 1).out;
+      const double weight = 1.0 / static_cast<double>(a.loss == FusedLoss::kMse ? rows * classes : rows);
+      a.metrics->loss_sum += weight * loss;
+      a.metrics->correct += static_cast<std::int64_t>(hits);
+      if (a.progress != nullptr) {
+        const double loss_sum = a.metrics->loss_sum;
+        const std::int64_t steps_done = state.step - first_step + 1;
+        asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(a.progress), "l"(steps_done),
+                     "l"(__double_as_longlong(loss_sum))
+                     : "memory");
+      }
+    }
+  }
+
+  // ---- the epoch.
+  __device__ void train() {
+    state = *a.state;
+    first_step = state.step;
+    for (int i = static_cast<int>(threadIdx.x); i < c.bytes / 16; i += kThreads) {
+      reinterpret_cast<uint4*>(smem)[i] = make_uint4(0, 0, 0, 0);
+    }
+    __syncthreads();
+    load_weights(static_cast<const bf16*>(a.copies[state.step & 1]));
+    if (a.steps > 0) {
+      Staged staged;
+      fetch(staged, 0);
+      stage(staged, 0);
+    }
+    cluster.sync();  // every block's memory is ready for the others' writes
+    const int last = count() - 1;
+    for (std::int64_t s = 0; s < a.steps; ++s) {
+      rows = rows_of(s);
+      parity = static_cast<int>(s & 1);
+      scalars = step_scalars(a.optimizer, state.step, state.opt_steps, 1.0f, false);
+      first_partial();
+      cluster.sync();
+      if (last == 0) {  // softmax regression: 2 barriers a step
+        regression_loss();
+        cluster.sync();
+        add_metrics();
+        first_backward(at<bf16>(c.dl), c.ld_dl, s);
+        advance_step_state(state, false, false, nullptr);
+        continue;
+      }
+      first_reduce();
+      cluster.sync();
+      for (int l = 1; l < last; ++l) {
+        hidden_forward(l);
+        cluster.sync();
+      }
+      output_layer();  // leaves the last hidden layer's gradient in X[last - 1]
+      // The gradients alternate between X[last - 1] and D going down.
+      bf16* here = x(last - 1);
+      bf16* other = at<bf16>(c.d);
+      for (int l = last - 1; l >= 1; --l) {
+        hidden_backward(l, here, other);
+        cluster.sync();
+        bf16* swap = here;
+        here = other;
+        other = swap;
+      }
+      first_backward(here, c.ldx, s);
+      advance_step_state(state, false, false, nullptr);
+    }
+    cluster.sync();  // no block leaves while others may still write into it
+    store_weights(static_cast<bf16*>(a.copies[state.step & 1]), static_cast<int>(a.steps & 1));
+    if (rank == 0 && threadIdx.x == 0) {
+      state.found_inf = 0;
+      state.blocks_done = 0;
+      *a.state = state;
+    }
+  }
+};
+
+template <bool kAdam>
+__global__ void __launch_bounds__(kThreads, 1) cluster_epoch_kernel(const __grid_constant__ ClusterArgs args) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  Cluster<kAdam> k(args.a, args.c, smem);
+  k.train();
+}
+
+cudaError_t configure(std::int64_t shared_bytes) {
+  for (auto kernel : {cluster_epoch_kernel<false>, cluster_epoch_kernel<true>}) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (e != cudaSuccess) return e;
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+cudaLaunchConfig_t launch_config(std::int64_t shared_bytes, cudaStream_t stream, cudaLaunchAttribute* attribute) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kClusterCtas);
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<std::size_t>(shared_bytes);
+  config.stream = stream;
+  attribute->id = cudaLaunchAttributeClusterDimension;
+  attribute->val.clusterDim.x = kClusterCtas;
+  attribute->val.clusterDim.y = 1;
+  attribute->val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
+}  // namespace
+
+const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
+    return "thread-block clusters need compute capability 9.0 or newer";
+  }
+  if (configure(shared_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return "this GPU does not take a 16-block cluster with that much shared memory";
+  }
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config = launch_config(shared_bytes, nullptr, &attribute);
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, cluster_epoch_kernel<true>, &config) != cudaSuccess || clusters < 1) {
+    cudaGetLastError();
+    return "this GPU cannot schedule a 16-block cluster with that much shared memory";
+  }
+  return nullptr;
+}
+
+cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout& layout, cudaStream_t stream) {
+  const NvtxRange range("cluster_epoch");
+  cudaError_t e = configure(layout.bytes);
+  if (e != cudaSuccess) return e;
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config = launch_config(layout.bytes, stream, &attribute);
+  const ClusterArgs kernel_args{args, layout};
+  const bool adam = args.optimizer.kind != FlatOptimizerKind::kSgd;
+  return adam ? cudaLaunchKernelEx(&config, cluster_epoch_kernel<true>, kernel_args)
+              : cudaLaunchKernelEx(&config, cluster_epoch_kernel<false>, kernel_args);
+}
+
+}  // namespace sprintnet::cuda

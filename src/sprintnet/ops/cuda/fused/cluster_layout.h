@@ -1,0 +1,113 @@
+#pragma once
+// Where the cluster kernel (cluster_epoch.cu, docs/FUSED.md "v4") keeps a small
+// model in the shared memory of each of its 16 blocks, and whether a model fits.
+// Plain arithmetic without CUDA headers: the host sizes the kernel's shared
+// memory from it and CI tests it (tests/train/fused_fit_test.cpp).
+//
+// Every block holds, in bf16 unless said otherwise:
+//   X[l]     every hidden layer's output, all 128 rows x all columns (each block computes its
+//            8 columns and writes them into every block): the next layer's operand
+//   D        the backward's exchange buffer, alternating with X[L-2] (3+ layers)
+//   P        fp32 partial products of the first layer over this block's 64 input features
+//            (aliases X[L-2] and D where they are large enough: they are free then)
+//   X0       this block's 64 input features of the batch
+//   W0       the first layer's weights on those features, every row
+//   Wr[l]    hidden layer l's own 8 rows; Wc[l] the columns of W[l] the block's 8 columns of layer
+//            l-1 meet in the input gradient, two copies by step parity
+//   Wo       the output layer, replicated (two copies by step parity); without a hidden layer
+//            the first layer is the output layer and its biases are replicated instead
+//   dl       the logits' gradient
+#include <algorithm>
+#include <cstdint>
+
+namespace sprintnet::cuda {
+
+inline constexpr int kClusterCtas = 16;       // blocks in the cluster (non-portable size on Hopper)
+inline constexpr int kClusterCols = 8;        // columns of each hidden layer a block owns
+inline constexpr int kClusterRows = 128;      // batch rows (8 warps x 16)
+inline constexpr int kClusterSlice = 64;      // input features of the first layer a block owns
+inline constexpr int kClusterMaxLayers = 8;
+inline constexpr int kClusterMaxWidth = kClusterCtas * kClusterCols;  // 128
+inline constexpr int kClusterMaxClasses = 64;
+inline constexpr int kClusterMaxInputs = kClusterCtas * kClusterSlice;  // 1024
+inline constexpr std::int64_t kClusterSharedLimit = 227 * 1024;  // Hopper's per-block opt-in maximum
+
+struct ClusterLayout {
+  int layers = 0;             // Linear layers (hidden + output)
+  int ldx = 0;                // row stride of X[l], D (elements)
+  int ld_x0 = 0, ld_w0 = 0;   // X0 [128][ld_x0], W0 [pad16(H0)][ld_w0]
+  int ld_part = 0;            // P [128][ld_part] fp32
+  int ld_wr[kClusterMaxLayers] = {};  // Wr[l] [8][ld_wr]
+  int ld_wc[kClusterMaxLayers] = {};  // Wc[l] [2][8][ld_wc]
+  int ld_wo = 0, classes_pad = 0;     // Wo [2][classes_pad][ld_wo]
+  int ld_dl = 0;                      // dl [128][ld_dl]
+  int slices = 0;                     // blocks whose input slice is not empty
+  std::int64_t x[kClusterMaxLayers] = {}, d = 0, part = 0, x0 = 0, w0 = 0, b0 = 0;
+  std::int64_t wr[kClusterMaxLayers] = {}, br[kClusterMaxLayers] = {}, wc[kClusterMaxLayers] = {};
+  std::int64_t wo = 0, bo = 0, dl = 0, labels = 0, row_loss = 0, row_hit = 0;
+  std::int64_t bytes = 0;  // shared memory a block needs
+};
+
+inline int cluster_pad16(int v) { return (v + 15) / 16 * 16; }
+
+// The layout of a model with `inputs` features, hidden widths `hidden[0..count)` and `classes`
+// outputs (count 0: softmax regression). Only meaningful where the model's widths are at most 128.
+inline ClusterLayout cluster_layout(int inputs, const int* hidden, int count, int classes) {
+  ClusterLayout c;
+  c.layers = count + 1;
+  std::int64_t at = 0;
+  const auto take = [&](std::int64_t bytes) {
+    const std::int64_t where = at;
+    at = (at + bytes + 127) / 128 * 128;
+    return where;
+  };
+  int widest = 0;
+  for (int l = 0; l < count; ++l) widest = std::max(widest, hidden[l]);
+  c.ldx = cluster_pad16(widest) + 8;  // +8: rows 16 bytes off the banks' period (conflict-free fragments)
+  const std::int64_t x_bytes = std::int64_t{kClusterRows} * c.ldx * 2;
+  const int first_out = count > 0 ? hidden[0] : classes;  // no hidden layer: the first is the output layer
+  c.ld_part = cluster_pad16(first_out) + 4;
+  const std::int64_t part_bytes = std::int64_t{kClusterRows} * c.ld_part * 4;
+  for (int l = 0; l + 1 < count; ++l) c.x[l] = take(x_bytes);
+  if (count >= 2) {
+    // The last hidden layer's buffer and D are adjacent, so P can alias them both.
+    c.x[count - 1] = take(x_bytes);
+    c.d = take(x_bytes);
+    c.part = part_bytes <= 2 * x_bytes ? c.x[count - 1] : take(part_bytes);
+  } else {
+    if (count == 1) c.x[0] = take(x_bytes);
+    c.part = take(part_bytes);  // one hidden layer: X[0] is written while P is read
+  }
+  c.ld_x0 = kClusterSlice + 8;
+  c.x0 = take(std::int64_t{kClusterRows} * c.ld_x0 * 2);
+  c.ld_w0 = kClusterSlice + 8;
+  c.w0 = take(std::int64_t{cluster_pad16(first_out)} * c.ld_w0 * 2);
+  c.b0 = take(kClusterCols * 4);
+  for (int l = 1; l < count; ++l) {
+    c.ld_wr[l] = cluster_pad16(hidden[l - 1]) + 8;
+    c.wr[l] = take(std::int64_t{kClusterCols} * c.ld_wr[l] * 2);
+    c.br[l] = take(kClusterCols * 4);
+    c.ld_wc[l] = cluster_pad16(hidden[l]) + 8;
+    c.wc[l] = take(std::int64_t{2} * kClusterCols * c.ld_wc[l] * 2);
+  }
+  c.classes_pad = cluster_pad16(classes);
+  if (count > 0) {
+    c.ld_wo = cluster_pad16(hidden[count - 1]) + 8;
+    c.wo = take(std::int64_t{2} * c.classes_pad * c.ld_wo * 2);
+    c.bo = take(std::int64_t{2} * c.classes_pad * 4);
+  } else {
+    // Softmax regression: every block keeps the classes' biases, with their master and state,
+    // and updates them identically (4 arrays of classes_pad floats).
+    c.bo = take(std::int64_t{4} * c.classes_pad * 4);
+  }
+  c.ld_dl = c.classes_pad + 8;
+  c.dl = take(std::int64_t{kClusterRows} * c.ld_dl * 2);
+  c.labels = take(kClusterRows * 4);
+  c.row_loss = take(kClusterRows * 8);
+  c.row_hit = take(kClusterRows * 4);
+  c.slices = (inputs + kClusterSlice - 1) / kClusterSlice;
+  c.bytes = at;
+  return c;
+}
+
+}  // namespace sprintnet::cuda
