@@ -122,6 +122,41 @@ TEST(DataParallel, PerLayerAllReducesComputeWhatOneGpuComputes) {
   expect_losses_follow_one_gpu("per-layer", sets);
 }
 
+// device.update = sharded (ZeRO-1): the gradients reduce-scattered, each rank updating its shard of
+// the master weights and state, the weights all-gathered. The same bar as the replicated update:
+// the one all-reduce is now a reduce-scatter, summing in NCCL's order as before.
+TEST(DataParallel, ShardedUpdatesComputeWhatOneGpuComputes) {
+  SN_REQUIRE_GPUS(2);
+  std::vector<std::string> sets = kSlice;
+  sets.push_back("device.update=\"sharded\"");
+  expect_losses_follow_one_gpu("sharded", sets);  // 0.67 M parameters: one range
+  sets[4] = "model.hidden=[2048, 2048]";
+  expect_losses_follow_one_gpu("sharded-per-layer", sets);  // 5.8 M: a reduce-scatter per layer
+}
+
+// A sharded run's checkpoint holds every shard: it resumes on one GPU and goes on as the sharded run
+// goes on (the third epoch's loss within the fp32 tolerance above); Adam has two state buffers.
+TEST(DataParallel, AShardedCheckpointResumesOnOneGpu) {
+  SN_REQUIRE_GPUS(2);
+  std::vector<std::string> sets = kSlice;
+  sets.insert(sets.end(), {"device.update=\"sharded\"", "device.precision=\"fp32\"", "optim.type=\"adam\"",
+                           "optim.lr=0.001", "checkpoint.every_epochs=1"});
+  const JobResult whole = train("sharded-whole", 2, sets);
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  EXPECT_THAT(whole.output, HasSubstr("device.update = sharded"));
+  sets.push_back("train.epochs=2");
+  const JobResult first = train("sharded-first", 2, sets);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const JobResult resumed =
+      shell(fmt::format("'{}' train --resume '{}' --set train.epochs=3", SPRINTNET_CLI_PATH, first.dir.string()));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto expected = train_losses(whole.dir), got = train_losses(first.dir);
+  ASSERT_EQ(expected.size(), 3u);
+  ASSERT_EQ(got.size(), 3u) << resumed.output;
+  std::printf("sharded, resumed on 1 GPU, epoch 3: %.8f vs %.8f\n", got[2], expected[2]);
+  EXPECT_NEAR(got[2], expected[2], 1e-3 * expected[2]);
+}
+
 // bf16 on all of MNIST: 2 GPUs end within 0.1 points of 1 GPU's test accuracy (the gradients are
 // summed in bf16 by NCCL: rounding differs, the training does not).
 TEST(DataParallel, Bf16AccuracyMatchesOneGpuWithinATenthOfAPoint) {

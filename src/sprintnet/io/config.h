@@ -46,6 +46,7 @@ struct DeviceConfig {
   std::string engine = "auto";      // GPU training step: compiled (CUDA graph), eager, auto (compiled when supported)
   std::string allocator = "auto";   // CUDA memory: caching (ours), async (cudaMallocAsync pool), auto (ALLOCATOR_TYPE)
   std::int64_t threads = 0;         // CPU threads (0 = all cores)
+  std::string update = "auto";      // data parallel: replicated, sharded (ZeRO-1), auto (replicated)
 };
 
 struct LossConfig {

@@ -208,6 +208,12 @@ const std::vector<ConfigKey>& keys() {
           "a GPU batch of more than 65535 samples",
           one_of({"auto", "fused", "compiled", "eager"})),
       key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = all cores)", at_least(0)),
+      key("device.update", &Config::device, &DeviceConfig::update,
+          "data-parallel training (`--gpus N`): how the ranks apply the optimizer: `replicated` = the gradients "
+          "all-reduced, every rank updates every parameter; `sharded` = ZeRO-1: the gradients reduce-scattered, each "
+          "rank updates its 1/N of the fp32 master weights and optimizer state, the compute copy all-gathered (not "
+          "fp16); `auto` = replicated (docs/DISTRIBUTED.md)",
+          one_of({"auto", "replicated", "sharded"})),
 
       key("loss.type", &Config::loss, &LossConfig::type,
           "`cross_entropy` (softmax + negative log-likelihood) or `mse` (against one-hot targets)",

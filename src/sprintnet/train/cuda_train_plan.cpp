@@ -26,6 +26,7 @@
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/dist/update_sharding.h"
 #include "sprintnet/core/graph_capture_lock.h"
 #include "sprintnet/nn/linear.h"
 #include "sprintnet/ops/cuda/cuda_backend.h"
@@ -160,6 +161,14 @@ class CudaTrainPlan final : public TrainPlan {
   void enqueue_activation_gradient(Layer& layer, std::int64_t rows, cudaStream_t stream);
   // Data parallel: the ranks' sum of `count` gradients from `offset`, in place, on `stream`.
   void enqueue_all_reduce(std::int64_t offset, std::int64_t count, cudaStream_t stream);
+  // The sharded update (ZeRO-1, dist/update_sharding.h): the range's gradients summed into this
+  // rank's shard; the shards of a buffer gathered back into every rank (in place).
+  void enqueue_reduce_scatter(const dist::FlatRange& range, cudaStream_t stream);
+  void enqueue_all_gather(const Tensor& buffer, const dist::FlatRange& range, cudaStream_t stream);
+  // The range's update: all of it, or (sharded) this rank's shard, then the weights gathered.
+  void enqueue_range_update(const cuda::FlatOptimizerArgs& optimizer, const dist::FlatRange& range, bool advance,
+                            cudaStream_t stream);
+  std::vector<dist::FlatRange> update_ranges() const;
   void enqueue_evaluation(const BatchLoader& loader, cudaStream_t stream);
   // Records what `enqueue` launches on the plan's stream into `graph`, instantiated and uploaded.
   template <typename Enqueue>
@@ -187,6 +196,7 @@ class CudaTrainPlan final : public TrainPlan {
   bool mse_ = false;               // loss.type = "mse" (squared error against one-hot targets)
   bool skinny_ = false;            // the output layer runs on the fused kernels of skinny_layer.cu
   bool per_layer_updates_ = true;  // each layer's update starts when its gradients are done (not fp16)
+  bool sharded_ = false;           // device.update = sharded over several ranks (ZeRO-1)
   Tensor master_, grad_, state1_, state2_, copy_;
   Tensor input_, labels_, eval_input_, eval_labels_;
   Tensor dlogits_;  // skinny output layer: fp32 [B, classes]
@@ -270,6 +280,8 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   // all-reduce of every gradient, then one update (docs/DISTRIBUTED.md).
   per_layer_updates_ = precision_.element != ElementType::kF16 && params_ >= kOverlapFromParams &&
                        !(single_update != nullptr && std::string_view(single_update) == "1");
+
+  sharded_ = dist::resolve_update(spec.update, update_ranges(), spec.world, spec.precision) == "sharded";
 
   // Padding stays zero in every buffer: its gradient is never written, so its update keeps it zero.
   master_ = Tensor::zeros({params_}, DType::kF32, device);
@@ -573,9 +585,13 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
       // while the products of the layers below go on on the main stream (the overlap of
       // docs/DISTRIBUTED.md); its update then also waits for its input gradient, which reads W.
       after(update, wgrad);
-      if (spec_.world > 1) enqueue_all_reduce(begin, end - begin, update);
+      if (sharded_) {
+        enqueue_reduce_scatter({begin, end}, update);
+      } else if (spec_.world > 1) {
+        enqueue_all_reduce(begin, end - begin, update);
+      }
       if (wgrad == side) after(update, main);
-      SN_CUDA_CHECK(cuda::launch_flat_optimizer_range(optimizer, begin, end, /*advance=*/l == 0, update));
+      enqueue_range_update(optimizer, {begin, end}, /*advance=*/l == 0, update);
     }
   }
   if (fused_update) return;
@@ -583,6 +599,11 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
     after(main, update);
   } else {
     if (layers_.size() > 1) after(main, side);
+    if (sharded_) {
+      enqueue_reduce_scatter({0, params_}, main);
+      enqueue_range_update(optimizer, {0, params_}, /*advance=*/true, main);
+      return;
+    }
     if (spec_.world > 1) enqueue_all_reduce(0, params_, main);
     if (optimizer.check_finite) {
       SN_CUDA_CHECK(cuda::launch_check_finite(grad_.raw_data(), precision_.element, params_, optimizer.state, main));
@@ -608,6 +629,56 @@ void CudaTrainPlan::enqueue_all_reduce(std::int64_t offset, std::int64_t count, 
   void* at = static_cast<char*>(grad_.raw_data()) + offset * static_cast<std::int64_t>(dtype_size(grad_.dtype()));
   const ncclResult_t r = settled(comm, ncclAllReduce(at, at, static_cast<std::size_t>(count), type, ncclSum, comm, stream));
   SN_CHECK(r == ncclSuccess, "rank {}: ncclAllReduce of the gradients: {}", spec_.rank, ncclGetErrorString(r));
+}
+
+std::vector<dist::FlatRange> CudaTrainPlan::update_ranges() const {
+  if (!per_layer_updates_) return {{0, params_}};
+  std::vector<dist::FlatRange> ranges;
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const auto [begin, end] = layer_range(l);
+    ranges.push_back({begin, end});
+  }
+  return ranges;
+}
+
+ncclDataType_t nccl_type(DType dtype) {
+  return dtype == DType::kF32 ? ncclFloat32 : dtype == DType::kBF16 ? ncclBfloat16 : ncclFloat16;
+}
+
+void CudaTrainPlan::enqueue_reduce_scatter(const dist::FlatRange& range, cudaStream_t stream) {
+  // In place: rank r's shard of the sum lands where its shard of the gradients lies.
+  const dist::FlatRange shard = dist::shard_of(range, spec_.rank, spec_.world);
+  const auto comm = static_cast<ncclComm_t>(spec_.nccl_comm);
+  auto* grad = static_cast<char*>(grad_.raw_data());
+  const auto bytes = static_cast<std::int64_t>(dtype_size(grad_.dtype()));
+  const ncclResult_t r = settled(comm, ncclReduceScatter(grad + range.begin * bytes, grad + shard.begin * bytes,
+                                                         static_cast<std::size_t>(shard.size()),
+                                                         nccl_type(grad_.dtype()), ncclSum, comm, stream));
+  SN_CHECK(r == ncclSuccess, "rank {}: ncclReduceScatter of the gradients: {}", spec_.rank, ncclGetErrorString(r));
+}
+
+void CudaTrainPlan::enqueue_all_gather(const Tensor& buffer, const dist::FlatRange& range, cudaStream_t stream) {
+  const dist::FlatRange shard = dist::shard_of(range, spec_.rank, spec_.world);
+  const auto comm = static_cast<ncclComm_t>(spec_.nccl_comm);
+  auto* data = static_cast<char*>(buffer.raw_data());
+  const auto bytes = static_cast<std::int64_t>(dtype_size(buffer.dtype()));
+  const ncclResult_t r = settled(comm, ncclAllGather(data + shard.begin * bytes, data + range.begin * bytes,
+                                                     static_cast<std::size_t>(shard.size()), nccl_type(buffer.dtype()),
+                                                     comm, stream));
+  SN_CHECK(r == ncclSuccess, "rank {}: ncclAllGather of the updated parameters: {}", spec_.rank,
+           ncclGetErrorString(r));
+}
+
+void CudaTrainPlan::enqueue_range_update(const cuda::FlatOptimizerArgs& optimizer, const dist::FlatRange& range,
+                                         bool advance, cudaStream_t stream) {
+  if (!sharded_) {
+    SN_CUDA_CHECK(cuda::launch_flat_optimizer_range(optimizer, range.begin, range.end, advance, stream));
+    return;
+  }
+  const dist::FlatRange shard = dist::shard_of(range, spec_.rank, spec_.world);
+  SN_CUDA_CHECK(cuda::launch_flat_optimizer_range(optimizer, shard.begin, shard.end, advance, stream));
+  // The products read the compute copy (bf16, tf32's fp32 master otherwise): every rank needs all of it.
+  enqueue_all_gather(copy_.defined() ? copy_ : master_, range, stream);
 }
 
 template <typename Enqueue>
@@ -655,6 +726,16 @@ cuda::StepState CudaTrainPlan::read_state() {
 
 void CudaTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
   const cuda::DeviceGuard guard(device_.index);
+  if (sharded_) {
+    // Each rank updated only its shards of the master weights and state: gather them (every rank
+    // calls store, Trainer::fit), so what is saved, and a resume on any number of GPUs, has them all.
+    for (const dist::FlatRange& range : update_ranges()) {
+      for (const Tensor* buffer : {&master_, &state1_, &state2_}) {
+        if (buffer->defined()) enqueue_all_gather(*buffer, range, stream_);
+      }
+    }
+    SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
   const FlatLayout layout = flat_layout();
   copy_weights_from_flat(model, layout, master_);
   const cuda::StepState state = read_state();
@@ -764,9 +845,12 @@ EvalResult CudaTrainPlan::evaluate(const BatchLoader& loader) {
 
 std::string CudaTrainPlan::describe() const {
   const std::string parallel =
-      spec_.world > 1 ? fmt::format(", data parallel over {} GPUs ({} rows each, gradients all-reduced by NCCL in the "
-                                    "graph)", spec_.world, batch_)
-                      : "";
+      spec_.world > 1
+          ? fmt::format(", data parallel over {} GPUs ({} rows each, {})", spec_.world, batch_,
+                        sharded_ ? "gradients reduce-scattered by NCCL in the graph, each rank updating its shard of "
+                                   "the master weights and state, the weights all-gathered: device.update = sharded"
+                                 : "gradients all-reduced by NCCL in the graph, the update replicated")
+          : "";
   const bool elementwise = layers_.front().elementwise.has_value();
   return fmt::format("compiled step: one CUDA graph per step, {} matrix products{}, cuBLASLt epilogues ({}, {}), "
                      "fused softmax cross-entropy, one {} update over {} flat parameters",

@@ -80,6 +80,7 @@ struct TrainPlanSpec {
   // of every global batch of B rows; gradients and the epoch's sums are all-reduced over `nccl_comm`.
   int rank = 0, world = 1;
   void* nccl_comm = nullptr;  // ncclComm_t when world > 1
+  std::string update = "auto";  // device.update: replicated, sharded (ZeRO-1) or auto
 };
 
 // Why `config` cannot be compiled (e.g. "activation 'tanh'"), or nullopt when it can.

@@ -203,6 +203,7 @@ void Trainer::compile_plan() {
   spec.rank = rank_.rank;
   spec.world = rank_.world;
   spec.nccl_comm = comm_ ? comm_->nccl_handle() : nullptr;
+  spec.update = config_.device.update;
   const std::int64_t total = steps_per_epoch() * config_.train.epochs;
   spec.lr_per_step.reserve(static_cast<std::size_t>(total));
   for (std::int64_t s = 0; s < total; ++s) spec.lr_per_step.push_back(schedule_->lr_at(s));
