@@ -36,13 +36,21 @@ namespace cg = cooperative_groups;
 using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 256;
-constexpr int kCols = kClusterCols;
-constexpr int kRows = kClusterRows;
 
 struct ClusterArgs {
   FusedEpochArgs a;
   ClusterLayout c;
 };
+
+// Thread-block clusters exist from sm_90: builds for older GPUs compile the kernel empty (the host
+// refuses to launch it there: cluster_epoch_unavailable).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define SPRINTNET_HAS_CLUSTERS 1
+#endif
+
+#ifdef SPRINTNET_HAS_CLUSTERS
+constexpr int kCols = kClusterCols;
+constexpr int kRows = kClusterRows;
 
 // ---- tensor-core fragments (mma.sync m16n8k16, bf16 in, fp32 accumulate) ----
 // A fragment: a 16 x 16 tile; B: 16 (k) x 8 (n); C: 16 x 8, thread (g = lane / 4, t = lane % 4)
@@ -969,11 +977,17 @@ struct Cluster {
   }
 };
 
+#endif  // SPRINTNET_HAS_CLUSTERS
+
 template <bool kAdam>
 __global__ void __launch_bounds__(kThreads, 1) cluster_epoch_kernel(const __grid_constant__ ClusterArgs args) {
+#ifdef SPRINTNET_HAS_CLUSTERS
   extern __shared__ __align__(128) unsigned char smem[];
   Cluster<kAdam> k(args.a, args.c, smem);
   k.train();
+#else
+  __trap();
+#endif
 }
 
 cudaError_t configure(std::int64_t shared_bytes) {
@@ -1007,6 +1021,11 @@ const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
     return "thread-block clusters need compute capability 9.0 or newer";
+  }
+  cudaFuncAttributes attributes{};
+  if (cudaFuncGetAttributes(&attributes, cluster_epoch_kernel<true>) != cudaSuccess || attributes.binaryVersion < 90) {
+    cudaGetLastError();
+    return "this build has no sm_90 code for the cluster kernel (CMAKE_CUDA_ARCHITECTURES)";
   }
   if (configure(shared_bytes) != cudaSuccess) {
     cudaGetLastError();
