@@ -160,6 +160,7 @@ class CudaTrainPlan final : public TrainPlan {
   // A hidden layer's gradient times its elementwise activation's derivative (nothing for ReLU/identity).
   void enqueue_activation_gradient(Layer& layer, std::int64_t rows, cudaStream_t stream);
   // Data parallel: the ranks' sum of `count` gradients from `offset`, in place, on `stream`.
+  void gather_shards() override;
   void enqueue_all_reduce(std::int64_t offset, std::int64_t count, cudaStream_t stream);
   // The sharded update (ZeRO-1, dist/update_sharding.h): the range's gradients summed into this
   // rank's shard; the shards of a buffer gathered back into every rank (in place).
@@ -197,6 +198,7 @@ class CudaTrainPlan final : public TrainPlan {
   bool skinny_ = false;            // the output layer runs on the fused kernels of skinny_layer.cu
   bool per_layer_updates_ = true;  // each layer's update starts when its gradients are done (not fp16)
   bool sharded_ = false;           // device.update = sharded over several ranks (ZeRO-1)
+  bool shards_gathered_ = false;   // since the last step (gather_shards)
   Tensor master_, grad_, state1_, state2_, copy_;
   Tensor input_, labels_, eval_input_, eval_labels_;
   Tensor dlogits_;  // skinny output layer: fp32 [B, classes]
@@ -724,18 +726,23 @@ cuda::StepState CudaTrainPlan::read_state() {
   return *host;
 }
 
+void CudaTrainPlan::gather_shards() {
+  if (!sharded_ || shards_gathered_) return;
+  const cuda::DeviceGuard guard(device_.index);
+  // Each rank updated only its shards of the master weights and state: gather them, so what is
+  // saved, and a resume on any number of GPUs, has them all. (fp32/tf32 gather the master weights
+  // every step already: the products read them.)
+  for (const dist::FlatRange& range : update_ranges()) {
+    for (const Tensor* buffer : {&master_, &state1_, &state2_}) {
+      if (buffer->defined() && !(buffer == &master_ && !copy_.defined())) enqueue_all_gather(*buffer, range, stream_);
+    }
+  }
+  shards_gathered_ = true;
+}
+
 void CudaTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
   const cuda::DeviceGuard guard(device_.index);
-  if (sharded_) {
-    // Each rank updated only its shards of the master weights and state: gather them (every rank
-    // calls store, Trainer::fit), so what is saved, and a resume on any number of GPUs, has them all.
-    for (const dist::FlatRange& range : update_ranges()) {
-      for (const Tensor* buffer : {&master_, &state1_, &state2_}) {
-        if (buffer->defined()) enqueue_all_gather(*buffer, range, stream_);
-      }
-    }
-    SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  }
+  gather_shards();  // Trainer::fit calls it first and waits with its deadline; then this is a no-op
   const FlatLayout layout = flat_layout();
   copy_weights_from_flat(model, layout, master_);
   const cuda::StepState state = read_state();
@@ -760,6 +767,7 @@ void CudaTrainPlan::start_epoch(std::int64_t epoch) {
 }
 
 void CudaTrainPlan::step() {
+  shards_gathered_ = false;
   const bool last = ++step_in_epoch_ == steps_per_epoch_;
   SN_CUDA_CHECK(cudaGraphLaunch(last && tail_rows_ > 0 ? tail_graph_.exec : step_graph_.exec, stream_));
 }

@@ -48,6 +48,10 @@ class TrainPlan {
   virtual void load(nn::Sequential& model, optim::Optimizer& optimizer) = 0;
   // Copies the plan's weights, state and counters back (waits for the device).
   virtual void store(nn::Sequential& model, optim::Optimizer& optimizer) = 0;
+  // Data parallel with the sharded update: enqueues the collectives that bring every rank's shards
+  // of the master weights and optimizer state together, for store() (every rank calls both, in
+  // step; the caller waits on stream_handle() with its deadline between them). No-op otherwise.
+  virtual void gather_shards() {}
   // Enqueues the order of epoch `epoch` (0-based) and clears the epoch's sums; no host wait.
   virtual void start_epoch(std::int64_t epoch) = 0;
   // Enqueues one training step; no host wait.

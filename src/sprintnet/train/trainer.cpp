@@ -412,7 +412,12 @@ TrainSummary Trainer::fit() {
     const std::int64_t every = config_.checkpoint.every_epochs;
     const bool checkpoint = last || (every > 0 && epoch % every == 0);
     phase.emplace(phases_, "weights and checkpoint snapshots");
-    if (plan_ && (last || checkpoint || epoch_callback_)) plan_->store(*model_, *optimizer_);
+    if (plan_ && (last || checkpoint || epoch_callback_)) {
+      plan_->gather_shards();
+      // A rank that stopped must not hang the others in the gather (as after each epoch).
+      if (comm_) comm_->wait(plan_->stream_handle(), std::max(60.0, 3.0 * last_epoch_s_));
+      plan_->store(*model_, *optimizer_);
+    }
     if ((last || checkpoint) && primary) write_in_background(summary.run_dir, epoch, last, checkpoint);
     phase.reset();
     if (epoch_callback_) {
