@@ -1,5 +1,5 @@
 // How a sweep spreads its runs: over every GPU or the one named, several per GPU by the model's
-// size, on the CPU two cores a run unless asked, with the cores shared out.
+// size, on the CPU one run a core unless asked, with the cores shared out.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -40,17 +40,20 @@ TEST(WorkerPlan, AModelThatFillsTheGpuAloneRunsAloneOnIt) {
   EXPECT_GT(auto_runs_per_gpu(with({"model.hidden=[2048, 2048]"})), 1);
 }
 
-TEST(WorkerPlan, TheCpuSharesItsCoresTwoARunOrAsAsked) {
-  // Auto: two cores a run (the step's work per core is the same at 1 and 2 threads, lower beyond).
-  const WorkerPlan eight = plan_workers(with({"device.name=\"cpu\""}), 16, 0, 2, 16);
-  EXPECT_EQ(eight.devices.size(), 8u);
-  EXPECT_EQ(eight.cpu_threads, 2);
-  EXPECT_THAT(eight.reason, HasSubstr("8 runs at a time on the CPU, 2 thread(s) each (auto"));
+TEST(WorkerPlan, TheCpuRunsOneACoreOrAsAsked) {
+  // Auto: one run a core (the step does the most work per core on one thread).
+  const WorkerPlan sixteen = plan_workers(with({"device.name=\"cpu\""}), 16, 0, 2, 16);
+  EXPECT_EQ(sixteen.devices.size(), 16u);
+  EXPECT_EQ(sixteen.cpu_threads, 1);
+  EXPECT_THAT(sixteen.reason, HasSubstr("16 runs at a time on the CPU, 1 thread(s) each (auto"));
   EXPECT_EQ(plan_workers(with({"device.name=\"cpu\""}), 3, 0, 0, 16).cpu_threads, 5);  // 3 runs: 16 cores shared
-  // Two or three cores: one run at a time on all of them (as measured on the 2-core machine).
-  const WorkerPlan one = plan_workers(with({"device.name=\"cpu\""}), 8, 0, 2, 2);
+  const WorkerPlan two = plan_workers(with({"device.name=\"cpu\""}), 8, 0, 0, 2);
+  EXPECT_THAT(two.devices, ElementsAre("cpu", "cpu"));
+  EXPECT_EQ(two.cpu_threads, 1);
+  // One run: all the cores (the config's threads).
+  const WorkerPlan one = plan_workers(with({"device.name=\"cpu\""}), 1, 0, 0, 16);
   EXPECT_THAT(one.devices, ElementsAre("cpu"));
-  EXPECT_EQ(one.cpu_threads, 0);  // the config's threads: all cores
+  EXPECT_EQ(one.cpu_threads, 0);
   // The config's device.threads decides how many fit.
   EXPECT_EQ(plan_workers(with({"device.name=\"cpu\"", "device.threads=4"}), 8, 0, 0, 16).devices.size(), 4u);
   // --parallel N: N runs, the cores shared out.

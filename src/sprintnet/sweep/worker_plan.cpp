@@ -16,11 +16,11 @@ constexpr int kMaxRunsPerGpu = 8;
 constexpr double kStepFlopsThatFillAGpu = 20e9;
 // The config does not say how wide the inputs are (the data does); MNIST-like images are 784.
 constexpr double kAssumedInputs = 784;
-// Cores per CPU run when a sweep shares them out by itself: the compiled CPU step's work per core is
-// the same at 1 and 2 threads and drops beyond (16-core host, fp32, steps per ms per core:
-// 3x256x128 0.44 / 0.44 / 0.37 / 0.13 and 4x784x128 0.056 / 0.056 / 0.048 / 0.024 at 1 / 2 / 4 / 16
-// threads; docs/PERFORMANCE.md), so two threads a run: all of the throughput, half the runs in memory.
-constexpr std::int64_t kCpuThreadsPerRun = 2;
+// Cores per CPU run when a sweep shares them out by itself: the compiled CPU step does the most work
+// per core on one thread (16-core host, fp32, steps per ms per core: 3x256x128 0.44 / 0.44 / 0.37 /
+// 0.13 and 4x784x128 0.056 / 0.056 / 0.048 / 0.024 at 1 / 2 / 4 / 16 threads; the 2-core machine:
+// 1.04 / 0.70 at 1 / 2 threads; docs/PERFORMANCE.md), so one run a core.
+constexpr std::int64_t kCpuThreadsPerRun = 1;
 
 }  // namespace
 
@@ -44,7 +44,7 @@ WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, in
   const Device device = config.device.name == "auto" ? (gpus > 0 ? Device::cuda(0) : Device::cpu())
                                                      : parse_device(config.device.name);
   if (device.is_cpu()) {
-    // auto: as many runs as the cores hold at the config's threads a run, or two each.
+    // auto: as many runs as the cores hold at the config's threads a run, or one each.
     const std::int64_t per_run = config.device.threads > 0 ? config.device.threads : kCpuThreadsPerRun;
     const std::size_t fit = static_cast<std::size_t>(std::max<std::int64_t>(1, cpu_cores / per_run));
     const std::size_t workers = std::min<std::size_t>(parallel == 0 ? fit : static_cast<std::size_t>(parallel), at_most);
@@ -55,7 +55,7 @@ WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, in
     plan.reason = workers == 1 ? "one run at a time on the CPU"
                                : fmt::format("{} runs at a time on the CPU, {} thread(s) each{}", workers,
                                              plan.cpu_threads == 0 ? config.device.threads : plan.cpu_threads,
-                                             parallel == 0 ? " (auto: the cores shared out, two or more a run)" : "");
+                                             parallel == 0 ? " (auto: the cores shared out)" : "");
     return plan;
   }
   SN_CHECK(gpus > 0, "device.name = \"{}\": no CUDA device", config.device.name);

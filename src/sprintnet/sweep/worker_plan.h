@@ -22,9 +22,9 @@ struct WorkerPlan {
 int auto_runs_per_gpu(const Config& config);
 
 // `parallel`: runs at once (0 = auto); `gpus`: the CUDA devices present; `cpu_cores`: the host's.
-// A config on "auto"/"cuda" spreads over every GPU, "cuda:K" stays on K. On the CPU auto runs as many
-// at once as the cores hold at two threads a run (or the config's device.threads), one on two or three
-// cores; --parallel N gives N runs a share of the cores each.
+// A config on "auto"/"cuda" spreads over every GPU, "cuda:K" stays on K. On the CPU auto runs one a
+// core (or as many as the cores hold at the config's device.threads); --parallel N gives N runs a
+// share of the cores each.
 WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, int gpus, int cpu_cores);
 
 }  // namespace sprintnet::sweep
