@@ -249,7 +249,7 @@ TEST(FusedEngine, TheBannerSaysWhichEngineRunsAndWhy) {
   EXPECT_NE(fused.describe().find("fused engine: one persistent kernel per epoch"), std::string::npos)
       << fused.describe();
   EXPECT_NE(fused.describe().find("device.engine = \"fused\""), std::string::npos) << fused.describe();
-  EXPECT_NE(fused.describe().find("a grid of blocks"), std::string::npos) << fused.describe();
+  EXPECT_NE(fused.describe().find("a grid of "), std::string::npos) << fused.describe();
   // The default model's 256-wide layers are too wide for one cluster: asked for, it says so.
   const KernelChoice kernel("cluster");
   EXPECT_THAT(test::error_message([] { Trainer(config_for("cuda", "fused", "auto", "wide", {"train.epochs=1"})); }),

@@ -80,7 +80,7 @@ class FusedTrainPlan final : public TrainPlan {
   std::unique_ptr<cuda::FusedProgress, MappedDeleter> progress_;
   cuda::FusedProgress* progress_device_ = nullptr;
   // The cluster kernel (fused_fit.h) trains when asked for; the grid kernel trains otherwise and
-  // evaluates everything. `kernel_note_` says which (describe()).
+  // evaluates everything. `kernel_note_` describes the cluster kernel's launch (describe()).
   bool cluster_ = false;
   cuda::ClusterLayout cluster_layout_;
   std::string kernel_note_;
@@ -96,10 +96,7 @@ void FusedTrainPlan::choose_kernel() {
   const std::string asked = env != nullptr ? env : "";
   SN_CHECK(asked.empty() || asked == "grid" || asked == "cluster",
            "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\" or \"cluster\"", asked);
-  if (asked != "cluster") {
-    kernel_note_ = "a grid of blocks through L2";
-    return;
-  }
+  if (asked != "cluster") return;
   std::optional<std::string> why_not = fused_cluster_unsupported(spec_.mlp, spec_.precision, batch_);
   if (!why_not) {
     std::vector<int> hidden(spec_.mlp.hidden.begin(), spec_.mlp.hidden.end());
@@ -413,7 +410,7 @@ std::string FusedTrainPlan::describe() const {
   const std::size_t barriers = cluster_ ? (layers == 1 ? 2 : 2 * layers - 2) : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
   return fmt::format("fused engine: one persistent kernel per epoch on {} ({} barriers a step), {} tensor-core "
                      "products with fp32 master weights, {} update over {} flat parameters",
-                     cluster_ ? kernel_note_ : fmt::format("{} blocks, {}", blocks_, kernel_note_), barriers,
+                     cluster_ ? kernel_note_ : fmt::format("a grid of {} blocks exchanging through L2", blocks_), barriers,
                      spec_.precision, spec_.optim.type, params_);
 }
 
