@@ -407,11 +407,12 @@ EvalResult FusedTrainPlan::evaluate(const BatchLoader& loader) {
 
 std::string FusedTrainPlan::describe() const {
   const std::size_t layers = layers_.size();
-  const std::size_t barriers = cluster_ ? (layers == 1 ? 2 : 2 * layers - 2) : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
+  const std::size_t barriers =
+      cluster_ ? (layers == 1 ? 2 : 2 * layers - 2) : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
   return fmt::format("fused engine: one persistent kernel per epoch on {} ({} barriers a step), {} tensor-core "
                      "products with fp32 master weights, {} update over {} flat parameters",
-                     cluster_ ? kernel_note_ : fmt::format("a grid of {} blocks exchanging through L2", blocks_), barriers,
-                     spec_.precision, spec_.optim.type, params_);
+                     cluster_ ? kernel_note_ : fmt::format("a grid of {} blocks exchanging through L2", blocks_),
+                     barriers, spec_.precision, spec_.optim.type, params_);
 }
 
 }  // namespace

@@ -287,7 +287,9 @@ struct Cluster {
     const int h0 = width(0);
     for (int i = static_cast<int>(threadIdx.x); i < pad16(h0) * kClusterSlice; i += kThreads) {
       const int o = i / kClusterSlice, f = i % kClusterSlice;
-      if (o < h0 && f0() + f < first.in) at<bf16>(c.w0)[o * c.ld_w0 + f] = w[first.weight_offset + o * first.in_pad + f0() + f];
+      if (o < h0 && f0() + f < first.in) {
+        at<bf16>(c.w0)[o * c.ld_w0 + f] = w[first.weight_offset + o * first.in_pad + f0() + f];
+      }
     }
     if (threadIdx.x < kCols) {
       const int o = rank * kCols + static_cast<int>(threadIdx.x);
@@ -353,7 +355,9 @@ struct Cluster {
     }
     if (threadIdx.x < kCols && first.bias) {
       const int o = rank * kCols + static_cast<int>(threadIdx.x);
-      if (o < h0) w[first.weight_offset + o * first.in_pad + first.in] = __float2bfloat16_rn(at<float>(c.b0)[threadIdx.x]);
+      if (o < h0) {
+        w[first.weight_offset + o * first.in_pad + first.in] = __float2bfloat16_rn(at<float>(c.b0)[threadIdx.x]);
+      }
     }
     for (int l = 1; l + 1 < count(); ++l) {
       const FusedLayer& L = layer(l);
@@ -632,7 +636,8 @@ struct Cluster {
         bf16* p = xl + row * c.ldx + col;
         const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(p);
         const bool valid = row < rows;
-        const float d0 = valid && col < out.in ? acc[nt][2 * h] * slope_from_output(a.activation, __low2float(y)) : 0.0f;
+        const float d0 =
+            valid && col < out.in ? acc[nt][2 * h] * slope_from_output(a.activation, __low2float(y)) : 0.0f;
         const float d1 =
             valid && col + 1 < out.in ? acc[nt][2 * h + 1] * slope_from_output(a.activation, __high2float(y)) : 0.0f;
         store_pair(p, d0, d1);
@@ -712,7 +717,8 @@ struct Cluster {
     if (mine_below) broadcast_columns(below, c.ldx, rank * kCols);
 
     if (!owns(pad16(L.out))) return;
-    // dW[rows 8r..][i] = sum over the batch of dz[b][8r + j] * X[l - 1][b][i]: as dWᵀ, warp w takes i in [16w, 16w + 16).
+    // dW[rows 8r..][i] = sum over the batch of dz[b][8r + j] * X[l - 1][b][i]: as dWᵀ, warp w takes
+    // i in [16w, 16w + 16).
     const int m_tiles = pad16(L.in) / 16;
     if (warp < m_tiles) {
       float p[4], m[4], v[4];
