@@ -64,5 +64,23 @@ TEST(WorkerPlan, TheCpuRunsOneACoreOrAsAsked) {
   EXPECT_EQ(plan_workers(with({"device.name=\"cpu\""}), 8, 1, 0, 16).devices.size(), 1u);
 }
 
+TEST(WorkerPlan, TheCpuRunsAtOnceFitInTheMemoryAvailable) {
+  // 784-8192-8192-8192-10 with SGD momentum: 141 M parameters x 12 bytes (weights, gradients,
+  // momentum) = 1.69 GB, and the activations of a 128-row and a 1000-row batch (0.57 GB): ~2.3 GB a
+  // run. With 8 GiB available, 75 % of it holds 2 runs, not 16; with 16 GiB, 5.
+  const Config wide = with({"device.name=\"cpu\"", "model.hidden=[8192, 8192, 8192]"});
+  const std::int64_t run = cpu_run_bytes(wide);
+  EXPECT_GT(run, std::int64_t{2200} << 20);
+  EXPECT_LT(run, std::int64_t{2300} << 20);
+  EXPECT_EQ(plan_workers(wide, 16, 0, 0, 16, std::int64_t{8} << 30).devices.size(), 2u);
+  EXPECT_EQ(plan_workers(wide, 16, 0, 0, 16, std::int64_t{16} << 30).devices.size(), 5u);
+  EXPECT_EQ(plan_workers(wide, 16, 0, 0, 16, std::int64_t{1} << 30).devices.size(), 1u);  // never fewer than one
+  // The default model is small: the cores decide. Asked for, --parallel is not capped.
+  EXPECT_EQ(plan_workers(with({"device.name=\"cpu\""}), 16, 0, 0, 16, std::int64_t{8} << 30).devices.size(), 16u);
+  EXPECT_EQ(plan_workers(wide, 16, 8, 0, 16, std::int64_t{8} << 30).devices.size(), 8u);
+  // Adam keeps two states, bf16 a copy: more bytes a run.
+  EXPECT_GT(cpu_run_bytes(with({"model.hidden=[8192, 8192, 8192]", "optim.type=\"adam\""})), run);
+}
+
 }  // namespace
 }  // namespace sprintnet::sweep

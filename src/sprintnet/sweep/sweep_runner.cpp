@@ -188,7 +188,8 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
   const std::vector<SweepRun> runs = expand(o.spec);
   const Config base = load_config(o.config_path, o.overrides);
   const WorkerPlan plan = plan_workers(base, runs.size(), o.parallel, cuda_device_count(),
-                                       static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+                                       static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+                                       available_host_memory());
   // The data set loads while the workers start their devices (the runs then share this one copy).
   std::future<void> data = std::async(std::launch::async, [&base] {
     try {

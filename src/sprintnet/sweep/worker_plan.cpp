@@ -1,6 +1,8 @@
 #include "sprintnet/sweep/worker_plan.h"
 
 #include <algorithm>
+#include <fstream>
+#include <string>
 
 #include "sprintnet/core/device.h"
 #include "sprintnet/core/error.h"
@@ -21,22 +23,57 @@ constexpr double kAssumedInputs = 784;
 // 0.13 and 4x784x128 0.056 / 0.056 / 0.048 / 0.024 at 1 / 2 / 4 / 16 threads; the 2-core machine:
 // 1.04 / 0.70 at 1 / 2 threads; docs/PERFORMANCE.md), so one run a core.
 constexpr std::int64_t kCpuThreadsPerRun = 1;
+// Of the memory available, what a sweep's CPU runs may take together (the rest: the data set, the
+// system, other programs).
+constexpr double kHostMemoryShare = 0.75;
 
-}  // namespace
-
-int auto_runs_per_gpu(const Config& config) {
+double model_params(const Config& config) {
   double params = 0.0, fan_in = kAssumedInputs;
   for (const std::int64_t width : config.model.hidden) {
     params += fan_in * static_cast<double>(width);
     fan_in = static_cast<double>(width);
   }
-  params += fan_in * static_cast<double>(std::max<std::int64_t>(config.model.classes, 10));
+  return params + fan_in * static_cast<double>(std::max<std::int64_t>(config.model.classes, 10));
+}
+
+}  // namespace
+
+std::int64_t cpu_run_bytes(const Config& config) {
+  const OptimConfig& o = config.optim;
+  const int states = o.type != "sgd" ? 2 : (o.momentum > 0.0 ? 1 : 0);
+  const bool bf16 = config.device.precision == "bf16";
+  // fp32 master weights and gradients, the optimizer's state, the bf16 copy.
+  const double per_param = 8.0 + 4.0 * states + (bf16 ? 2.0 : 0.0);
+  double widths = kAssumedInputs;
+  for (const std::int64_t width : config.model.hidden) widths += static_cast<double>(width);
+  widths += static_cast<double>(std::max<std::int64_t>(config.model.classes, 10));
+  // Per row of a batch: each layer's output, pre-activation and gradients (fp32, and bf16 copies).
+  const double rows = static_cast<double>(config.train.batch_size + config.train.eval_batch_size);
+  constexpr double kBuffersPerWidth = 5.0 * 4.0;
+  constexpr double kOverhead = 64.0 * (1 << 20);  // thread stacks, oneDNN's primitives and scratch
+  return static_cast<std::int64_t>(model_params(config) * per_param + rows * widths * kBuffersPerWidth + kOverhead);
+}
+
+std::int64_t available_host_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+int auto_runs_per_gpu(const Config& config) {
+  const double params = model_params(config);
   const double step_flops = 6.0 * static_cast<double>(config.train.batch_size) * params;  // forward 2, backward 4
   const int fit = static_cast<int>(kStepFlopsThatFillAGpu / std::max(step_flops, 1.0));
   return std::clamp(fit, 1, kMaxRunsPerGpu);
 }
 
-WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, int gpus, int cpu_cores) {
+WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, int gpus, int cpu_cores,
+                        std::int64_t host_memory) {
   SN_CHECK(parallel >= 0, "--parallel {}: expected 0 (auto) or a number of runs at once", parallel);
   WorkerPlan plan;
   const std::size_t at_most = std::max<std::size_t>(runs, 1);
@@ -46,8 +83,14 @@ WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, in
   if (device.is_cpu()) {
     // auto: as many runs as the cores hold at the config's threads a run, or one each.
     const std::int64_t per_run = config.device.threads > 0 ? config.device.threads : kCpuThreadsPerRun;
-    const std::size_t fit = static_cast<std::size_t>(std::max<std::int64_t>(1, cpu_cores / per_run));
-    const std::size_t workers = std::min<std::size_t>(parallel == 0 ? fit : static_cast<std::size_t>(parallel), at_most);
+    std::int64_t fit = std::max<std::int64_t>(1, cpu_cores / per_run);
+    if (host_memory > 0) {  // and as many as memory holds
+      const auto in_memory = static_cast<std::int64_t>(kHostMemoryShare * static_cast<double>(host_memory) /
+                                                       static_cast<double>(cpu_run_bytes(config)));
+      fit = std::clamp<std::int64_t>(in_memory, 1, fit);
+    }
+    const std::size_t workers =
+        std::min<std::size_t>(parallel == 0 ? static_cast<std::size_t>(fit) : static_cast<std::size_t>(parallel), at_most);
     plan.devices.assign(workers, "cpu");
     if (workers > 1 && config.device.threads == 0) {
       plan.cpu_threads = std::max<std::int64_t>(1, cpu_cores / static_cast<std::int64_t>(workers));
