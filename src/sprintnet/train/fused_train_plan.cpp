@@ -89,8 +89,9 @@ class FusedTrainPlan final : public TrainPlan {
   void choose_kernel();
 };
 
-// The cluster kernel is the kernel lab's until it has run on a GPU (docs/FUSED.md, v4): it trains
-// only when SPRINTNET_FUSED_KERNEL = "cluster" asks for it, and then only models it takes.
+// The cluster kernel stays the kernel lab's until it is the faster one (docs/FUSED.md, v4: correct,
+// but slower than the grid kernel except on softmax regression): it trains only when
+// SPRINTNET_FUSED_KERNEL = "cluster" asks for it, and then only models it takes.
 void FusedTrainPlan::choose_kernel() {
   const char* env = std::getenv("SPRINTNET_FUSED_KERNEL");
   const std::string asked = env != nullptr ? env : "";
@@ -349,7 +350,7 @@ EpochTotals FusedTrainPlan::finish_epoch() {
   auto* host = reinterpret_cast<cuda::StepMetrics*>(progress_.get() + 1);
   SN_CUDA_CHECK(cudaMemcpyAsync(host, metrics_.raw_data(), sizeof(*host), cudaMemcpyDeviceToHost, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (stage_clock_.defined() && !cluster_) print_profile();
+  if (stage_clock_.defined()) print_profile();
   return {host->loss_sum, host->correct, host->skipped};
 }
 
@@ -358,7 +359,14 @@ void FusedTrainPlan::print_profile() {
   const auto bytes = stage_clock_.to(Device::cpu()).to_vector<std::uint8_t>();
   std::vector<std::int64_t> clock(bytes.size() / 8);
   std::memcpy(clock.data(), bytes.data(), clock.size() * 8);
-  const std::size_t per_step = 2 * layers_.size() + (type_ == ElementType::kF16 ? 1 : 0);
+  // Grid kernel: 2 stages a layer (fp16: one more); the cluster kernel: as many stamps a step as
+  // it wrote (its lab adds some inside stages).
+  const std::size_t layers = layers_.size();
+  std::size_t per_step = 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
+  if (cluster_) {
+    const auto written = static_cast<std::size_t>(std::count_if(clock.begin(), clock.end(), [](auto t) { return t != 0; }));
+    per_step = (written - 2) / static_cast<std::size_t>(std::max<std::int64_t>(steps_per_epoch_, 1));
+  }
   std::vector<double> sum(per_step, 0.0);
   std::int64_t steps = 0;
   for (std::size_t first = 2; first + per_step <= clock.size() && steps < steps_per_epoch_; first += per_step) {

@@ -25,6 +25,7 @@
 #include "sprintnet/ops/cuda/activation_math.cuh"
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
+#include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
 #include "sprintnet/ops/cuda/fused/row_loss.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
@@ -213,6 +214,16 @@ struct Cluster {
   std::int64_t rows;
   int parity;
   std::int64_t first_step = 0;
+  int stamps = 0;
+
+  // The kernel lab's per-stage profile (SPRINTNET_FUSED_PROFILE): block 0 stamps the time at the
+  // start, after the first batch, then at the end of every stage of every step.
+  __device__ void stamp() {
+    if (a.stage_clock != nullptr && rank == 0 && threadIdx.x == 0 && stamps < a.stage_clock_capacity) {
+      a.stage_clock[stamps] = global_nanoseconds();
+    }
+    ++stamps;
+  }
 
   __device__ Cluster(const FusedEpochArgs& args, const ClusterLayout& layout, unsigned char* shared)
       : a(args), c(layout), smem(shared), cluster(cg::this_cluster()) {
@@ -271,12 +282,17 @@ struct Cluster {
       const int p = static_cast<int>(threadIdx.x) + kThreads * k;
       const int r = p >> 3, f = f0() + (p & 7) * 8;
       const bool valid = r < n && f < features;
-      const auto* px = reinterpret_cast<const std::uint8_t*>(&s.pixels[k]);
-      alignas(16) bf16 out[8];
-      for (int j = 0; j < 8; ++j) {
-        out[j] = __float2bfloat16_rn(valid ? static_cast<float>(px[j]) * a.scale + a.shift : 0.0f);
-      }
-      *reinterpret_cast<uint4*>(x0 + r * c.ld_x0 + (p & 7) * 8) = *reinterpret_cast<const uint4*>(out);
+      // Eight pixels (bytes of two words) to four bf16 pairs, in registers.
+      const auto value = [&](int j) {
+        const std::uint32_t word = j < 4 ? s.pixels[k].x : s.pixels[k].y;
+        const float pixel = static_cast<float>((word >> (8 * (j & 3))) & 0xffu);
+        return valid ? pixel * a.scale + a.shift : 0.0f;
+      };
+      const auto pair = [&](int j) {
+        const __nv_bfloat162 two = __floats2bfloat162_rn(value(j), value(j + 1));
+        return *reinterpret_cast<const std::uint32_t*>(&two);
+      };
+      *reinterpret_cast<uint4*>(x0 + r * c.ld_x0 + (p & 7) * 8) = make_uint4(pair(0), pair(2), pair(4), pair(6));
     }
     if (threadIdx.x < kRows) at<int>(c.labels)[threadIdx.x] = s.label;
   }
@@ -470,12 +486,13 @@ struct Cluster {
           z[3] += v[s].w;
         }
       }
-      alignas(8) bf16 out[4];
+      float y[4];
       for (int q = 0; q < 4; ++q) {
-        const float y = activation(a.activation, z[q] + at<float>(c.b0)[col - rank * kCols + q]);
-        out[q] = __float2bfloat16_rn(col + q < h0 && row < rows ? y : 0.0f);  // zeros past the batch, as X0
+        const float value = activation(a.activation, z[q] + at<float>(c.b0)[col - rank * kCols + q]);
+        y[q] = col + q < h0 && row < rows ? value : 0.0f;  // zeros past the batch, as X0
       }
-      *reinterpret_cast<uint2*>(x(0) + row * c.ldx + col) = *reinterpret_cast<const uint2*>(out);
+      store_pair(x(0) + row * c.ldx + col, y[0], y[1]);
+      store_pair(x(0) + row * c.ldx + col + 2, y[2], y[3]);
     }
     __syncthreads();
     if (mine) broadcast_columns(x(0), c.ldx, rank * kCols);
@@ -609,8 +626,10 @@ struct Cluster {
       }
     }
     __syncthreads();
+    stamp();  // profile: a sub-stage
     if (rank == 0) update_output_layer();
     __syncthreads();
+    stamp();  // profile: a sub-stage
     if (rank == 0) {
       // The updated layer (parity ^ 1) to every other block: 16-byte pieces.
       const int next = parity ^ 1;
@@ -624,6 +643,7 @@ struct Cluster {
         *cluster.map_shared_rank(p, dst) = *p;
       }
     }
+    stamp();  // profile: a sub-stage
     // dZ = (dlogits · W) ⊙ f'(X), all of it, over X.
     const int n_tiles = pad16(out.in) / 8, c_steps = c.classes_pad / 16;
     float acc[16][4] = {};
@@ -643,6 +663,7 @@ struct Cluster {
         store_pair(p, d0, d1);
       }
     }
+    stamp();  // profile: a sub-stage
     __syncthreads();  // the gradient's rows are read across warps next (one hidden layer: at once)
   }
 
@@ -753,59 +774,69 @@ struct Cluster {
     }
   }
 
+  // Tiles k = kBase..kBase+3 of the first layer's weight gradient (tile k: weight rows 16k..16k+15,
+  // this warp's 8 features), applied, the compute copy written.
+  template <int kBase>
+  __device__ void first_weight_tiles(const bf16* dz, int ld, int m_tiles) {
+    const FusedLayer& L = layer(0);
+    float p[4][4], m[4][4], v[4][4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int o = (kBase + k) * 16 + g + 8 * (q >> 1), f = f0() + warp * 8 + 2 * t + (q & 1);
+        fetch_parameter(L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f,
+                        kBase + k < m_tiles && o < L.out && f < L.in, p[k][q], m[k][q], v[k][q]);
+      }
+    }
+    float acc[4][4] = {};
+    const bf16* x0 = at<bf16>(c.x0) + warp * 8;
+#pragma unroll
+    for (int ks = 0; ks < kRows / 16; ++ks) {
+      std::uint32_t fb[2];
+      load_b_trans(fb, x0 + ks * 16 * c.ld_x0, c.ld_x0);  // the same features for every tile
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        if (kBase + k < m_tiles) {
+          std::uint32_t fa[4];
+          load_a_trans(fa, dz + ks * 16 * ld + (kBase + k) * 16, ld);
+          mma(acc[k], fa, fb);
+        }
+      }
+    }
+    bf16* w0 = at<bf16>(c.w0);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int o = (kBase + k) * 16 + g + 8 * (q >> 1), col = warp * 8 + 2 * t + (q & 1), f = f0() + col;
+        if (kBase + k >= m_tiles || o >= L.out || f >= L.in) continue;
+        apply(L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f, acc[k][q], p[k][q], m[k][q], v[k][q]);
+        w0[o * c.ld_w0 + col] = __float2bfloat16_rn(p[k][q]);
+      }
+    }
+  }
+
   // ---- backward of the first layer: dW[:, this block's features] and (with a hidden layer) the
   // bias of its columns, applied; then the next batch's features (fetched first, so they arrive
-  // meanwhile) staged. dz: the layer's full gradient, rows `ld` apart. Each warp takes tiles
-  // (16 weight rows x 8 features) w, w + 8, ...: every warp has one per 16 rows of the layer.
+  // meanwhile) staged. dz: the layer's full gradient, rows `ld` apart. Warp w takes features
+  // 8w..8w+7 of the block's 64, and every 16 weight rows of them (first_weight_tiles).
   __device__ void first_backward(const bf16* dz, int ld, std::int64_t step) {
     const bool next = step + 1 < a.steps;
     Staged staged;
     if (next) fetch(staged, step + 1);
+    stamp();  // profile: a sub-stage
     const FusedLayer& L = layer(0);
     const bool regression = count() == 1;
     BiasUpdate bias = fetch_bias(L, regression ? L.out : rank * kCols + warp);  // regression: below
     const int m_tiles = pad16(L.out) / 16;  // at most 8: the layer has at most 128 rows
-    constexpr int kTiles = kClusterSlice / 8;
     if (rank < c.slices) {
-      float p[8][4], m[8][4], v[8][4];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const int mt = (warp + 8 * k) / kTiles, nt = (warp + 8 * k) % kTiles;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int o = mt * 16 + g + 8 * (q >> 1), f = f0() + nt * 8 + 2 * t + (q & 1);
-          fetch_parameter(L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f,
-                          k < m_tiles && o < L.out && f < L.in, p[k][q], m[k][q], v[k][q]);
-        }
-      }
-      float acc[8][4] = {};
-      const bf16* x0 = at<bf16>(c.x0);
-#pragma unroll
-      for (int ks = 0; ks < kRows / 16; ++ks) {
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          if (k < m_tiles) {
-            const int mt = (warp + 8 * k) / kTiles, nt = (warp + 8 * k) % kTiles;
-            std::uint32_t fa[4], fb[2];
-            load_a_trans(fa, dz + ks * 16 * ld + mt * 16, ld);
-            load_b_trans(fb, x0 + ks * 16 * c.ld_x0 + nt * 8, c.ld_x0);
-            mma(acc[k], fa, fb);
-          }
-        }
-      }
-      bf16* w0 = at<bf16>(c.w0);
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const int mt = (warp + 8 * k) / kTiles, nt = (warp + 8 * k) % kTiles;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int o = mt * 16 + g + 8 * (q >> 1), col = nt * 8 + 2 * t + (q & 1), f = f0() + col;
-          if (k >= m_tiles || o >= L.out || f >= L.in) continue;
-          apply(L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f, acc[k][q], p[k][q], m[k][q], v[k][q]);
-          w0[o * c.ld_w0 + col] = __float2bfloat16_rn(p[k][q]);
-        }
-      }
+      // Two passes of four tiles: the prefetched parameters and accumulators of eight would not fit
+      // in registers (they spilled, and local memory goes to L2 beside 200 KB of shared memory).
+      first_weight_tiles<0>(dz, ld, m_tiles);
+      if (m_tiles > 4) first_weight_tiles<4>(dz, ld, m_tiles);
     }
+    stamp();  // profile: a sub-stage
     if (regression) {
       regression_biases(dz, ld);
     } else if (bias.valid) {
@@ -813,7 +844,9 @@ struct Cluster {
       if ((threadIdx.x & 31) == 0) at<float>(c.b0)[warp] = value;
     }
     __syncthreads();  // every read of X0 is done
+    stamp();  // profile: a sub-stage
     if (next) stage(staged, step + 1);
+    stamp();  // profile: a sub-stage
     __syncthreads();
   }
 
@@ -927,6 +960,7 @@ struct Cluster {
   __device__ void train() {
     state = *a.state;
     first_step = state.step;
+    stamp();
     for (int i = static_cast<int>(threadIdx.x); i < c.bytes / 16; i += kThreads) {
       reinterpret_cast<uint4*>(smem)[i] = make_uint4(0, 0, 0, 0);
     }
@@ -938,6 +972,7 @@ struct Cluster {
       stage(staged, 0);
     }
     cluster.sync();  // every block's memory is ready for the others' writes
+    stamp();
     const int last = count() - 1;
     for (std::int64_t s = 0; s < a.steps; ++s) {
       rows = rows_of(s);
@@ -945,32 +980,40 @@ struct Cluster {
       scalars = step_scalars(a.optimizer, state.step, state.opt_steps, 1.0f, false);
       first_partial();
       cluster.sync();
+      stamp();
       if (last == 0) {  // softmax regression: 2 barriers a step
         regression_loss();
         cluster.sync();
+        stamp();
         add_metrics();
         first_backward(at<bf16>(c.dl), c.ld_dl, s);
+        stamp();
         advance_step_state(state, false, false, nullptr);
         continue;
       }
       first_reduce();
       cluster.sync();
+      stamp();
       for (int l = 1; l < last; ++l) {
         hidden_forward(l);
         cluster.sync();
+        stamp();
       }
       output_layer();  // leaves the last hidden layer's gradient in X[last - 1]
+      stamp();
       // The gradients alternate between X[last - 1] and D going down.
       bf16* here = x(last - 1);
       bf16* other = at<bf16>(c.d);
       for (int l = last - 1; l >= 1; --l) {
         hidden_backward(l, here, other);
         cluster.sync();
+        stamp();
         bf16* swap = here;
         here = other;
         other = swap;
       }
       first_backward(here, c.ldx, s);
+      stamp();
       advance_step_state(state, false, false, nullptr);
     }
     cluster.sync();  // no block leaves while others may still write into it
