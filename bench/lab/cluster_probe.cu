@@ -3,7 +3,9 @@
 // timing (1) a cluster barrier alone, (2) every block storing a 128 x 16-byte column block into the
 // other 15 (broadcast_columns) then the barrier, (3) every thread loading 13 float4 from 13 blocks
 // (first_reduce's partials) then the barrier, (4) __syncthreads alone, (5) 32 parameters a thread
-// read, updated and written back in global memory (the update from L2). Standalone on purpose:
+// read, updated and written back in global memory (the update from L2), (6) the broadcast of (2)
+// with each destination's piece contiguous, (7) the same with explicit st.shared::cluster stores.
+// Standalone on purpose:
 //   nvcc -std=c++17 -arch=sm_90a -O3 bench/lab/cluster_probe.cu -o cluster_probe && ./cluster_probe
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -41,6 +43,28 @@ __global__ void probe(int test, float* global, std::uint64_t* ns) {
         *cluster.map_shared_rank(p, dst) = *p;
       }
       cluster.sync();
+    } else if (test == 6) {
+      // The same 30 KB, but each destination's piece contiguous (a column block stored [row][8]):
+      // a warp writes 512 consecutive bytes.
+      for (int i = threadIdx.x; i < 128 * 15; i += kThreads) {
+        const int row = i % 128, k = i / 128, dst = k >= rank ? k + 1 : k;
+        uint4* p = buffer + rank * 128 + row;
+        *cluster.map_shared_rank(p, dst) = *p;
+      }
+      cluster.sync();
+    } else if (test == 7) {
+      // Contiguous pieces, written with explicit st.shared::cluster on mapa'd 32-bit addresses.
+      for (int i = threadIdx.x; i < 128 * 15; i += kThreads) {
+        const int row = i % 128, k = i / 128, dst = k >= rank ? k + 1 : k;
+        uint4* p = buffer + rank * 128 + row;
+        const uint4 v = *p;
+        std::uint32_t local = static_cast<std::uint32_t>(__cvta_generic_to_shared(p)), remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(dst));
+        asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "r"(v.x), "r"(v.y), "r"(v.z),
+                     "r"(v.w)
+                     : "memory");
+      }
+      cluster.sync();
     } else if (test == 3) {
       const float4* local = reinterpret_cast<const float4*>(smem) + threadIdx.x;
       float4 v[13];
@@ -75,8 +99,9 @@ int main() {
   cudaMemset(global, 0, sizeof(float) * kBlocks * kThreads * 32);
   cudaMallocManaged(&ns, sizeof(*ns));
   const char* names[] = {"", "cluster barrier", "broadcast 128 x 16 B to 15 blocks + barrier",
-                         "13 remote float4 loads a thread + barrier", "__syncthreads", "32 parameters from L2 a thread, updated"};
-  for (int test = 1; test <= 5; ++test) {
+                         "13 remote float4 loads a thread + barrier", "__syncthreads", "32 parameters from L2 a thread, updated",
+                         "broadcast, each piece contiguous + barrier", "the same with st.shared::cluster + barrier"};
+  for (int test = 1; test <= 7; ++test) {
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(kBlocks);
     config.blockDim = dim3(kThreads);
