@@ -26,8 +26,8 @@
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
-#include "sprintnet/dist/update_sharding.h"
 #include "sprintnet/core/graph_capture_lock.h"
+#include "sprintnet/dist/update_sharding.h"
 #include "sprintnet/nn/linear.h"
 #include "sprintnet/ops/cuda/cuda_backend.h"
 #include "sprintnet/ops/cuda/device_guard.h"
@@ -159,8 +159,8 @@ class CudaTrainPlan final : public TrainPlan {
   std::pair<std::int64_t, std::int64_t> layer_range(std::size_t l) const;
   // A hidden layer's gradient times its elementwise activation's derivative (nothing for ReLU/identity).
   void enqueue_activation_gradient(Layer& layer, std::int64_t rows, cudaStream_t stream);
-  // Data parallel: the ranks' sum of `count` gradients from `offset`, in place, on `stream`.
   void gather_shards() override;
+  // Data parallel: the ranks' sum of `count` gradients from `offset`, in place, on `stream`.
   void enqueue_all_reduce(std::int64_t offset, std::int64_t count, cudaStream_t stream);
   // The sharded update (ZeRO-1, dist/update_sharding.h): the range's gradients summed into this
   // rank's shard; the shards of a buffer gathered back into every rank (in place).
@@ -622,11 +622,13 @@ void CudaTrainPlan::enqueue_activation_gradient(Layer& layer, std::int64_t rows,
                                                  rows * layer.out, stream));
 }
 
+ncclDataType_t nccl_type(DType dtype) {
+  return dtype == DType::kF32 ? ncclFloat32 : dtype == DType::kBF16 ? ncclBfloat16 : ncclFloat16;
+}
+
 void CudaTrainPlan::enqueue_all_reduce(std::int64_t offset, std::int64_t count, cudaStream_t stream) {
   // Sums the ranks' gradients (each already weighted by 1 / global batch) in place, in the graph.
-  const ncclDataType_t type = precision_.element == ElementType::kF32    ? ncclFloat32
-                              : precision_.element == ElementType::kBF16 ? ncclBfloat16
-                                                                         : ncclFloat16;
+  const ncclDataType_t type = nccl_type(grad_.dtype());
   const auto comm = static_cast<ncclComm_t>(spec_.nccl_comm);
   void* at = static_cast<char*>(grad_.raw_data()) + offset * static_cast<std::int64_t>(dtype_size(grad_.dtype()));
   const ncclResult_t r = settled(comm, ncclAllReduce(at, at, static_cast<std::size_t>(count), type, ncclSum, comm, stream));
@@ -641,10 +643,6 @@ std::vector<dist::FlatRange> CudaTrainPlan::update_ranges() const {
     ranges.push_back({begin, end});
   }
   return ranges;
-}
-
-ncclDataType_t nccl_type(DType dtype) {
-  return dtype == DType::kF32 ? ncclFloat32 : dtype == DType::kBF16 ? ncclBfloat16 : ncclFloat16;
 }
 
 void CudaTrainPlan::enqueue_reduce_scatter(const dist::FlatRange& range, cudaStream_t stream) {

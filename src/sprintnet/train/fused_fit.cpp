@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "sprintnet/ops/cuda/fused/cluster_layout.h"
-
 #include <algorithm>
 #include <vector>
 
@@ -68,6 +66,12 @@ std::optional<std::string> fused_unsupported(const nn::MlpSpec& mlp, const std::
   return std::nullopt;
 }
 
+cuda::ClusterLayout fused_cluster_layout(const nn::MlpSpec& mlp) {
+  const std::vector<int> hidden(mlp.hidden.begin(), mlp.hidden.end());
+  return cuda::cluster_layout(static_cast<int>(mlp.inputs), hidden.data(), static_cast<int>(hidden.size()),
+                              static_cast<int>(mlp.outputs));
+}
+
 std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                      std::int64_t batch) {
   using namespace cuda;  // cluster_layout.h's limits
@@ -92,10 +96,7 @@ std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, con
   if (mlp.activation == Activation::kGELU || mlp.activation == Activation::kSiLU) {
     return std::string("GELU or SiLU (their slope needs the pre-activation, which the cluster kernel does not keep)");
   }
-  std::vector<int> hidden(mlp.hidden.begin(), mlp.hidden.end());
-  const ClusterLayout layout =
-      cluster_layout(static_cast<int>(mlp.inputs), hidden.data(), static_cast<int>(hidden.size()),
-                     static_cast<int>(mlp.outputs));
+  const ClusterLayout layout = fused_cluster_layout(mlp);
   if (layout.bytes > kClusterSharedLimit) {
     return fmt::format("{} KiB of shared memory a block (at most {})", layout.bytes / 1024, kClusterSharedLimit / 1024);
   }

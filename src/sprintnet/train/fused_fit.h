@@ -10,6 +10,7 @@
 
 #include "sprintnet/io/config.h"
 #include "sprintnet/nn/mlp.h"
+#include "sprintnet/ops/cuda/fused/cluster_layout.h"
 
 namespace sprintnet::train {
 
@@ -35,6 +36,8 @@ std::optional<std::string> fused_unsupported(const nn::MlpSpec& mlp, const std::
 // the rest.
 std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                      std::int64_t batch);
+// The cluster kernel's shared-memory layout for `mlp`.
+cuda::ClusterLayout fused_cluster_layout(const nn::MlpSpec& mlp);
 // The L2 cache of CUDA device `index` in bytes (0 in a build without CUDA).
 std::int64_t gpu_on_chip_bytes(int index);
 

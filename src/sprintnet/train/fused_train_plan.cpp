@@ -100,9 +100,7 @@ void FusedTrainPlan::choose_kernel() {
   if (asked != "cluster") return;
   std::optional<std::string> why_not = fused_cluster_unsupported(spec_.mlp, spec_.precision, batch_);
   if (!why_not) {
-    std::vector<int> hidden(spec_.mlp.hidden.begin(), spec_.mlp.hidden.end());
-    cluster_layout_ = cuda::cluster_layout(static_cast<int>(spec_.mlp.inputs), hidden.data(),
-                                           static_cast<int>(hidden.size()), static_cast<int>(spec_.mlp.outputs));
+    cluster_layout_ = fused_cluster_layout(spec_.mlp);
     if (const char* gpu = cuda::cluster_epoch_unavailable(device_.index, cluster_layout_.bytes)) why_not = gpu;
   }
   SN_CHECK(!why_not, "SPRINTNET_FUSED_KERNEL = \"cluster\": the cluster kernel cannot train this model: {}",

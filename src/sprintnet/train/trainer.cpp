@@ -348,15 +348,16 @@ EpochRecord Trainer::train_epoch_compiled(std::int64_t epoch, ProgressBar& progr
       }
     }
   }
-  if (comm_) {
-    // Wait with a deadline: a rank that stopped must not hang this one (3 epochs' time, at least 60 s).
-    comm_->wait(plan_->stream_handle(), std::max(60.0, 3.0 * last_epoch_s_));
-  }
+  wait_for_ranks();
   const EpochTotals totals = plan_->finish_epoch();
   step_ += steps;
   EpochRecord record = epoch_record(epoch, start, totals.loss_sum);
   if (show_progress) progress.update(epoch, steps, record.train_loss, record.samples_per_s);
   return record;
+}
+
+void Trainer::wait_for_ranks() {
+  if (comm_) comm_->wait(plan_->stream_handle(), std::max(60.0, 3.0 * last_epoch_s_));
 }
 
 EvalResult Trainer::evaluate_test() {
@@ -414,8 +415,7 @@ TrainSummary Trainer::fit() {
     phase.emplace(phases_, "weights and checkpoint snapshots");
     if (plan_ && (last || checkpoint || epoch_callback_)) {
       plan_->gather_shards();
-      // A rank that stopped must not hang the others in the gather (as after each epoch).
-      if (comm_) comm_->wait(plan_->stream_handle(), std::max(60.0, 3.0 * last_epoch_s_));
+      wait_for_ranks();  // the gather is a collective: a rank that stopped must not hang the others in it
       plan_->store(*model_, *optimizer_);
     }
     if ((last || checkpoint) && primary) write_in_background(summary.run_dir, epoch, last, checkpoint);

@@ -104,6 +104,9 @@ class Trainer {
   Trainer(Config config, const ResumePlan* plan);
   EpochRecord train_epoch(std::int64_t epoch, ProgressBar& progress);
   EpochRecord train_epoch_compiled(std::int64_t epoch, ProgressBar& progress);
+  // Data parallel: waits for the plan's stream with a deadline (3 epochs' time, at least 60 s), so
+  // a rank that stopped cannot hang this one. Nothing to wait for with one rank.
+  void wait_for_ranks();
   EvalResult evaluate_test();
   // Shared by both epoch loops: whether progress is shown, one progress line, the epoch's record.
   bool progress_shown() const;
