@@ -79,23 +79,24 @@ TEST(FusedFit, TheClusterKernelTakesSmallBf16ModelsAndNamesWhyNotForTheRest) {
 }
 
 TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
-  // 784-128-128-128-10: three 128 x 136 activation buffers and D (34 KiB each), P (128 x 132
-  // fp32 = 66 KiB) aliasing the last two, the first layer's 64 features of the batch and of W.
+  // 784-128-128-128-10: three 128 x 136 activation buffers and D (34 KiB each), the first layer's 64
+  // features of the batch and of W, and the output layer with its master weights and state.
   const int hidden[] = {128, 128, 128};
   const cuda::ClusterLayout c = cuda::cluster_layout(784, hidden, 3, 10);
   EXPECT_EQ(c.ldx, 136);
   EXPECT_EQ(c.slices, 13);  // 784 features in blocks of 64
-  EXPECT_EQ(c.part, c.x[2]);
   EXPECT_EQ(c.d, c.x[2] + 128 * 136 * 2);
-  EXPECT_GE(c.d + 128 * 136 * 2, c.part + 128 * c.ld_part * 4);
   EXPECT_LE(c.bytes, cuda::kClusterSharedLimit);
-  // One hidden layer: X[0] is written while P is read, so P has a region of its own.
-  const int one[] = {128};
-  const cuda::ClusterLayout single = cuda::cluster_layout(784, one, 1, 10);
-  EXPECT_GE(single.part, single.x[0] + 128 * 136 * 2);
+  // So: 10 x 128 weights and 16 biases, three arrays, none overlapping what follows.
+  EXPECT_EQ(c.out_state_stride, 10 * 128 + 16);
+  EXPECT_LE(c.out_state + 3 * c.out_state_stride * 4, c.dl);
+  EXPECT_LE(c.bo + 2 * 16 * 4, c.out_state);
+  // P lives in global memory: 16 blocks x 128 rows x 128 fp32 columns.
+  EXPECT_EQ(c.ld_part, 128);
+  EXPECT_EQ(c.partials_bytes, 16 * 128 * 128 * 4);
   // Softmax regression: P holds the partial logits, the biases live in every block (4 arrays).
   const cuda::ClusterLayout regression = cuda::cluster_layout(784, nullptr, 0, 10);
-  EXPECT_EQ(regression.ld_part, 20);
+  EXPECT_EQ(regression.ld_part, 16);
   EXPECT_EQ(regression.classes_pad, 16);
   EXPECT_LE(regression.bytes, 64 * 1024);
   // Every row stride keeps the tensor-core fragments' rows 16 bytes apart modulo the banks' period.

@@ -83,6 +83,7 @@ class FusedTrainPlan final : public TrainPlan {
   // evaluates everything. `kernel_note_` describes the cluster kernel's launch (describe()).
   bool cluster_ = false;
   cuda::ClusterLayout cluster_layout_;
+  Tensor cluster_partials_;  // the cluster kernel's first-layer partial sums (global memory, through L2)
   std::string kernel_note_;
   Tensor stage_clock_;  // SPRINTNET_FUSED_PROFILE=1: when each stage of the last epoch ended
   void print_profile();
@@ -106,6 +107,7 @@ void FusedTrainPlan::choose_kernel() {
   SN_CHECK(!why_not, "SPRINTNET_FUSED_KERNEL = \"cluster\": the cluster kernel cannot train this model: {}",
            why_not.value_or(""));
   cluster_ = true;
+  cluster_partials_ = Tensor::zeros({cluster_layout_.partials_bytes / 4}, DType::kF32, device_);
   kernel_note_ = fmt::format("one 16-block cluster with the weights in shared memory ({} KiB a block)",
                              cluster_layout_.bytes / 1024);
 }
@@ -329,7 +331,7 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
   a.metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
   a.progress = progress_device_;
   if (cluster_) {
-    SN_CUDA_CHECK(cuda::launch_cluster_epoch(a, cluster_layout_, stream_));
+    SN_CUDA_CHECK(cuda::launch_cluster_epoch(a, cluster_layout_, cluster_partials_.data<float>(), stream_));
   } else {
     launch(a);
   }

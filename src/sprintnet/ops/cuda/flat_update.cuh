@@ -39,14 +39,24 @@ __device__ inline BlockScalars block_scalars(const FlatOptimizerArgs& a) {
                       a.check_finite && a.state->found_inf != 0);
 }
 
-__device__ inline void sgd_update(const FlatOptimizerArgs& a, const BlockScalars& s, float& p, float g, float* buf) {
+// SGD on a parameter p with its momentum buffer `buf` in a register (`momentum`: whether the
+// optimizer keeps one). Callers holding buf in a register use this form: taking its address
+// would put it in local memory.
+__device__ inline void sgd_update_value(const FlatOptimizerArgs& a, const BlockScalars& s, float& p, float g,
+                                        float& buf, bool momentum) {
   float d = g * s.inv_scale + a.weight_decay * p;
-  if (buf != nullptr) {
-    const float b = s.first_update ? d : a.momentum * *buf + a.keep * d;  // first update: buf = g
-    *buf = b;
+  if (momentum) {
+    const float b = s.first_update ? d : a.momentum * buf + a.keep * d;  // first update: buf = g
+    buf = b;
     d = a.nesterov ? d + a.momentum * b : b;
   }
   p -= s.lr * d;
+}
+
+__device__ inline void sgd_update(const FlatOptimizerArgs& a, const BlockScalars& s, float& p, float g, float* buf) {
+  float b = buf != nullptr ? *buf : 0.0f;
+  sgd_update_value(a, s, p, g, b, buf != nullptr);
+  if (buf != nullptr) *buf = b;
 }
 
 __device__ inline void adam_update(const FlatOptimizerArgs& a, const BlockScalars& s, float& p, float g, float& m,

@@ -4,21 +4,22 @@
 //
 //   first layer   block r owns 64 input features: it gathers them from the uint8
 //                 data set and keeps W[:, its features]; its partial product
-//                 (128 x H0, fp32) is summed over the blocks by each column's owner
+//                 (128 x H0, fp32, stored to L2) is summed over the blocks by each
+//                 column's owner
 //   hidden layer  block r owns columns 8r..8r+7: W's rows for its forward, W's
 //                 columns for its share of the input gradient (updated by their
 //                 owners through distributed shared memory, two copies by parity)
-//   output layer  replicated: every block computes the logits, the loss and the
-//                 full gradient of the last hidden layer (no exchange); block 0
-//                 updates it and copies it to the others
+//   output layer  replicated: every block computes the logits, the loss, the
+//                 full gradient of the last hidden layer and the layer's update,
+//                 its master weights and state in shared memory (no exchange)
 //
 // Each block writes the columns it computes into every block's copy of the
 // layer (DSMEM stores) and a cluster barrier publishes them: 2 + (L - 2) + (L - 2)
 // barriers a step for L layers (6 for 4x128). Without a hidden layer (softmax
 // regression) block r adds the partial logits of rows 8r..8r+7, computes their
-// loss and gradient and writes those rows into every block: 2 barriers a step. fp32 master weights and optimizer
-// state stay in the flat buffers (L2); their loads are issued before the weight
-// gradient's product. Every sum has a fixed order: reruns are bit-identical.
+// loss and gradient and writes those rows into every block: 2 barriers a step. The
+// other layers' fp32 master weights and optimizer state stay in the flat buffers
+// (L2); their loads are issued before the weight gradient's product. Every sum has a fixed order: reruns are bit-identical.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
@@ -41,6 +42,7 @@ constexpr int kThreads = 256;
 struct ClusterArgs {
   FusedEpochArgs a;
   ClusterLayout c;
+  float* partials;  // P: [16][128][ld_part] fp32 (cluster_layout.h)
 };
 
 // Thread-block clusters exist from sm_90: builds for older GPUs compile the kernel empty (the host
@@ -169,22 +171,26 @@ __device__ __forceinline__ void store_pair(bf16* p, float lo, float hi) {
 
 __device__ __forceinline__ int pad16(int v) { return (v + 15) / 16 * 16; }
 
-__device__ float activation(ActivationKind kind, float x) {
-  switch (kind) {
-    case ActivationKind::kReLU: return activate<ActivationKind::kReLU>(x);
-    case ActivationKind::kTanh: return activate<ActivationKind::kTanh>(x);
-    case ActivationKind::kSigmoid: return activate<ActivationKind::kSigmoid>(x);
-    default: return x;  // identity (GELU and SiLU take the grid kernel: their slope needs x)
+// The activations this kernel takes (GELU and SiLU take the grid kernel: their slope needs the
+// pre-activation): a template argument, so no epilogue branches on it.
+template <ActivationKind kAct>
+__device__ __forceinline__ float activation(float x) {
+  if constexpr (kAct == ActivationKind::kIdentity) {
+    return x;
+  } else {
+    return activate<kAct>(x);
   }
 }
 
 // f' from the layer's output y (every activation this kernel takes has one).
-__device__ float slope_from_output(ActivationKind kind, float y) {
-  switch (kind) {
-    case ActivationKind::kReLU: return y > 0.0f ? 1.0f : 0.0f;
-    case ActivationKind::kTanh: return activate_derivative<ActivationKind::kTanh>(0.0f, y);
-    case ActivationKind::kSigmoid: return activate_derivative<ActivationKind::kSigmoid>(0.0f, y);
-    default: return 1.0f;
+template <ActivationKind kAct>
+__device__ __forceinline__ float slope_from_output(float y) {
+  if constexpr (kAct == ActivationKind::kReLU) {
+    return y > 0.0f ? 1.0f : 0.0f;
+  } else if constexpr (kAct == ActivationKind::kIdentity) {
+    return 1.0f;
+  } else {
+    return activate_derivative<kAct>(0.0f, y);
   }
 }
 
@@ -200,11 +206,13 @@ struct Staged {
 };
 
 // kAdam: Adam or AdamW (two state buffers); otherwise SGD, whose instantiation keeps no second
-// state in registers (the first layer's update prefetches 32 parameters a thread).
-template <bool kAdam>
+// state in registers (the first layer's update prefetches 32 parameters a thread). kAct: the
+// hidden layers' activation.
+template <bool kAdam, ActivationKind kAct>
 struct Cluster {
   const FusedEpochArgs& a;
   const ClusterLayout& c;
+  float* partials;
   unsigned char* smem;
   cg::cluster_group cluster;
   int rank, warp, g, t;
@@ -215,6 +223,9 @@ struct Cluster {
   int parity;
   std::int64_t first_step = 0;
   int stamps = 0;
+  // Block 0's last warp: the epoch's metric sums, written to a.metrics when it ends.
+  double loss_total = 0.0;
+  std::int64_t hits_total = 0;
 
   // The kernel lab's per-stage profile (SPRINTNET_FUSED_PROFILE): block 0 stamps the time at the
   // start, after the first batch, then at the end of every stage of every step.
@@ -225,8 +236,8 @@ struct Cluster {
     ++stamps;
   }
 
-  __device__ Cluster(const FusedEpochArgs& args, const ClusterLayout& layout, unsigned char* shared)
-      : a(args), c(layout), smem(shared), cluster(cg::this_cluster()) {
+  __device__ Cluster(const FusedEpochArgs& args, const ClusterLayout& layout, float* partial_sums, unsigned char* shared)
+      : a(args), c(layout), partials(partial_sums), smem(shared), cluster(cg::this_cluster()) {
     rank = static_cast<int>(cluster.block_rank());
     warp = static_cast<int>(threadIdx.x) / 32;
     g = (static_cast<int>(threadIdx.x) & 31) >> 2;
@@ -249,30 +260,49 @@ struct Cluster {
     return left < a.batch ? left : a.batch;
   }
 
-  // Copies the 128 x 8 block at column col0 of `buffer` (row stride ld) into every other block.
+  // Copies the 128 x 8 block at column col0 of `buffer` (row stride ld) into every other block:
+  // thread i reads row i % 128's piece once and stores it into every other (i / 128)-th block.
   __device__ void broadcast_columns(bf16* buffer, int ld, int col0) {
-    for (int i = static_cast<int>(threadIdx.x); i < kRows * (kClusterCtas - 1); i += kThreads) {
-      const int row = i % kRows, k = i / kRows;
+    constexpr int kGroups = kThreads / kRows;  // 2
+    const int row = static_cast<int>(threadIdx.x) % kRows, first = static_cast<int>(threadIdx.x) / kRows;
+    bf16* p = buffer + row * ld + col0;
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int k = first; k < kClusterCtas - 1; k += kGroups) {
       const int dst = k >= rank ? k + 1 : k;
-      bf16* p = buffer + row * ld + col0;
-      const uint4 v = *reinterpret_cast<const uint4*>(p);
       *reinterpret_cast<uint4*>(cluster.map_shared_rank(p, dst)) = v;
     }
   }
 
-  // ---- the batch: this block's 64 features of every row, and every row's label.
-  __device__ void fetch(Staged& s, std::int64_t step) const {
+  // The permutation's rows of step `step` into next_samples, asynchronously (cp.async, no register
+  // waits for them): fetch reads them a few stages later, after wait_samples and a barrier.
+  __device__ void prefetch_samples(std::int64_t step) const {
+    if (a.order == nullptr || step >= a.steps || threadIdx.x >= rows_of(step)) return;
+    const std::int32_t* source = a.order + step * a.batch + threadIdx.x;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(shared_address(at<int>(c.next_samples) + threadIdx.x)),
+                 "l"(source)
+                 : "memory");
+  }
+  __device__ void wait_samples() const { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+  // ---- the batch: this block's 64 features of every row, and every row's label; the rows' sample
+  // indices from next_samples (prefetched) where `prefetched`, else from the permutation.
+  __device__ void fetch(Staged& s, std::int64_t step, bool prefetched) const {
     const std::int64_t n = rows_of(step), first = step * a.batch;
+    const int* rows_sample = at<int>(c.next_samples);
+    const auto sample_of = [&](int r) -> std::int64_t {
+      return prefetched && a.order != nullptr ? rows_sample[r] : sample(first + r);
+    };
     const int features = layer(0).in;
     for (int k = 0; k < 4; ++k) {
       const int p = static_cast<int>(threadIdx.x) + kThreads * k;
       const int r = p >> 3, f = f0() + (p & 7) * 8;
       s.pixels[k] = make_uint2(0, 0);
       if (r < n && f < features) {
-        s.pixels[k] = *reinterpret_cast<const uint2*>(a.images + sample(first + r) * features + f);
+        s.pixels[k] = *reinterpret_cast<const uint2*>(a.images + sample_of(r) * features + f);
       }
     }
-    s.label = threadIdx.x < n ? a.labels[sample(first + threadIdx.x)] : 0;
+    s.label = threadIdx.x < n ? a.labels[sample_of(static_cast<int>(threadIdx.x))] : 0;
   }
   __device__ void stage(const Staged& s, std::int64_t step) {
     const std::int64_t n = rows_of(step);
@@ -348,6 +378,24 @@ struct Cluster {
     for (int cls = static_cast<int>(threadIdx.x); cls < out.out; cls += kThreads) {
       at<float>(c.bo)[cls] = out.bias ? __bfloat162float(w[out.weight_offset + cls * out.in_pad + out.in]) : 0.0f;
     }
+    // So, from the flat buffers (every block the same).
+    const FlatOptimizerArgs& o = a.optimizer;
+    for_each_output_parameter([&](std::int64_t index, int k) {
+      out_state(0)[k] = o.master[index];
+      out_state(1)[k] = o.state1 != nullptr ? o.state1[index] : 0.0f;
+      out_state(2)[k] = o.state2 != nullptr ? o.state2[index] : 0.0f;
+    });
+  }
+  // f(flat index, index in So) for every parameter of the output layer, its biases included.
+  template <typename F>
+  __device__ void for_each_output_parameter(F f) const {
+    const FusedLayer& out = layer(count() - 1);
+    for (int k = static_cast<int>(threadIdx.x); k < out.out * (out.in + 1); k += kThreads) {
+      const int cls = k / (out.in + 1), i = k % (out.in + 1);
+      if (i == out.in && !out.bias) continue;
+      f(out.weight_offset + static_cast<std::int64_t>(cls) * out.in_pad + i,
+        i < out.in ? cls * out.in + i : out.out * out.in + cls);
+    }
   }
   __device__ void store_weights(bf16* w, int final_parity) const {
     const FusedLayer& first = layer(0);
@@ -397,6 +445,13 @@ struct Cluster {
     for (int cls = static_cast<int>(threadIdx.x); cls < out.out && out.bias; cls += kThreads) {
       w[out.weight_offset + cls * out.in_pad + out.in] = __float2bfloat16_rn(bo[cls]);
     }
+    // So back to the flat buffers.
+    const FlatOptimizerArgs& o = a.optimizer;
+    for_each_output_parameter([&](std::int64_t index, int k) {
+      o.master[index] = out_state(0)[k];
+      if (o.state1 != nullptr) o.state1[index] = out_state(1)[k];
+      if (o.state2 != nullptr) o.state2[index] = out_state(2)[k];
+    });
   }
 
   // The optimizer's step on one parameter p with its state m and v, in registers.
@@ -405,7 +460,7 @@ struct Cluster {
     if constexpr (kAdam) {
       adam_update(o, scalars, p, grad, m, v);
     } else {
-      sgd_update(o, scalars, p, grad, o.state1 != nullptr ? &m : nullptr);
+      sgd_update_value(o, scalars, p, grad, m, o.state1 != nullptr);
     }
   }
   // One parameter updated from the values loaded before (p, state m and v), and stored back.
@@ -444,6 +499,10 @@ struct Cluster {
     return __bfloat162float(__float2bfloat16_rn(__shfl_sync(kFullWarpMask, b.p, 0)));
   }
 
+  // This block's partial products in P (global memory: written here, read by the columns' owners
+  // after the barrier through L2, bypassing L1).
+  __device__ float* partial(int block) const { return partials + static_cast<std::int64_t>(block) * kRows * c.ld_part; }
+
   // ---- forward, first layer: this block's features' share of every column (fp32, in P).
   __device__ void first_partial() {
     if (rank >= c.slices) return;
@@ -451,14 +510,14 @@ struct Cluster {
     float acc[16][4] = {};
     row_tiles_product<16, false>(acc, at<bf16>(c.x0) + warp * 16 * c.ld_x0, c.ld_x0, at<bf16>(c.w0), c.ld_w0,
                                  kClusterSlice / 16, tiles);
-    float* part = at<float>(c.part);
+    float* part = partial(rank);
     const int row = warp * 16 + g;
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
       if (nt < tiles) {
         const int col = nt * 8 + 2 * t;
-        *reinterpret_cast<float2*>(part + row * c.ld_part + col) = make_float2(acc[nt][0], acc[nt][1]);
-        *reinterpret_cast<float2*>(part + (row + 8) * c.ld_part + col) = make_float2(acc[nt][2], acc[nt][3]);
+        __stcg(reinterpret_cast<float2*>(part + row * c.ld_part + col), make_float2(acc[nt][0], acc[nt][1]));
+        __stcg(reinterpret_cast<float2*>(part + (row + 8) * c.ld_part + col), make_float2(acc[nt][2], acc[nt][3]));
       }
     }
   }
@@ -470,11 +529,10 @@ struct Cluster {
     const bool mine = owns(pad16(h0));
     if (mine) {
       const int row = static_cast<int>(threadIdx.x) >> 1, col = rank * kCols + (static_cast<int>(threadIdx.x) & 1) * 4;
-      float* local = at<float>(c.part) + row * c.ld_part + col;
       float4 v[kClusterCtas];
 #pragma unroll
       for (int s = 0; s < kClusterCtas; ++s) {
-        if (s < c.slices) v[s] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(local, s));
+        if (s < c.slices) v[s] = __ldcg(reinterpret_cast<const float4*>(partial(s) + row * c.ld_part + col));
       }
       float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -487,8 +545,9 @@ struct Cluster {
         }
       }
       float y[4];
+#pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const float value = activation(a.activation, z[q] + at<float>(c.b0)[col - rank * kCols + q]);
+        const float value = activation<kAct>(z[q] + at<float>(c.b0)[col - rank * kCols + q]);
         y[q] = col + q < h0 && row < rows ? value : 0.0f;  // zeros past the batch, as X0
       }
       store_pair(x(0) + row * c.ldx + col, y[0], y[1]);
@@ -507,12 +566,14 @@ struct Cluster {
       float acc[2][4] = {};
       two_chain_product(acc, x(l - 1) + warp * 16 * c.ldx, c.ldx, at<bf16>(c.wr[l]), c.ld_wr[l], k_steps);
       const float* bias = at<float>(c.br[l]);
+#pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = warp * 16 + g + 8 * h, col = 2 * t;
         float y[2];
+#pragma unroll
         for (int e = 0; e < 2; ++e) {
           const float z = acc[0][2 * h + e] + acc[1][2 * h + e] + bias[col + e];
-          y[e] = rank * kCols + col + e < out && row < rows ? activation(a.activation, z) : 0.0f;
+          y[e] = rank * kCols + col + e < out && row < rows ? activation<kAct>(z) : 0.0f;
         }
         store_pair(x(l) + row * c.ldx + rank * kCols + col, y[0], y[1]);
       }
@@ -538,6 +599,7 @@ struct Cluster {
       const float smoothing = a.smoothing, off_target = smoothing / static_cast<float>(classes);
       const float grad_scale = mse ? 2.0f / static_cast<float>(rows * classes) : 1.0f / static_cast<float>(rows);
       const int* labels = at<int>(c.labels);
+#pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = warp * 16 + g + 8 * h;
         const bool valid = row < rows;
@@ -547,6 +609,7 @@ struct Cluster {
         int best_index = 0x7fffffff;
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int cls = nt * 8 + 2 * t + e;
             v[nt][e] = nt < tiles && cls < classes ? acc[nt][2 * h + e] + bo[cls] : -INFINITY;
@@ -574,6 +637,7 @@ struct Cluster {
           float sq = 0.0f;
 #pragma unroll
           for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
             for (int e = 0; e < 2; ++e) {
               const int cls = nt * 8 + 2 * t + e;
               grad[nt][e] = 0.0f;
@@ -589,6 +653,7 @@ struct Cluster {
           float exp_sum = 0.0f, logit_sum = 0.0f, target_logit = 0.0f;
 #pragma unroll
           for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
             for (int e = 0; e < 2; ++e) {
               const int cls = nt * 8 + 2 * t + e;
               if (nt < tiles && cls < classes) {
@@ -606,6 +671,7 @@ struct Cluster {
                  static_cast<double>(off_target) * static_cast<double>(logit_sum);
 #pragma unroll
           for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
             for (int e = 0; e < 2; ++e) {
               const int cls = nt * 8 + 2 * t + e;
               const float target = (cls == label ? 1.0f - smoothing : 0.0f) + off_target;
@@ -627,22 +693,8 @@ struct Cluster {
     }
     __syncthreads();
     stamp();  // profile: a sub-stage
-    if (rank == 0) update_output_layer();
-    __syncthreads();
-    stamp();  // profile: a sub-stage
-    if (rank == 0) {
-      // The updated layer (parity ^ 1) to every other block: 16-byte pieces.
-      const int next = parity ^ 1;
-      bf16* w = at<bf16>(c.wo) + next * c.classes_pad * c.ld_wo;
-      float* b = at<float>(c.bo) + next * c.classes_pad;
-      const int row_pieces = c.ld_wo / 8, pieces = classes * row_pieces, bias_pieces = c.classes_pad / 4;
-      for (int i = static_cast<int>(threadIdx.x); i < (pieces + bias_pieces) * (kClusterCtas - 1); i += kThreads) {
-        const int dst = i / (pieces + bias_pieces) + 1, k = i % (pieces + bias_pieces);
-        uint4* p = k < pieces ? reinterpret_cast<uint4*>(w + (k / row_pieces) * c.ld_wo + (k % row_pieces) * 8)
-                              : reinterpret_cast<uint4*>(b + (k - pieces) * 4);
-        *cluster.map_shared_rank(p, dst) = *p;
-      }
-    }
+    update_output_layer();
+    __syncthreads();  // every read of X[last - 1] is done: the gradient below overwrites it
     stamp();  // profile: a sub-stage
     // dZ = (dlogits · W) ⊙ f'(X), all of it, over X.
     const int n_tiles = pad16(out.in) / 8, c_steps = c.classes_pad / 16;
@@ -651,15 +703,16 @@ struct Cluster {
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
       if (nt >= n_tiles) continue;
+#pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = warp * 16 + g + 8 * h, col = nt * 8 + 2 * t;
         bf16* p = xl + row * c.ldx + col;
         const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(p);
         const bool valid = row < rows;
         const float d0 =
-            valid && col < out.in ? acc[nt][2 * h] * slope_from_output(a.activation, __low2float(y)) : 0.0f;
+            valid && col < out.in ? acc[nt][2 * h] * slope_from_output<kAct>(__low2float(y)) : 0.0f;
         const float d1 =
-            valid && col + 1 < out.in ? acc[nt][2 * h + 1] * slope_from_output(a.activation, __high2float(y)) : 0.0f;
+            valid && col + 1 < out.in ? acc[nt][2 * h + 1] * slope_from_output<kAct>(__high2float(y)) : 0.0f;
         store_pair(p, d0, d1);
       }
     }
@@ -667,7 +720,21 @@ struct Cluster {
     __syncthreads();  // the gradient's rows are read across warps next (one hidden layer: at once)
   }
 
-  // Block 0: the output layer's weight and bias gradients, applied into Wo[parity ^ 1]; the metrics.
+  // So: the output layer's fp32 master weights (0) and optimizer state (1, 2), [classes][in] and
+  // then the biases; every block holds the same values and updates them identically.
+  __device__ float* out_state(int which) const { return at<float>(c.out_state) + which * c.out_state_stride; }
+  // Parameter k of So stepped by its gradient; returns the new master value.
+  __device__ float step_output(int k, float grad) const {
+    float p = out_state(0)[k], m = out_state(1)[k], v = out_state(2)[k];
+    step_value(grad, p, m, v);
+    out_state(0)[k] = p;
+    out_state(1)[k] = m;
+    out_state(2)[k] = v;
+    return p;
+  }
+
+  // Every block: the output layer's weight and bias gradients, applied to So and written into
+  // Wo[parity ^ 1]; block 0 also adds the metrics.
   __device__ void update_output_layer() {
     const int last = count() - 1;
     const FusedLayer& out = layer(last);
@@ -675,35 +742,23 @@ struct Cluster {
     const bf16* xl = x(last - 1);
     const bf16* dl = at<bf16>(c.dl);
     bf16* next = at<bf16>(c.wo) + (parity ^ 1) * c.classes_pad * c.ld_wo;
-    BiasUpdate bias[kClusterMaxClasses / 8];
-#pragma unroll
-    for (int k = 0; k < kClusterMaxClasses / 8; ++k) bias[k] = fetch_bias(out, warp + 8 * k);
     for (int job = warp; job < m_tiles * n_tiles; job += kThreads / 32) {
       const int mt = job / n_tiles, nt = job % n_tiles;
-      float p[4], m[4], v[4];
-      std::int64_t index[4];
-      bool valid[4];
-      for (int q = 0; q < 4; ++q) {
-        const int i = mt * 16 + g + 8 * (q >> 1), cls = nt * 8 + 2 * t + (q & 1);
-        valid[q] = i < out.in && cls < classes;
-        index[q] = out.weight_offset + static_cast<std::int64_t>(cls) * out.in_pad + i;
-        fetch_parameter(index[q], valid[q], p[q], m[q], v[q]);
-      }
       float acc[4] = {};
       batch_product(acc, xl + mt * 16, c.ldx, dl + nt * 8, c.ld_dl);
+#pragma unroll
       for (int q = 0; q < 4; ++q) {
-        if (!valid[q]) continue;
-        apply(index[q], acc[q], p[q], m[q], v[q]);
         const int i = mt * 16 + g + 8 * (q >> 1), cls = nt * 8 + 2 * t + (q & 1);
-        next[cls * c.ld_wo + i] = __float2bfloat16_rn(p[q]);
+        if (i < out.in && cls < classes) next[cls * c.ld_wo + i] = __float2bfloat16_rn(step_output(cls * out.in + i, acc[q]));
       }
     }
-#pragma unroll
-    for (int k = 0; k < kClusterMaxClasses / 8; ++k) {
-      const int cls = warp + 8 * k;
-      if (bias[k].valid) {
-        const float value = finish_bias(bias[k], dl, c.ld_dl, cls);
-        if ((threadIdx.x & 31) == 0) at<float>(c.bo)[(parity ^ 1) * c.classes_pad + cls] = value;
+    for (int cls = warp; cls < classes && out.bias; cls += kThreads / 32) {
+      float sum = 0.0f;
+      for (int r = static_cast<int>(threadIdx.x) & 31; r < kRows; r += 32) sum += __bfloat162float(dl[r * c.ld_dl + cls]);
+      sum = warp_sum(sum);
+      if ((threadIdx.x & 31) == 0) {
+        const float p = step_output(classes * out.in + cls, sum);
+        at<float>(c.bo)[(parity ^ 1) * c.classes_pad + cls] = __bfloat162float(__float2bfloat16_rn(p));
       }
     }
     add_metrics();
@@ -721,15 +776,16 @@ struct Cluster {
       const bf16* wc = at<bf16>(c.wc[l]) + parity * kCols * c.ld_wc[l];
       float acc[2][4] = {};
       two_chain_product(acc, dz + warp * 16 * c.ldx, c.ldx, wc, c.ld_wc[l], k_steps);
+#pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = warp * 16 + g + 8 * h, col = rank * kCols + 2 * t;
         const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(xb + row * c.ldx + col);
         const bool valid = row < rows;
         const float d0 = valid && col < L.in
-                             ? (acc[0][2 * h] + acc[1][2 * h]) * slope_from_output(a.activation, __low2float(y))
+                             ? (acc[0][2 * h] + acc[1][2 * h]) * slope_from_output<kAct>(__low2float(y))
                              : 0.0f;
         const float d1 = valid && col + 1 < L.in ? (acc[0][2 * h + 1] + acc[1][2 * h + 1]) *
-                                                       slope_from_output(a.activation, __high2float(y))
+                                                       slope_from_output<kAct>(__high2float(y))
                                                  : 0.0f;
         store_pair(below + row * c.ldx + col, d0, d1);
       }
@@ -745,6 +801,7 @@ struct Cluster {
       float p[4], m[4], v[4];
       std::int64_t index[4];
       bool valid[4];
+#pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int i = warp * 16 + g + 8 * (q >> 1), o = rank * kCols + 2 * t + (q & 1);
         valid[q] = i < L.in && o < L.out;
@@ -754,9 +811,11 @@ struct Cluster {
       float acc[4] = {};
       batch_product(acc, xb + warp * 16, c.ldx, dz + rank * kCols, c.ldx);
       bf16* rows_w = at<bf16>(c.wr[l]);
+#pragma unroll
       for (int q = 0; q < 4; ++q) {
         if (valid[q]) apply(index[q], acc[q], p[q], m[q], v[q]);
       }
+#pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int i = warp * 16 + g + 8 * h, j = 2 * t;
         if (i >= L.in) continue;
@@ -824,7 +883,7 @@ struct Cluster {
   __device__ void first_backward(const bf16* dz, int ld, std::int64_t step) {
     const bool next = step + 1 < a.steps;
     Staged staged;
-    if (next) fetch(staged, step + 1);
+    if (next) fetch(staged, step + 1, true);
     stamp();  // profile: a sub-stage
     const FusedLayer& L = layer(0);
     const bool regression = count() == 1;
@@ -863,7 +922,6 @@ struct Cluster {
     const int classes = L.out, lane = static_cast<int>(threadIdx.x) & 31;
     const int row = rank * kCols + warp;
     const bool valid = row < rows;
-    const float* part = at<float>(c.part) + row * c.ld_part;
     float v[2];
     for (int j = 0; j < 2; ++j) {
       const int cls = lane + 32 * j;
@@ -872,7 +930,7 @@ struct Cluster {
         float parts[kClusterCtas];
 #pragma unroll
         for (int s = 0; s < kClusterCtas; ++s) {
-          if (s < c.slices) parts[s] = *cluster.map_shared_rank(part + cls, s);
+          if (s < c.slices) parts[s] = __ldcg(partial(s) + row * c.ld_part + cls);
         }
         z = 0.0f;
 #pragma unroll
@@ -944,13 +1002,12 @@ struct Cluster {
     if (lane == 0) {
       const int classes = layer(count() - 1).out;
       const double weight = 1.0 / static_cast<double>(a.loss == FusedLoss::kMse ? rows * classes : rows);
-      a.metrics->loss_sum += weight * loss;
-      a.metrics->correct += static_cast<std::int64_t>(hits);
+      loss_total += weight * loss;
+      hits_total += static_cast<std::int64_t>(hits);
       if (a.progress != nullptr) {
-        const double loss_sum = a.metrics->loss_sum;
         const std::int64_t steps_done = state.step - first_step + 1;
         asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(a.progress), "l"(steps_done),
-                     "l"(__double_as_longlong(loss_sum))
+                     "l"(__double_as_longlong(loss_total))
                      : "memory");
       }
     }
@@ -968,7 +1025,7 @@ struct Cluster {
     load_weights(static_cast<const bf16*>(a.copies[state.step & 1]));
     if (a.steps > 0) {
       Staged staged;
-      fetch(staged, 0);
+      fetch(staged, 0, false);
       stage(staged, 0);
     }
     cluster.sync();  // every block's memory is ready for the others' writes
@@ -978,7 +1035,9 @@ struct Cluster {
       rows = rows_of(s);
       parity = static_cast<int>(s & 1);
       scalars = step_scalars(a.optimizer, state.step, state.opt_steps, 1.0f, false);
+      prefetch_samples(s + 1);
       first_partial();
+      wait_samples();  // landed meanwhile; the barrier publishes them to the block
       cluster.sync();
       stamp();
       if (last == 0) {  // softmax regression: 2 barriers a step
@@ -1023,28 +1082,54 @@ struct Cluster {
       state.blocks_done = 0;
       *a.state = state;
     }
+    if (rank == 0 && threadIdx.x == kThreads - 32) {  // block 0's last warp holds the sums
+      a.metrics->loss_sum += loss_total;
+      a.metrics->correct += hits_total;
+    }
   }
 };
 
 #endif  // SPRINTNET_HAS_CLUSTERS
 
-template <bool kAdam>
+template <bool kAdam, ActivationKind kAct>
 __global__ void __launch_bounds__(kThreads, 1) cluster_epoch_kernel(const __grid_constant__ ClusterArgs args) {
 #ifdef SPRINTNET_HAS_CLUSTERS
   extern __shared__ __align__(128) unsigned char smem[];
-  Cluster<kAdam> k(args.a, args.c, smem);
+  Cluster<kAdam, kAct> k(args.a, args.c, args.partials, smem);
   k.train();
 #else
   __trap();
 #endif
 }
 
+using ClusterKernel = void (*)(ClusterArgs);
+
+// The instantiation for an optimizer and activation (nullptr: an activation the kernel does not take).
+template <bool kAdam>
+ClusterKernel kernel_for(ActivationKind activation) {
+  switch (activation) {
+    case ActivationKind::kIdentity: return cluster_epoch_kernel<kAdam, ActivationKind::kIdentity>;
+    case ActivationKind::kReLU: return cluster_epoch_kernel<kAdam, ActivationKind::kReLU>;
+    case ActivationKind::kTanh: return cluster_epoch_kernel<kAdam, ActivationKind::kTanh>;
+    case ActivationKind::kSigmoid: return cluster_epoch_kernel<kAdam, ActivationKind::kSigmoid>;
+    default: return nullptr;
+  }
+}
+
+ClusterKernel kernel_for(const FusedEpochArgs& args) {
+  return args.optimizer.kind != FlatOptimizerKind::kSgd ? kernel_for<true>(args.activation)
+                                                        : kernel_for<false>(args.activation);
+}
+
 cudaError_t configure(std::int64_t shared_bytes) {
-  for (auto kernel : {cluster_epoch_kernel<false>, cluster_epoch_kernel<true>}) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
-    if (e != cudaSuccess) return e;
+  for (const ActivationKind activation :
+       {ActivationKind::kIdentity, ActivationKind::kReLU, ActivationKind::kTanh, ActivationKind::kSigmoid}) {
+    for (const ClusterKernel kernel : {kernel_for<false>(activation), kernel_for<true>(activation)}) {
+      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+      if (e != cudaSuccess) return e;
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
+      if (e != cudaSuccess) return e;
+    }
   }
   return cudaSuccess;
 }
@@ -1072,7 +1157,8 @@ const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
     return "thread-block clusters need compute capability 9.0 or newer";
   }
   cudaFuncAttributes attributes{};
-  if (cudaFuncGetAttributes(&attributes, cluster_epoch_kernel<true>) != cudaSuccess || attributes.binaryVersion < 90) {
+  const ClusterKernel probe = kernel_for<true>(ActivationKind::kReLU);
+  if (cudaFuncGetAttributes(&attributes, probe) != cudaSuccess || attributes.binaryVersion < 90) {
     cudaGetLastError();
     return "this build has no sm_90 code for the cluster kernel (CMAKE_CUDA_ARCHITECTURES)";
   }
@@ -1083,23 +1169,24 @@ const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
   cudaLaunchAttribute attribute;
   const cudaLaunchConfig_t config = launch_config(shared_bytes, nullptr, &attribute);
   int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, cluster_epoch_kernel<true>, &config) != cudaSuccess || clusters < 1) {
+  if (cudaOccupancyMaxActiveClusters(&clusters, probe, &config) != cudaSuccess || clusters < 1) {
     cudaGetLastError();
     return "this GPU cannot schedule a 16-block cluster with that much shared memory";
   }
   return nullptr;
 }
 
-cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout& layout, cudaStream_t stream) {
+cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout& layout, float* partials,
+                                 cudaStream_t stream) {
   const NvtxRange range("cluster_epoch");
   cudaError_t e = configure(layout.bytes);
   if (e != cudaSuccess) return e;
   cudaLaunchAttribute attribute;
   const cudaLaunchConfig_t config = launch_config(layout.bytes, stream, &attribute);
-  const ClusterArgs kernel_args{args, layout};
-  const bool adam = args.optimizer.kind != FlatOptimizerKind::kSgd;
-  return adam ? cudaLaunchKernelEx(&config, cluster_epoch_kernel<true>, kernel_args)
-              : cudaLaunchKernelEx(&config, cluster_epoch_kernel<false>, kernel_args);
+  const ClusterKernel kernel = kernel_for(args);
+  if (kernel == nullptr) return cudaErrorInvalidValue;  // GELU or SiLU: fused_cluster_unsupported says so first
+  const ClusterArgs kernel_args{args, layout, partials};
+  return cudaLaunchKernelEx(&config, kernel, kernel_args);
 }
 
 }  // namespace sprintnet::cuda

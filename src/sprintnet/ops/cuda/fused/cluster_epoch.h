@@ -2,7 +2,7 @@
 // The fused engine's cluster kernel (docs/FUSED.md, v4): a small model's whole
 // training epoch in one thread-block cluster of 16 blocks, its weights resident
 // in their shared memory, activations exchanged through distributed shared
-// memory, cluster barriers between stages. Takes the same arguments as the grid
+// memory (the first layer's partial sums through L2), cluster barriers between stages. Takes the same arguments as the grid
 // kernel (fused_epoch.h) plus the shared-memory layout, and leaves the same
 // state behind (fp32 master weights and optimizer state in the flat buffers,
 // the compute copy the evaluation reads in copies[step % 2]).
@@ -15,7 +15,9 @@ namespace sprintnet::cuda {
 
 // Whether `device` runs a cluster of kClusterCtas blocks with `shared_bytes` each (nullptr: yes).
 const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes);
-// Trains one epoch (args.train must be true, args.type bf16).
-cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout& layout, cudaStream_t stream);
+// Trains one epoch (args.train must be true, args.type bf16); `partials` is the first layer's partial
+// products' buffer, layout.partials_bytes of global memory.
+cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout& layout, float* partials,
+                                 cudaStream_t stream);
 
 }  // namespace sprintnet::cuda

@@ -8,15 +8,21 @@
 //   X[l]     every hidden layer's output, all 128 rows x all columns (each block computes its
 //            8 columns and writes them into every block): the next layer's operand
 //   D        the backward's exchange buffer, alternating with X[L-2] (3+ layers)
-//   P        fp32 partial products of the first layer over this block's 64 input features
-//            (aliases X[L-2] and D where they are large enough: they are free then)
 //   X0       this block's 64 input features of the batch
 //   W0       the first layer's weights on those features, every row
 //   Wr[l]    hidden layer l's own 8 rows; Wc[l] the columns of W[l] the block's 8 columns of layer
 //            l-1 meet in the input gradient, two copies by step parity
-//   Wo       the output layer, replicated (two copies by step parity); without a hidden layer
-//            the first layer is the output layer and its biases are replicated instead
+//   Wo       the output layer, replicated (two copies by step parity), with its fp32 master
+//            weights and optimizer state (So: master, state 1, state 2), updated identically by
+//            every block; without a hidden layer the first layer is the output layer and its
+//            biases are replicated instead
+//
+// Outside shared memory: P, the fp32 partial products of the first layer over each block's 64
+// input features ([16][128][ld_part], `partials_bytes` in global memory): the owners of the
+// columns read them through L2, which measured faster than pulling them over DSMEM
+// (bench/lab/cluster_probe.cu).
 //   dl       the logits' gradient
+//   and the step's labels, the next step's sample indices, each row's loss and hit
 #include <algorithm>
 #include <cstdint>
 
@@ -36,16 +42,18 @@ struct ClusterLayout {
   int layers = 0;             // Linear layers (hidden + output)
   int ldx = 0;                // row stride of X[l], D (elements)
   int ld_x0 = 0, ld_w0 = 0;   // X0 [128][ld_x0], W0 [pad16(H0)][ld_w0]
-  int ld_part = 0;            // P [128][ld_part] fp32
+  int ld_part = 0;            // P [16][128][ld_part] fp32, in global memory
   int ld_wr[kClusterMaxLayers] = {};  // Wr[l] [8][ld_wr]
   int ld_wc[kClusterMaxLayers] = {};  // Wc[l] [2][8][ld_wc]
   int ld_wo = 0, classes_pad = 0;     // Wo [2][classes_pad][ld_wo]
   int ld_dl = 0;                      // dl [128][ld_dl]
+  int out_state_stride = 0;           // So: 3 arrays of classes x hidden weights, then classes_pad biases
   int slices = 0;                     // blocks whose input slice is not empty
-  std::int64_t x[kClusterMaxLayers] = {}, d = 0, part = 0, x0 = 0, w0 = 0, b0 = 0;
+  std::int64_t x[kClusterMaxLayers] = {}, d = 0, x0 = 0, w0 = 0, b0 = 0;
   std::int64_t wr[kClusterMaxLayers] = {}, br[kClusterMaxLayers] = {}, wc[kClusterMaxLayers] = {};
-  std::int64_t wo = 0, bo = 0, dl = 0, labels = 0, row_loss = 0, row_hit = 0;
-  std::int64_t bytes = 0;  // shared memory a block needs
+  std::int64_t wo = 0, bo = 0, out_state = 0, dl = 0, labels = 0, next_samples = 0, row_loss = 0, row_hit = 0;
+  std::int64_t bytes = 0;           // shared memory a block needs
+  std::int64_t partials_bytes = 0;  // global memory for P
 };
 
 inline int cluster_pad16(int v) { return (v + 15) / 16 * 16; }
@@ -66,18 +74,10 @@ inline ClusterLayout cluster_layout(int inputs, const int* hidden, int count, in
   c.ldx = cluster_pad16(widest) + 8;  // +8: rows 16 bytes off the banks' period (conflict-free fragments)
   const std::int64_t x_bytes = std::int64_t{kClusterRows} * c.ldx * 2;
   const int first_out = count > 0 ? hidden[0] : classes;  // no hidden layer: the first is the output layer
-  c.ld_part = cluster_pad16(first_out) + 4;
-  const std::int64_t part_bytes = std::int64_t{kClusterRows} * c.ld_part * 4;
-  for (int l = 0; l + 1 < count; ++l) c.x[l] = take(x_bytes);
-  if (count >= 2) {
-    // The last hidden layer's buffer and D are adjacent, so P can alias them both.
-    c.x[count - 1] = take(x_bytes);
-    c.d = take(x_bytes);
-    c.part = part_bytes <= 2 * x_bytes ? c.x[count - 1] : take(part_bytes);
-  } else {
-    if (count == 1) c.x[0] = take(x_bytes);
-    c.part = take(part_bytes);  // one hidden layer: X[0] is written while P is read
-  }
+  c.ld_part = cluster_pad16(first_out);
+  c.partials_bytes = std::int64_t{kClusterCtas} * kClusterRows * c.ld_part * 4;
+  for (int l = 0; l < count; ++l) c.x[l] = take(x_bytes);
+  if (count >= 2) c.d = take(x_bytes);
   c.ld_x0 = kClusterSlice + 8;
   c.x0 = take(std::int64_t{kClusterRows} * c.ld_x0 * 2);
   c.ld_w0 = kClusterSlice + 8;
@@ -95,6 +95,8 @@ inline ClusterLayout cluster_layout(int inputs, const int* hidden, int count, in
     c.ld_wo = cluster_pad16(hidden[count - 1]) + 8;
     c.wo = take(std::int64_t{2} * c.classes_pad * c.ld_wo * 2);
     c.bo = take(std::int64_t{2} * c.classes_pad * 4);
+    c.out_state_stride = classes * hidden[count - 1] + c.classes_pad;
+    c.out_state = take(std::int64_t{3} * c.out_state_stride * 4);
   } else {
     // Softmax regression: every block keeps the classes' biases, with their master and state,
     // and updates them identically (4 arrays of classes_pad floats).
@@ -103,6 +105,7 @@ inline ClusterLayout cluster_layout(int inputs, const int* hidden, int count, in
   c.ld_dl = c.classes_pad + 8;
   c.dl = take(std::int64_t{kClusterRows} * c.ld_dl * 2);
   c.labels = take(kClusterRows * 4);
+  c.next_samples = take(kClusterRows * 4);  // the next step's rows of the permutation, prefetched
   c.row_loss = take(kClusterRows * 8);
   c.row_hit = take(kClusterRows * 4);
   c.slices = (inputs + kClusterSlice - 1) / kClusterSlice;
