@@ -79,13 +79,15 @@ TEST(FusedFit, TheClusterKernelTakesSmallBf16ModelsAndNamesWhyNotForTheRest) {
 }
 
 TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
-  // 784-128-128-128-10: three 128 x 136 activation buffers and D (34 KiB each), the first layer's 64
-  // features of the batch and of W, and the output layer with its master weights and state.
+  // 784-128-128-128-10: three 128 x 128 activation buffers and D (32 KiB each, by column blocks,
+  // unpadded), the first layer's 64 features of the batch and of W, and the output layer with its
+  // master weights and state.
   const int hidden[] = {128, 128, 128};
   const cuda::ClusterLayout c = cuda::cluster_layout(784, hidden, 3, 10);
-  EXPECT_EQ(c.ldx, 136);
   EXPECT_EQ(c.slices, 13);  // 784 features in blocks of 64
-  EXPECT_EQ(c.d, c.x[2] + 128 * 136 * 2);
+  EXPECT_EQ(c.x[1], c.x[0] + 128 * 128 * 2);
+  EXPECT_EQ(c.d, c.x[2] + 128 * 128 * 2);
+  EXPECT_EQ(c.bars % 8, 0);  // mbarriers are 8-byte aligned
   EXPECT_LE(c.bytes, cuda::kClusterSharedLimit);
   // So: 10 x 128 weights and 16 biases, three arrays, none overlapping what follows.
   EXPECT_EQ(c.out_state_stride, 10 * 128 + 16);
@@ -100,7 +102,8 @@ TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
   EXPECT_EQ(regression.classes_pad, 16);
   EXPECT_LE(regression.bytes, 64 * 1024);
   // Every row stride keeps the tensor-core fragments' rows 16 bytes apart modulo the banks' period.
-  for (const int ld : {c.ldx, c.ld_x0, c.ld_w0, c.ld_wo, c.ld_dl, c.ld_wr[1], c.ld_wc[1]}) EXPECT_EQ(ld % 16, 8) << ld;
+  // (X and D are read by 16-byte column pieces of consecutive rows: conflict-free without padding.)
+  for (const int ld : {c.ld_x0, c.ld_w0, c.ld_wo, c.ld_dl, c.ld_wr[1], c.ld_wc[1]}) EXPECT_EQ(ld % 16, 8) << ld;
 }
 
 Config with(const std::vector<std::string>& overrides) { return config_from_overrides(overrides); }

@@ -58,6 +58,14 @@ constexpr int kRows = kClusterRows;
 // ---- tensor-core fragments (mma.sync m16n8k16, bf16 in, fp32 accumulate) ----
 // A fragment: a 16 x 16 tile; B: 16 (k) x 8 (n); C: 16 x 8, thread (g = lane / 4, t = lane % 4)
 // holding (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+//
+// Two layouts of a matrix M in shared memory, both read by ldmatrix 8 columns (16 bytes) at a time:
+// row-major with rows `ld` apart, M(r, c) at p[r * ld + c]; and by column blocks (the exchanged
+// activations and gradients, X and D), M(r, c) at p[(c / 8) * kColumnBlock + r * 8 + c % 8], so the
+// 8 columns a block owns are 2 contiguous KB, which one bulk copy moves. Where an operand may be
+// either, it comes as (p, ld, cb): M(r, c) at p[r * ld + (c / 8) * cb + c % 8] (row-major: cb = 8;
+// column blocks: ld = 8, cb = kColumnBlock).
+constexpr int kColumnBlock = kClusterRows * kClusterCols;  // 1024 elements
 
 __device__ __forceinline__ std::uint32_t shared_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -71,19 +79,19 @@ __device__ __forceinline__ void mma(float (&d)[4], const std::uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// A(m, k) at p[m * ld + k].
-__device__ __forceinline__ void load_a(std::uint32_t (&a)[4], const bf16* p, int ld) {
+// A(m, k) at p[m * ld + (k / 8) * cb + k % 8].
+__device__ __forceinline__ void load_a(std::uint32_t (&a)[4], const bf16* p, int ld, int cb) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const bf16* q = p + (lane & 15) * ld + (lane >> 4) * 8;
+  const bf16* q = p + (lane & 15) * ld + (lane >> 4) * cb;
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                : "r"(shared_address(q)));
 }
 
-// A(m, k) at p[k * ld + m].
-__device__ __forceinline__ void load_a_trans(std::uint32_t (&a)[4], const bf16* p, int ld) {
+// A(m, k) at p[k * ld + (m / 8) * cb + m % 8].
+__device__ __forceinline__ void load_a_trans(std::uint32_t (&a)[4], const bf16* p, int ld, int cb) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const bf16* q = p + ((lane & 7) + (lane >> 4) * 8) * ld + ((lane >> 3) & 1) * 8;
+  const bf16* q = p + ((lane & 7) + (lane >> 4) * 8) * ld + ((lane >> 3) & 1) * cb;
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                : "r"(shared_address(q)));
@@ -98,7 +106,7 @@ __device__ __forceinline__ void load_b(std::uint32_t (&b)[2], const bf16* p, int
                : "r"(shared_address(q)));
 }
 
-// B(k, n) at p[k * ld + n].
+// B(k, n) at p[k * ld + n] (n < 8: within one column block of either layout).
 __device__ __forceinline__ void load_b_trans(std::uint32_t (&b)[2], const bf16* p, int ld) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const bf16* q = p + ((lane & 7) + ((lane >> 3) & 1) * 8) * ld;
@@ -107,37 +115,37 @@ __device__ __forceinline__ void load_b_trans(std::uint32_t (&b)[2], const bf16* 
                : "r"(shared_address(q)));
 }
 
-// acc[0] + acc[1] = A[16 x 16 k_steps] · B, A(m, k) at a[m * lda + k], B(k, n) at b[n * ldb + k]:
-// even and odd k-steps in two chains, so consecutive mma's do not wait for each other.
-__device__ __forceinline__ void two_chain_product(float (&acc)[2][4], const bf16* a, int lda, const bf16* b, int ldb,
-                                                  int k_steps) {
+// acc[0] + acc[1] = A[16 x 16 k_steps] · B, A (a, lda, acb), B(k, n) at b[n * ldb + k]: even and
+// odd k-steps in two chains, so consecutive mma's do not wait for each other.
+__device__ __forceinline__ void two_chain_product(float (&acc)[2][4], const bf16* a, int lda, int acb, const bf16* b,
+                                                  int ldb, int k_steps) {
   int ks = 0;
   for (; ks + 1 < k_steps; ks += 2) {
     std::uint32_t fa0[4], fb0[2], fa1[4], fb1[2];
-    load_a(fa0, a + ks * 16, lda);
+    load_a(fa0, a + ks * 2 * acb, lda, acb);
     load_b(fb0, b + ks * 16, ldb);
-    load_a(fa1, a + ks * 16 + 16, lda);
+    load_a(fa1, a + (ks + 1) * 2 * acb, lda, acb);
     load_b(fb1, b + ks * 16 + 16, ldb);
     mma(acc[0], fa0, fb0);
     mma(acc[1], fa1, fb1);
   }
   if (ks < k_steps) {
     std::uint32_t fa[4], fb[2];
-    load_a(fa, a + ks * 16, lda);
+    load_a(fa, a + ks * 2 * acb, lda, acb);
     load_b(fb, b + ks * 16, ldb);
     mma(acc[0], fa, fb);
   }
 }
 
-// acc[nt] += A · B_nt over k_steps k-steps, for nt < tiles (at most kMaxTiles): A(m, k) at
-// a[m * lda + k] (16 rows), B_nt(k, n) at b[(nt * 8 + n) * ldb + k], or with kBTrans at
-// b[k * ldb + nt * 8 + n]. A warp's row tile against several column tiles.
+// acc[nt] += A · B_nt over k_steps k-steps, for nt < tiles (at most kMaxTiles): A (a, lda, acb)
+// (16 rows), B_nt(k, n) at b[(nt * 8 + n) * ldb + k], or with kBTrans at b[k * ldb + nt * 8 + n].
+// A warp's row tile against several column tiles.
 template <int kMaxTiles, bool kBTrans>
-__device__ __forceinline__ void row_tiles_product(float (&acc)[kMaxTiles][4], const bf16* a, int lda, const bf16* b,
-                                                  int ldb, int k_steps, int tiles) {
+__device__ __forceinline__ void row_tiles_product(float (&acc)[kMaxTiles][4], const bf16* a, int lda, int acb,
+                                                  const bf16* b, int ldb, int k_steps, int tiles) {
   for (int ks = 0; ks < k_steps; ++ks) {
     std::uint32_t fa[4];
-    load_a(fa, a + ks * 16, lda);
+    load_a(fa, a + ks * 2 * acb, lda, acb);
 #pragma unroll
     for (int nt = 0; nt < kMaxTiles; ++nt) {
       if (nt < tiles) {
@@ -154,12 +162,14 @@ __device__ __forceinline__ void row_tiles_product(float (&acc)[kMaxTiles][4], co
 }
 
 // A weight gradient's tile, transposed: acc(m, n) += sum over the batch's 128 rows b of
-// x[b * ldx + m] · gr[b * ldg + n] (16 x 8, x and gr pointing at the tile's first column).
-__device__ __forceinline__ void batch_product(float (&acc)[4], const bf16* x, int ldx, const bf16* gr, int ldg) {
+// X(b, m) · G(b, n) (16 x 8; X as (x, ldx, xcb) and G(b, n) at gr[b * ldg + n], pointing at the
+// tile's first column).
+__device__ __forceinline__ void batch_product(float (&acc)[4], const bf16* x, int ldx, int xcb, const bf16* gr,
+                                              int ldg) {
 #pragma unroll
   for (int ks = 0; ks < kClusterRows / 16; ++ks) {
     std::uint32_t fa[4], fb[2];
-    load_a_trans(fa, x + ks * 16 * ldx, ldx);
+    load_a_trans(fa, x + ks * 16 * ldx, ldx, xcb);
     load_b_trans(fb, gr + ks * 16 * ldg, ldg);
     mma(acc, fa, fb);
   }
@@ -260,18 +270,65 @@ struct Cluster {
     return left < a.batch ? left : a.batch;
   }
 
-  // Copies the 128 x 8 block at column col0 of `buffer` (row stride ld) into every other block:
-  // thread i reads row i % 128's piece once and stores it into every other (i / 128)-th block.
-  __device__ void broadcast_columns(bf16* buffer, int ld, int col0) {
-    constexpr int kGroups = kThreads / kRows;  // 2
-    const int row = static_cast<int>(threadIdx.x) % kRows, first = static_cast<int>(threadIdx.x) / kRows;
-    bf16* p = buffer + row * ld + col0;
-    const uint4 v = *reinterpret_cast<const uint4*>(p);
-#pragma unroll
-    for (int k = first; k < kClusterCtas - 1; k += kGroups) {
-      const int dst = k >= rank ? k + 1 : k;
-      *reinterpret_cast<uint4*>(cluster.map_shared_rank(p, dst)) = v;
+  // Element (row, col) of a buffer stored by column blocks (X[l], D).
+  template <typename T>
+  __device__ static T* element(T* buffer, int row, int col) {
+    return buffer + (col >> 3) * kColumnBlock + row * kCols + (col & 7);
+  }
+
+  // ---- the exchange of X[l] and D (ids l and kDId): the owner of columns 8r..8r+7 (block r <
+  // pad16(width) / 8) copies its 2 KB column block into every other block, one bulk copy each
+  // (cp.async.bulk, the TMA engine's DSMEM path) completing on the destination's mbarrier for that
+  // buffer; the consumer waits on its own mbarrier (no cluster barrier: bench/lab/cluster_probe.cu
+  // measured generic stores + barrier 2.2-3.4 us, this ~1.2 us). A buffer's next exchange depends on
+  // data every block sent after waiting for its previous one, so an mbarrier never holds two
+  // phases' bytes; for the same reason no copy lands in a buffer its block still reads.
+  static constexpr int kDId = kClusterMaxLayers - 1;
+  std::uint32_t phases = 0;  // the parity each buffer's mbarrier completes next, a bit each
+  __device__ bf16* exchanged(int id) const { return id == kDId ? at<bf16>(c.d) : x(id); }
+  __device__ std::uint32_t exchange_bar(int id) const { return shared_address(at<std::uint64_t>(c.bars) + id); }
+  __device__ static std::uint32_t in_block(std::uint32_t address, int block) {
+    std::uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(block));
+    return remote;
+  }
+  __device__ void init_exchange() const {
+    if (threadIdx.x != 0) return;
+    for (int id = 0; id <= kDId; ++id) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(exchange_bar(id)) : "memory");
     }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // published by the next cluster barrier
+  }
+  // The whole block calls it after writing its columns (if `owner`) of buffer `id`.
+  __device__ void send(int id, bool owner) const {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // this thread's writes, before the copies read them
+    __syncthreads();
+    if (!owner || threadIdx.x >= kClusterCtas - 1) return;
+    const int dst = static_cast<int>(threadIdx.x) >= rank ? static_cast<int>(threadIdx.x) + 1 : static_cast<int>(threadIdx.x);
+    const std::uint32_t piece = shared_address(exchanged(id) + rank * kColumnBlock);
+    asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     in_block(piece, dst)),
+                 "r"(piece), "r"(kColumnBlock * 2), "r"(in_block(exchange_bar(id), dst))
+                 : "memory");
+  }
+  // The whole block waits for every other owner's columns of buffer `id` (`width` columns).
+  __device__ void receive(int id, int width) {
+    const int owners = pad16(width) / kCols;
+    if (threadIdx.x == 0) {
+      const std::uint32_t bytes = static_cast<std::uint32_t>(owners - (rank < owners ? 1 : 0)) * kColumnBlock * 2;
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(exchange_bar(id)), "r"(bytes)
+                   : "memory");
+    }
+    asm volatile(
+        "{\n .reg .pred done;\n wait:\n"
+        " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        " @!done bra wait;\n}" ::"r"(exchange_bar(id)),
+        "r"((phases >> id) & 1u)
+        : "memory");
+    phases ^= 1u << id;
+    // And the block's own stage boundary (what the cluster barrier gave before): the previous stage's
+    // readers of a buffer are done before this stage's writers overwrite it.
+    __syncthreads();
   }
 
   // The permutation's rows of step `step` into next_samples, asynchronously (cp.async, no register
@@ -491,9 +548,11 @@ struct Cluster {
     return b;
   }
   // Returns the compute copy's value of the updated bias.
-  __device__ float finish_bias(BiasUpdate& b, const bf16* dz, int ld, int col) const {
+  // dz as (p, ld, cb) (see the fragments' layouts).
+  __device__ float finish_bias(BiasUpdate& b, const bf16* dz, int ld, int cb, int col) const {
     float sum = 0.0f;
-    for (int r = static_cast<int>(threadIdx.x) & 31; r < kRows; r += 32) sum += __bfloat162float(dz[r * ld + col]);
+    const bf16* column = dz + (col >> 3) * cb + (col & 7);
+    for (int r = static_cast<int>(threadIdx.x) & 31; r < kRows; r += 32) sum += __bfloat162float(column[r * ld]);
     sum = warp_sum(sum);
     if ((threadIdx.x & 31) == 0) apply(b.index, sum, b.p, b.m, b.v);
     return __bfloat162float(__float2bfloat16_rn(__shfl_sync(kFullWarpMask, b.p, 0)));
@@ -508,7 +567,7 @@ struct Cluster {
     if (rank >= c.slices) return;
     const int tiles = pad16(width(0)) / 8;
     float acc[16][4] = {};
-    row_tiles_product<16, false>(acc, at<bf16>(c.x0) + warp * 16 * c.ld_x0, c.ld_x0, at<bf16>(c.w0), c.ld_w0,
+    row_tiles_product<16, false>(acc, at<bf16>(c.x0) + warp * 16 * c.ld_x0, c.ld_x0, 8, at<bf16>(c.w0), c.ld_w0,
                                  kClusterSlice / 16, tiles);
     float* part = partial(rank);
     const int row = warp * 16 + g;
@@ -550,21 +609,22 @@ struct Cluster {
         const float value = activation<kAct>(z[q] + at<float>(c.b0)[col - rank * kCols + q]);
         y[q] = col + q < h0 && row < rows ? value : 0.0f;  // zeros past the batch, as X0
       }
-      store_pair(x(0) + row * c.ldx + col, y[0], y[1]);
-      store_pair(x(0) + row * c.ldx + col + 2, y[2], y[3]);
+      store_pair(element(x(0), row, col), y[0], y[1]);
+      store_pair(element(x(0), row, col + 2), y[2], y[3]);
     }
-    __syncthreads();
-    if (mine) broadcast_columns(x(0), c.ldx, rank * kCols);
+    send(0, mine);
   }
 
   // ---- forward, hidden layer l >= 1: this block's 8 columns, into every block's X[l].
   __device__ void hidden_forward(int l) {
+    receive(l - 1, width(l - 1));
     const int out = width(l);
     const bool mine = owns(pad16(out));
     if (mine) {
       const int k_steps = pad16(layer(l).in) / 16;
       float acc[2][4] = {};
-      two_chain_product(acc, x(l - 1) + warp * 16 * c.ldx, c.ldx, at<bf16>(c.wr[l]), c.ld_wr[l], k_steps);
+      two_chain_product(acc, x(l - 1) + warp * 16 * kCols, kCols, kColumnBlock, at<bf16>(c.wr[l]), c.ld_wr[l],
+                        k_steps);
       const float* bias = at<float>(c.br[l]);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -575,11 +635,10 @@ struct Cluster {
           const float z = acc[0][2 * h + e] + acc[1][2 * h + e] + bias[col + e];
           y[e] = rank * kCols + col + e < out && row < rows ? activation<kAct>(z) : 0.0f;
         }
-        store_pair(x(l) + row * c.ldx + rank * kCols + col, y[0], y[1]);
+        store_pair(element(x(l), row, rank * kCols + col), y[0], y[1]);
       }
     }
-    __syncthreads();
-    if (mine) broadcast_columns(x(l), c.ldx, rank * kCols);
+    send(l, mine);
   }
 
   // ---- the output layer, in every block: logits, loss, dlogits; block 0 updates the layer; then
@@ -588,13 +647,19 @@ struct Cluster {
     const int last = count() - 1;
     const FusedLayer& out = layer(last);
     const int classes = out.out, k_steps = pad16(out.in) / 16, tiles = c.classes_pad / 8;
+    receive(last - 1, width(last - 1));
+    // This stage overwrites X[last - 1] with its gradient: its own column block too, which other
+    // blocks' copies may still be reading. A split cluster barrier, arrived at here (every block
+    // holds the whole layer) and waited for before the overwrite, covers that and overlaps the
+    // logits, the loss and the update.
+    asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
     bf16* xl = x(last - 1);
     const bf16* wo = at<bf16>(c.wo) + parity * c.classes_pad * c.ld_wo;
     const float* bo = at<float>(c.bo) + parity * c.classes_pad;
     bf16* dl = at<bf16>(c.dl);
     {
       float acc[8][4] = {};
-      row_tiles_product<8, false>(acc, xl + warp * 16 * c.ldx, c.ldx, wo, c.ld_wo, k_steps, tiles);
+      row_tiles_product<8, false>(acc, xl + warp * 16 * kCols, kCols, kColumnBlock, wo, c.ld_wo, k_steps, tiles);
       const bool mse = a.loss == FusedLoss::kMse;
       const float smoothing = a.smoothing, off_target = smoothing / static_cast<float>(classes);
       const float grad_scale = mse ? 2.0f / static_cast<float>(rows * classes) : 1.0f / static_cast<float>(rows);
@@ -699,14 +764,15 @@ struct Cluster {
     // dZ = (dlogits · W) ⊙ f'(X), all of it, over X.
     const int n_tiles = pad16(out.in) / 8, c_steps = c.classes_pad / 16;
     float acc[16][4] = {};
-    row_tiles_product<16, true>(acc, dl + warp * 16 * c.ld_dl, c.ld_dl, wo, c.ld_wo, c_steps, n_tiles);
+    row_tiles_product<16, true>(acc, dl + warp * 16 * c.ld_dl, c.ld_dl, 8, wo, c.ld_wo, c_steps, n_tiles);
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
       if (nt >= n_tiles) continue;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = warp * 16 + g + 8 * h, col = nt * 8 + 2 * t;
-        bf16* p = xl + row * c.ldx + col;
+        bf16* p = element(xl, row, col);
         const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(p);
         const bool valid = row < rows;
         const float d0 =
@@ -745,7 +811,7 @@ struct Cluster {
     for (int job = warp; job < m_tiles * n_tiles; job += kThreads / 32) {
       const int mt = job / n_tiles, nt = job % n_tiles;
       float acc[4] = {};
-      batch_product(acc, xl + mt * 16, c.ldx, dl + nt * 8, c.ld_dl);
+      batch_product(acc, xl + mt * 2 * kColumnBlock, kCols, kColumnBlock, dl + nt * 8, c.ld_dl);
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int i = mt * 16 + g + 8 * (q >> 1), cls = nt * 8 + 2 * t + (q & 1);
@@ -766,7 +832,9 @@ struct Cluster {
 
   // ---- backward of hidden layer l: dz (this layer's full gradient) -> the block's columns of the
   // layer below's gradient, into every block's `below`; this block's rows of W[l] updated.
-  __device__ void hidden_backward(int l, const bf16* dz, bf16* below) {
+  __device__ void hidden_backward(int l, int dz_id, int below_id) {
+    const bf16* dz = exchanged(dz_id);
+    bf16* below = exchanged(below_id);
     const FusedLayer& L = layer(l);
     BiasUpdate bias = fetch_bias(L, rank * kCols + warp);
     const bool mine_below = owns(pad16(L.in));
@@ -775,11 +843,11 @@ struct Cluster {
       const int k_steps = pad16(L.out) / 16;
       const bf16* wc = at<bf16>(c.wc[l]) + parity * kCols * c.ld_wc[l];
       float acc[2][4] = {};
-      two_chain_product(acc, dz + warp * 16 * c.ldx, c.ldx, wc, c.ld_wc[l], k_steps);
+      two_chain_product(acc, dz + warp * 16 * kCols, kCols, kColumnBlock, wc, c.ld_wc[l], k_steps);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = warp * 16 + g + 8 * h, col = rank * kCols + 2 * t;
-        const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(xb + row * c.ldx + col);
+        const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(element(xb, row, col));
         const bool valid = row < rows;
         const float d0 = valid && col < L.in
                              ? (acc[0][2 * h] + acc[1][2 * h]) * slope_from_output<kAct>(__low2float(y))
@@ -787,11 +855,10 @@ struct Cluster {
         const float d1 = valid && col + 1 < L.in ? (acc[0][2 * h + 1] + acc[1][2 * h + 1]) *
                                                        slope_from_output<kAct>(__high2float(y))
                                                  : 0.0f;
-        store_pair(below + row * c.ldx + col, d0, d1);
+        store_pair(element(below, row, col), d0, d1);
       }
     }
-    __syncthreads();
-    if (mine_below) broadcast_columns(below, c.ldx, rank * kCols);
+    send(below_id, mine_below);
 
     if (!owns(pad16(L.out))) return;
     // dW[rows 8r..][i] = sum over the batch of dz[b][8r + j] * X[l - 1][b][i]: as dWᵀ, warp w takes
@@ -809,7 +876,7 @@ struct Cluster {
         fetch_parameter(index[q], valid[q], p[q], m[q], v[q]);
       }
       float acc[4] = {};
-      batch_product(acc, xb + warp * 16, c.ldx, dz + rank * kCols, c.ldx);
+      batch_product(acc, xb + warp * 2 * kColumnBlock, kCols, kColumnBlock, dz + rank * kColumnBlock, kCols);
       bf16* rows_w = at<bf16>(c.wr[l]);
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
@@ -828,7 +895,7 @@ struct Cluster {
       }
     }
     if (bias.valid) {
-      const float value = finish_bias(bias, dz, c.ldx, rank * kCols + warp);
+      const float value = finish_bias(bias, dz, kCols, kColumnBlock, rank * kCols + warp);
       if ((threadIdx.x & 31) == 0) at<float>(c.br[l])[warp] = value;
     }
   }
@@ -836,7 +903,7 @@ struct Cluster {
   // Tiles k = kBase..kBase+3 of the first layer's weight gradient (tile k: weight rows 16k..16k+15,
   // this warp's 8 features), applied, the compute copy written.
   template <int kBase>
-  __device__ void first_weight_tiles(const bf16* dz, int ld, int m_tiles) {
+  __device__ void first_weight_tiles(const bf16* dz, int ld, int cb, int m_tiles) {
     const FusedLayer& L = layer(0);
     float p[4][4], m[4][4], v[4][4];
 #pragma unroll
@@ -858,7 +925,7 @@ struct Cluster {
       for (int k = 0; k < 4; ++k) {
         if (kBase + k < m_tiles) {
           std::uint32_t fa[4];
-          load_a_trans(fa, dz + ks * 16 * ld + (kBase + k) * 16, ld);
+          load_a_trans(fa, dz + ks * 16 * ld + (kBase + k) * 2 * cb, ld, cb);
           mma(acc[k], fa, fb);
         }
       }
@@ -880,7 +947,7 @@ struct Cluster {
   // bias of its columns, applied; then the next batch's features (fetched first, so they arrive
   // meanwhile) staged. dz: the layer's full gradient, rows `ld` apart. Warp w takes features
   // 8w..8w+7 of the block's 64, and every 16 weight rows of them (first_weight_tiles).
-  __device__ void first_backward(const bf16* dz, int ld, std::int64_t step) {
+  __device__ void first_backward(const bf16* dz, int ld, int cb, std::int64_t step) {
     const bool next = step + 1 < a.steps;
     Staged staged;
     if (next) fetch(staged, step + 1, true);
@@ -892,14 +959,14 @@ struct Cluster {
     if (rank < c.slices) {
       // Two passes of four tiles: the prefetched parameters and accumulators of eight would not fit
       // in registers (they spilled, and local memory goes to L2 beside 200 KB of shared memory).
-      first_weight_tiles<0>(dz, ld, m_tiles);
-      if (m_tiles > 4) first_weight_tiles<4>(dz, ld, m_tiles);
+      first_weight_tiles<0>(dz, ld, cb, m_tiles);
+      if (m_tiles > 4) first_weight_tiles<4>(dz, ld, cb, m_tiles);
     }
     stamp();  // profile: a sub-stage
     if (regression) {
       regression_biases(dz, ld);
     } else if (bias.valid) {
-      const float value = finish_bias(bias, dz, ld, rank * kCols + warp);
+      const float value = finish_bias(bias, dz, ld, cb, rank * kCols + warp);
       if ((threadIdx.x & 31) == 0) at<float>(c.b0)[warp] = value;
     }
     __syncthreads();  // every read of X0 is done
@@ -1022,6 +1089,7 @@ struct Cluster {
       reinterpret_cast<uint4*>(smem)[i] = make_uint4(0, 0, 0, 0);
     }
     __syncthreads();
+    init_exchange();
     load_weights(static_cast<const bf16*>(a.copies[state.step & 1]));
     if (a.steps > 0) {
       Staged staged;
@@ -1045,33 +1113,32 @@ struct Cluster {
         cluster.sync();
         stamp();
         add_metrics();
-        first_backward(at<bf16>(c.dl), c.ld_dl, s);
+        first_backward(at<bf16>(c.dl), c.ld_dl, 8, s);
         stamp();
         advance_step_state(state, false, false, nullptr);
         continue;
       }
+      // From here on the stages wait for the data they read (receive), not for a cluster barrier.
       first_reduce();
-      cluster.sync();
       stamp();
       for (int l = 1; l < last; ++l) {
         hidden_forward(l);
-        cluster.sync();
         stamp();
       }
       output_layer();  // leaves the last hidden layer's gradient in X[last - 1]
       stamp();
       // The gradients alternate between X[last - 1] and D going down.
-      bf16* here = x(last - 1);
-      bf16* other = at<bf16>(c.d);
+      int here = last - 1, other = kDId;
       for (int l = last - 1; l >= 1; --l) {
+        if (l < last - 1) receive(here, width(l));  // the previous stage's exchange
         hidden_backward(l, here, other);
-        cluster.sync();
         stamp();
-        bf16* swap = here;
+        const int swap = here;
         here = other;
         other = swap;
       }
-      first_backward(here, c.ldx, s);
+      if (last >= 2) receive(here, width(0));
+      first_backward(exchanged(here), kCols, kColumnBlock, s);
       stamp();
       advance_step_state(state, false, false, nullptr);
     }

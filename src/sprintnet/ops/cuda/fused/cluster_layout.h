@@ -6,8 +6,10 @@
 //
 // Every block holds, in bf16 unless said otherwise:
 //   X[l]     every hidden layer's output, all 128 rows x all columns (each block computes its
-//            8 columns and writes them into every block): the next layer's operand
-//   D        the backward's exchange buffer, alternating with X[L-2] (3+ layers)
+//            8 columns and copies them into every block): the next layer's operand, stored by
+//            blocks of 8 columns ([pad16(width) / 8][128][8], no padding), so a block's columns
+//            are 2 contiguous KB
+//   D        the backward's exchange buffer, alternating with X[L-2] (3+ layers), the same layout
 //   X0       this block's 64 input features of the batch
 //   W0       the first layer's weights on those features, every row
 //   Wr[l]    hidden layer l's own 8 rows; Wc[l] the columns of W[l] the block's 8 columns of layer
@@ -16,13 +18,14 @@
 //            weights and optimizer state (So: master, state 1, state 2), updated identically by
 //            every block; without a hidden layer the first layer is the output layer and its
 //            biases are replicated instead
+//   dl       the logits' gradient
+//   and the exchange's mbarriers (one for each X[l] and D), the step's labels, the next step's
+//   sample indices, each row's loss and hit
 //
 // Outside shared memory: P, the fp32 partial products of the first layer over each block's 64
 // input features ([16][128][ld_part], `partials_bytes` in global memory): the owners of the
 // columns read them through L2, which measured faster than pulling them over DSMEM
 // (bench/lab/cluster_probe.cu).
-//   dl       the logits' gradient
-//   and the step's labels, the next step's sample indices, each row's loss and hit
 #include <algorithm>
 #include <cstdint>
 
@@ -40,7 +43,6 @@ inline constexpr std::int64_t kClusterSharedLimit = 227 * 1024;  // Hopper's per
 
 struct ClusterLayout {
   int layers = 0;             // Linear layers (hidden + output)
-  int ldx = 0;                // row stride of X[l], D (elements)
   int ld_x0 = 0, ld_w0 = 0;   // X0 [128][ld_x0], W0 [pad16(H0)][ld_w0]
   int ld_part = 0;            // P [16][128][ld_part] fp32, in global memory
   int ld_wr[kClusterMaxLayers] = {};  // Wr[l] [8][ld_wr]
@@ -51,7 +53,7 @@ struct ClusterLayout {
   int slices = 0;                     // blocks whose input slice is not empty
   std::int64_t x[kClusterMaxLayers] = {}, d = 0, x0 = 0, w0 = 0, b0 = 0;
   std::int64_t wr[kClusterMaxLayers] = {}, br[kClusterMaxLayers] = {}, wc[kClusterMaxLayers] = {};
-  std::int64_t wo = 0, bo = 0, out_state = 0, dl = 0, labels = 0, next_samples = 0, row_loss = 0, row_hit = 0;
+  std::int64_t wo = 0, bo = 0, out_state = 0, dl = 0, bars = 0, labels = 0, next_samples = 0, row_loss = 0, row_hit = 0;
   std::int64_t bytes = 0;           // shared memory a block needs
   std::int64_t partials_bytes = 0;  // global memory for P
 };
@@ -71,8 +73,7 @@ inline ClusterLayout cluster_layout(int inputs, const int* hidden, int count, in
   };
   int widest = 0;
   for (int l = 0; l < count; ++l) widest = std::max(widest, hidden[l]);
-  c.ldx = cluster_pad16(widest) + 8;  // +8: rows 16 bytes off the banks' period (conflict-free fragments)
-  const std::int64_t x_bytes = std::int64_t{kClusterRows} * c.ldx * 2;
+  const std::int64_t x_bytes = std::int64_t{kClusterRows} * cluster_pad16(widest) * 2;
   const int first_out = count > 0 ? hidden[0] : classes;  // no hidden layer: the first is the output layer
   c.ld_part = cluster_pad16(first_out);
   c.partials_bytes = std::int64_t{kClusterCtas} * kClusterRows * c.ld_part * 4;
@@ -104,6 +105,7 @@ inline ClusterLayout cluster_layout(int inputs, const int* hidden, int count, in
   }
   c.ld_dl = c.classes_pad + 8;
   c.dl = take(std::int64_t{kClusterRows} * c.ld_dl * 2);
+  c.bars = take(kClusterMaxLayers * 8);
   c.labels = take(kClusterRows * 4);
   c.next_samples = take(kClusterRows * 4);  // the next step's rows of the permutation, prefetched
   c.row_loss = take(kClusterRows * 8);
