@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "sprintnet/ops/ops.h"
+#include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/model_io.h"
 #include "sprintnet/train/trainer.h"
 #include "support/error_message.h"
@@ -64,8 +65,9 @@ struct FirstSteps {
   // each element (its first update is lr * sign(g)), so elements whose gradient is within bf16 noise
   // of zero can flip sign: looser there. fp16 has 11 bits: tighter in principle, the same bound kept.
   double tolerance = 0.10;
-  // Cases named "..._cluster" ask for the cluster kernel (SPRINTNET_FUSED_KERNEL, docs/FUSED.md v4).
-  std::string kernel() const { return name.ends_with("_cluster") ? "cluster" : ""; }
+  // Cases named "..._cluster" ask for the cluster kernel (SPRINTNET_FUSED_KERNEL, docs/FUSED.md v4),
+  // the others for the grid kernel (the cluster kernel is the default where it runs).
+  std::string kernel() const { return name.ends_with("_cluster") ? "cluster" : "grid"; }
 };
 
 // Sets SPRINTNET_FUSED_KERNEL for the scope (the plan reads it when built).
@@ -204,7 +206,7 @@ void expect_ten_epochs_like_the_compiled_step(const std::string& name, const std
 // The default model (784-256-256-10) on the grid kernel.
 TEST(FusedEngine, TenEpochsMatchTheCompiledStep) {
   SN_REQUIRE_GPU();
-  expect_ten_epochs_like_the_compiled_step("fused", {}, "");
+  expect_ten_epochs_like_the_compiled_step("fused", {}, "grid");
 }
 
 // The cluster kernel (docs/FUSED.md v4) on 784-128-128-128-10, the model it was built for.
@@ -231,7 +233,7 @@ void expect_bit_identical_reruns(const std::string& name, const std::vector<std:
 
 TEST(FusedEngine, TheSameSeedGivesBitIdenticalWeights) {
   SN_REQUIRE_GPU();
-  expect_bit_identical_reruns("rerun", {"data.train_limit=10000", "train.epochs=2", "model.activation=\"gelu\""}, "");
+  expect_bit_identical_reruns("rerun", {"data.train_limit=10000", "train.epochs=2", "model.activation=\"gelu\""}, "grid");
 }
 
 // Widths that leave padding in the blocks' columns, tanh, a partial last batch.
@@ -257,6 +259,24 @@ TEST(FusedEngine, TheBannerSaysWhichEngineRunsAndWhy) {
   // Too wide for the chip: asked for, the fused engine refuses, naming the limit and the need.
   EXPECT_THROW(Trainer(config_for("cuda", "fused", "auto", "wide", {"train.epochs=1", "model.hidden=[8192, 8192]"})),
                std::exception);
+}
+
+// The cluster kernel is the fused engine's kernel wherever it runs, and auto's engine for softmax
+// regression (the fastest there, docs/PERFORMANCE.md).
+TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesItForSoftmaxRegression) {
+  SN_REQUIRE_GPU();
+  nn::MlpSpec regression;
+  regression.inputs = 784;
+  regression.outputs = 10;
+  if (!gpu_runs_cluster_kernel(0, regression)) GTEST_SKIP() << "this GPU or build does not run the cluster kernel";
+  Trainer small(config_for("cuda", "fused", "auto", "small", {"train.epochs=1", "model.hidden=[128]"}));
+  EXPECT_NE(small.describe().find("16-block cluster"), std::string::npos) << small.describe();
+  Trainer softmax(config_for("cuda", "auto", "auto", "softmax", {"train.epochs=1", "model.hidden=[]"}));
+  EXPECT_NE(softmax.describe().find("auto: softmax regression trains fastest"), std::string::npos) << softmax.describe();
+  EXPECT_NE(softmax.describe().find("16-block cluster"), std::string::npos) << softmax.describe();
+  // With a hidden layer auto keeps the compiled step.
+  Trainer hidden(config_for("cuda", "auto", "auto", "hidden", {"train.epochs=1", "model.hidden=[128]"}));
+  EXPECT_EQ(hidden.describe().find("fused engine"), std::string::npos) << hidden.describe();
 }
 
 }  // namespace

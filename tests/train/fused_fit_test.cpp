@@ -124,6 +124,18 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   const EngineChoice huge = resolve_engine(with({"train.batch_size=70000"}), gpu, mlp({256}), 1000, kH100L2);
   EXPECT_EQ(huge.engine, Engine::kEager);
   EXPECT_THAT(huge.reason, HasSubstr("not compiled, a batch of more than 65535"));
+  // Softmax regression takes the cluster kernel where the GPU runs it (and the cluster kernel takes
+  // the run: bf16, a batch of at most 128); everything else keeps the compiled step.
+  const auto with_clusters = [&](const Config& c, const nn::MlpSpec& m) {
+    return resolve_engine(c, gpu, m, 1000, kH100L2, true);
+  };
+  EXPECT_EQ(with_clusters(with({}), mlp({})).engine, Engine::kFused);
+  EXPECT_THAT(with_clusters(with({}), mlp({})).reason, HasSubstr("softmax regression"));
+  EXPECT_EQ(engine(with({}), mlp({})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({}), mlp({128})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({"device.precision=\"fp16\""}), mlp({})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({"train.batch_size=256"}), mlp({})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({"device.engine=\"compiled\""}), mlp({})).engine, Engine::kCompiled);
   // Asked for, the fused engine runs whatever fits.
   EXPECT_EQ(engine(with({"device.engine=\"fused\""}), mlp({256})).engine, Engine::kFused);
   EXPECT_EQ(engine(with({"device.engine=\"eager\""}), mlp({256})).engine, Engine::kEager);

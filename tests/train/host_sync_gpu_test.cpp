@@ -163,13 +163,13 @@ TEST(HostSync, AnEpochOfTheCompiledStepNeverWaitsForTheDeviceNorAllocates) {
 
 // The fused engine: an epoch is one cooperative launch of its kernel (after the permutation's
 // sort), no graph, no wait, no allocation; progress comes from host-mapped memory.
-// The grid kernel (one cooperative launch) and, asked for, the cluster kernel (one cluster launch).
+// The grid kernel (one cooperative launch) and the cluster kernel (one cluster launch), each asked for.
 class FusedKernels : public ::testing::TestWithParam<bool> {};
 
 TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   SN_REQUIRE_GPU();
   const bool cluster = GetParam();
-  if (cluster) ::setenv("SPRINTNET_FUSED_KERNEL", "cluster", 1);
+  ::setenv("SPRINTNET_FUSED_KERNEL", cluster ? "cluster" : "grid", 1);
   Trainer trainer(run_config("caching", "fused", cluster ? "[128, 128]" : "[256, 256]"));
   ::unsetenv("SPRINTNET_FUSED_KERNEL");
   ASSERT_EQ(trainer.describe().find("16-block cluster") != std::string::npos, cluster) << trainer.describe();

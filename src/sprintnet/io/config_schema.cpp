@@ -204,8 +204,9 @@ const std::vector<ConfigKey>& keys() {
           "(bf16/fp16, up to 8 layers and 64 classes, state within the GPU's L2; docs/FUSED.md); `compiled` = on a GPU "
           "the whole step captured once in a CUDA graph with fused kernels, on the CPU fixed buffers, oneDNN products "
           "with fused bias+activation and one flat optimizer update (both: every activation, loss and last batch); "
-          "`eager` = module by module in fp32; `auto` = compiled (on a GPU the faster engine today), eager only for "
-          "a GPU batch of more than 65535 samples",
+          "`eager` = module by module in fp32; `auto` = compiled, except on one GPU that runs the fused engine's "
+          "cluster kernel (Hopper) softmax regression (no hidden layer) takes `fused`, its fastest engine; eager only "
+          "for a GPU batch of more than 65535 samples",
           one_of({"auto", "fused", "compiled", "eager"})),
       key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = all cores)", at_least(0)),
       key("device.update", &Config::device, &DeviceConfig::update,

@@ -40,5 +40,8 @@ std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, con
 cuda::ClusterLayout fused_cluster_layout(const nn::MlpSpec& mlp);
 // The L2 cache of CUDA device `index` in bytes (0 in a build without CUDA).
 std::int64_t gpu_on_chip_bytes(int index);
+// Whether CUDA device `index` runs the cluster kernel with `mlp`'s layout (compute capability 9.0+,
+// code for it in this build, a 16-block cluster with that much shared memory; false without CUDA).
+bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp);
 
 }  // namespace sprintnet::train

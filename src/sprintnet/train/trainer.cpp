@@ -67,7 +67,7 @@ const char* engine_name(Engine engine) {
 }
 
 EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSpec& mlp,
-                            std::int64_t eval_batch, std::int64_t on_chip_bytes) {
+                            std::int64_t eval_batch, std::int64_t on_chip_bytes, bool cluster_kernel_runs) {
   const std::string& engine = config.device.engine;
   if (device.is_cpu()) {
     SN_CHECK(engine != "fused", "device.engine = \"fused\" needs a GPU; the CPU runs the compiled or the eager step "
@@ -85,8 +85,13 @@ EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSp
   SN_CHECK(engine != "fused" || !not_fused, "device.engine = \"fused\" cannot run this model: {}; use \"auto\" or "
            "\"compiled\"", not_fused.value_or(""));
   if (engine == "fused") return {Engine::kFused, "device.engine = \"fused\""};
-  // auto: the compiled step, which runs every model the fused engine runs and, today, faster
-  // (docs/PERFORMANCE.md); eager only where neither runs (a batch over 65535 samples).
+  // auto: softmax regression on the cluster kernel, 2x the compiled step (docs/PERFORMANCE.md); else
+  // the compiled step, which runs every model the fused engine runs and, there, faster; eager only
+  // where neither runs (a batch over 65535 samples).
+  if (engine == "auto" && mlp.hidden.empty() && cluster_kernel_runs && !not_fused &&
+      !fused_cluster_unsupported(mlp, precision, config.train.batch_size)) {
+    return {Engine::kFused, "auto: softmax regression trains fastest on the fused engine's cluster kernel"};
+  }
   if (resolve_compiled(config, device)) {
     return {Engine::kCompiled, engine == "compiled" ? "device.engine = \"compiled\""
                                                     : "auto: the compiled step runs this model, the fastest engine"};
@@ -153,7 +158,8 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   spec_.bias = config_.model.bias;
   spec_.init = nn::parse_init(config_.model.init);
   engine_ = resolve_engine(config_, device_, spec_, eval_batch_size(),
-                           device_.is_cuda() ? gpu_on_chip_bytes(device_.index) : 0);
+                           device_.is_cuda() ? gpu_on_chip_bytes(device_.index) : 0,
+                           device_.is_cuda() && !rank_.distributed() && gpu_runs_cluster_kernel(device_.index, spec_));
   if (rank_.distributed()) {
     SN_CHECK(engine_.engine == Engine::kCompiled,
              "rank {} of {}: data parallelism runs the compiled step, and this run would take the {} engine ({}); "

@@ -156,12 +156,14 @@ Device resolve_device(const DeviceConfig& config);
 // CPU always, on a GPU when train_plan_unsupported() has no objection). Errors name the key and the reason.
 bool resolve_compiled(const Config& config, Device device);
 // The engine a GPU run trains on, and why (for the banner): device.engine = "fused" runs the fused
-// engine (one kernel per epoch) or fails naming the limit; "auto" takes the compiled step where it
-// runs, else the fused engine where the model fits (fused_unsupported() with `on_chip_bytes`), else eager.
+// engine (one kernel per epoch) or fails naming the limit; "auto" takes the fused engine's cluster
+// kernel for softmax regression where `cluster_kernel_runs` (the GPU runs it, and the run is on one
+// GPU: the fastest engine there, docs/PERFORMANCE.md), else the compiled step where it runs, else
+// the fused engine where the model fits (fused_unsupported() with `on_chip_bytes`), else eager.
 // "eager", "compiled" or "fused".
 const char* engine_name(Engine engine);
 EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSpec& mlp,
-                            std::int64_t eval_batch, std::int64_t on_chip_bytes);
+                            std::int64_t eval_batch, std::int64_t on_chip_bytes, bool cluster_kernel_runs = false);
 // The precision a config asks for ("fp32", "tf32", "bf16", "fp16"): "auto" is bf16 for the
 // compiled GPU step and fp32 otherwise; only a compiled step computes in anything but fp32, the
 // CPU's in fp32 or bf16.
