@@ -416,8 +416,9 @@ EvalResult FusedTrainPlan::evaluate(const BatchLoader& loader) {
 
 std::string FusedTrainPlan::describe() const {
   const std::size_t layers = layers_.size();
-  const std::size_t barriers =
-      cluster_ ? (layers == 1 ? 2 : 2 * layers - 2) : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
+  // The cluster kernel: the first layer's partial sums and one before the output stage (its other
+  // stages wait on their data's mbarriers); the grid kernel: 2 a layer (fp16: one more).
+  const std::size_t barriers = cluster_ ? 2 : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
   return fmt::format("fused engine: one persistent kernel per epoch on {} ({} barriers a step), {} tensor-core "
                      "products with fp32 master weights, {} update over {} flat parameters",
                      cluster_ ? kernel_note_ : fmt::format("a grid of {} blocks exchanging through L2", blocks_),

@@ -1,5 +1,5 @@
-// The fused engine's cluster kernel (docs/FUSED.md, v4): a whole training epoch
-// of a small MLP (hidden widths <= 128, batch <= 128) in ONE cluster of 16
+// The fused engine's cluster kernel (docs/FUSED.md, v4 and v5): a whole training
+// epoch of a small MLP (hidden widths <= 128, batch <= 128) in ONE cluster of 16
 // blocks. The weights stay in the blocks' shared memory for the whole epoch:
 //
 //   first layer   block r owns 64 input features: it gathers them from the uint8
@@ -13,13 +13,16 @@
 //                 full gradient of the last hidden layer and the layer's update,
 //                 its master weights and state in shared memory (no exchange)
 //
-// Each block writes the columns it computes into every block's copy of the
-// layer (DSMEM stores) and a cluster barrier publishes them: 2 + (L - 2) + (L - 2)
-// barriers a step for L layers (6 for 4x128). Without a hidden layer (softmax
-// regression) block r adds the partial logits of rows 8r..8r+7, computes their
-// loss and gradient and writes those rows into every block: 2 barriers a step. The
-// other layers' fp32 master weights and optimizer state stay in the flat buffers
-// (L2); their loads are issued before the weight gradient's product. Every sum has a fixed order: reruns are bit-identical.
+// Each block copies the 8 columns it computes of a layer's output (or gradient)
+// into every other block with one bulk copy each, completing on the receiver's
+// mbarrier for that buffer (send / receive); the stages wait for their data, not
+// for each other: 2 cluster barriers a step (the partial sums' through L2, and
+// one before the output stage overwrites its input). Without a hidden layer
+// (softmax regression) block r adds the partial logits of rows 8r..8r+7, computes
+// their loss and gradient and writes those rows into every block: 2 barriers a
+// step. The other layers' fp32 master weights and optimizer state stay in the
+// flat buffers (L2); their loads are issued before the weight gradient's product.
+// Every sum has a fixed order: reruns are bit-identical.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
