@@ -143,7 +143,8 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"partial_batch", {"data.train_limit=500", "train.drop_last=false"}});
   cases.push_back({"softmax_regression", {"model.hidden=[]"}});
   // The cluster kernel: every activation it takes, both losses, every optimizer, a partial batch,
-  // and a deep narrow model (its gradients alternate between two exchange buffers four times).
+  // a deep narrow model (its gradients alternate between two exchange buffers four times) and
+  // both logit widths.
   for (const std::string act : {"identity", "relu", "tanh", "sigmoid"}) {
     cases.push_back({act + "_cluster", {fmt::format("model.activation=\"{}\"", act)}});
   }
@@ -162,6 +163,8 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"softmax_regression_cluster", {"model.hidden=[]"}});
   cases.push_back({"softmax_regression_mse_cluster", {"model.hidden=[]", "loss.type=\"mse\"", "optim.lr=0.01"}});
   cases.push_back({"deep_narrow_cluster", {"model.hidden=[96, 64, 40, 24, 16]"}});
+  // More than 16 classes take the kernel's 8-tile logits (30 outputs, 20 of them never a label).
+  cases.push_back({"many_classes_cluster", {"model.classes=30"}});
   cases.push_back({"fp16", {}, "fp16"});
   cases.push_back({"fp16_gelu_adam", {"model.activation=\"gelu\"", "optim.type=\"adam\"", "optim.lr=0.001"}, "fp16",
                    0.25});

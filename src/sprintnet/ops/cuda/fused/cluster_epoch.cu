@@ -220,8 +220,9 @@ struct Staged {
 
 // kAdam: Adam or AdamW (two state buffers); otherwise SGD, whose instantiation keeps no second
 // state in registers (the first layer's update prefetches 32 parameters a thread). kAct: the
-// hidden layers' activation.
-template <bool kAdam, ActivationKind kAct>
+// hidden layers' activation. kLogitTiles: 8-class tiles of the logits a warp's rows hold (2 for up
+// to 16 classes, else 8: the loss's loops run over that many, not over the 64-class maximum).
+template <bool kAdam, ActivationKind kAct, int kLogitTiles>
 struct Cluster {
   const FusedEpochArgs& a;
   const ClusterLayout& c;
@@ -661,8 +662,9 @@ struct Cluster {
     const float* bo = at<float>(c.bo) + parity * c.classes_pad;
     bf16* dl = at<bf16>(c.dl);
     {
-      float acc[8][4] = {};
-      row_tiles_product<8, false>(acc, xl + warp * 16 * kCols, kCols, kColumnBlock, wo, c.ld_wo, k_steps, tiles);
+      float acc[kLogitTiles][4] = {};
+      row_tiles_product<kLogitTiles, false>(acc, xl + warp * 16 * kCols, kCols, kColumnBlock, wo, c.ld_wo, k_steps,
+                                            tiles);
       const bool mse = a.loss == FusedLoss::kMse;
       const float smoothing = a.smoothing, off_target = smoothing / static_cast<float>(classes);
       const float grad_scale = mse ? 2.0f / static_cast<float>(rows * classes) : 1.0f / static_cast<float>(rows);
@@ -672,11 +674,11 @@ struct Cluster {
         const int row = warp * 16 + g + 8 * h;
         const bool valid = row < rows;
         const int label = labels[row];
-        float v[8][2];
+        float v[kLogitTiles][2];
         float best = -INFINITY;
         int best_index = 0x7fffffff;
 #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
+        for (int nt = 0; nt < kLogitTiles; ++nt) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int cls = nt * 8 + 2 * t + e;
@@ -700,11 +702,11 @@ struct Cluster {
           return s + __shfl_xor_sync(kFullWarpMask, s, 2);
         };
         double loss = 0.0;
-        float grad[8][2];
+        float grad[kLogitTiles][2];
         if (mse) {
           float sq = 0.0f;
 #pragma unroll
-          for (int nt = 0; nt < 8; ++nt) {
+          for (int nt = 0; nt < kLogitTiles; ++nt) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               const int cls = nt * 8 + 2 * t + e;
@@ -720,7 +722,7 @@ struct Cluster {
         } else {
           float exp_sum = 0.0f, logit_sum = 0.0f, target_logit = 0.0f;
 #pragma unroll
-          for (int nt = 0; nt < 8; ++nt) {
+          for (int nt = 0; nt < kLogitTiles; ++nt) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               const int cls = nt * 8 + 2 * t + e;
@@ -738,7 +740,7 @@ struct Cluster {
           loss = static_cast<double>(log_sum_exp) - (1.0 - smoothing) * static_cast<double>(target_logit) -
                  static_cast<double>(off_target) * static_cast<double>(logit_sum);
 #pragma unroll
-          for (int nt = 0; nt < 8; ++nt) {
+          for (int nt = 0; nt < kLogitTiles; ++nt) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               const int cls = nt * 8 + 2 * t + e;
@@ -748,7 +750,7 @@ struct Cluster {
           }
         }
 #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
+        for (int nt = 0; nt < kLogitTiles; ++nt) {
           if (nt < tiles) {
             store_pair(dl + row * c.ld_dl + nt * 8 + 2 * t, valid ? grad[nt][0] : 0.0f, valid ? grad[nt][1] : 0.0f);
           }
@@ -1161,11 +1163,11 @@ struct Cluster {
 
 #endif  // SPRINTNET_HAS_CLUSTERS
 
-template <bool kAdam, ActivationKind kAct>
+template <bool kAdam, ActivationKind kAct, int kLogitTiles>
 __global__ void __launch_bounds__(kThreads, 1) cluster_epoch_kernel(const __grid_constant__ ClusterArgs args) {
 #ifdef SPRINTNET_HAS_CLUSTERS
   extern __shared__ __align__(128) unsigned char smem[];
-  Cluster<kAdam, kAct> k(args.a, args.c, args.partials, smem);
+  Cluster<kAdam, kAct, kLogitTiles> k(args.a, args.c, args.partials, smem);
   k.train();
 #else
   __trap();
@@ -1174,27 +1176,34 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_epoch_kernel(const __grid
 
 using ClusterKernel = void (*)(ClusterArgs);
 
-// The instantiation for an optimizer and activation (nullptr: an activation the kernel does not take).
-template <bool kAdam>
+// The instantiation for an optimizer, activation and logit width (nullptr: an activation the
+// kernel does not take).
+template <bool kAdam, int kLogitTiles>
 ClusterKernel kernel_for(ActivationKind activation) {
   switch (activation) {
-    case ActivationKind::kIdentity: return cluster_epoch_kernel<kAdam, ActivationKind::kIdentity>;
-    case ActivationKind::kReLU: return cluster_epoch_kernel<kAdam, ActivationKind::kReLU>;
-    case ActivationKind::kTanh: return cluster_epoch_kernel<kAdam, ActivationKind::kTanh>;
-    case ActivationKind::kSigmoid: return cluster_epoch_kernel<kAdam, ActivationKind::kSigmoid>;
+    case ActivationKind::kIdentity: return cluster_epoch_kernel<kAdam, ActivationKind::kIdentity, kLogitTiles>;
+    case ActivationKind::kReLU: return cluster_epoch_kernel<kAdam, ActivationKind::kReLU, kLogitTiles>;
+    case ActivationKind::kTanh: return cluster_epoch_kernel<kAdam, ActivationKind::kTanh, kLogitTiles>;
+    case ActivationKind::kSigmoid: return cluster_epoch_kernel<kAdam, ActivationKind::kSigmoid, kLogitTiles>;
     default: return nullptr;
   }
 }
 
-ClusterKernel kernel_for(const FusedEpochArgs& args) {
-  return args.optimizer.kind != FlatOptimizerKind::kSgd ? kernel_for<true>(args.activation)
-                                                        : kernel_for<false>(args.activation);
+template <bool kAdam>
+ClusterKernel kernel_for(ActivationKind activation, int classes_pad) {
+  return classes_pad <= 16 ? kernel_for<kAdam, 2>(activation) : kernel_for<kAdam, 8>(activation);
+}
+
+ClusterKernel kernel_for(const FusedEpochArgs& args, const ClusterLayout& layout) {
+  return args.optimizer.kind != FlatOptimizerKind::kSgd ? kernel_for<true>(args.activation, layout.classes_pad)
+                                                        : kernel_for<false>(args.activation, layout.classes_pad);
 }
 
 cudaError_t configure(std::int64_t shared_bytes) {
   for (const ActivationKind activation :
        {ActivationKind::kIdentity, ActivationKind::kReLU, ActivationKind::kTanh, ActivationKind::kSigmoid}) {
-    for (const ClusterKernel kernel : {kernel_for<false>(activation), kernel_for<true>(activation)}) {
+    for (const ClusterKernel kernel : {kernel_for<false>(activation, 16), kernel_for<true>(activation, 16),
+                                       kernel_for<false>(activation, 64), kernel_for<true>(activation, 64)}) {
       cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
       if (e != cudaSuccess) return e;
       e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
@@ -1227,7 +1236,7 @@ const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
     return "thread-block clusters need compute capability 9.0 or newer";
   }
   cudaFuncAttributes attributes{};
-  const ClusterKernel probe = kernel_for<true>(ActivationKind::kReLU);
+  const ClusterKernel probe = kernel_for<true>(ActivationKind::kReLU, 64);
   if (cudaFuncGetAttributes(&attributes, probe) != cudaSuccess || attributes.binaryVersion < 90) {
     cudaGetLastError();
     return "this build has no sm_90 code for the cluster kernel (CMAKE_CUDA_ARCHITECTURES)";
@@ -1253,7 +1262,7 @@ cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout
   if (e != cudaSuccess) return e;
   cudaLaunchAttribute attribute;
   const cudaLaunchConfig_t config = launch_config(layout.bytes, stream, &attribute);
-  const ClusterKernel kernel = kernel_for(args);
+  const ClusterKernel kernel = kernel_for(args, layout);
   if (kernel == nullptr) return cudaErrorInvalidValue;  // GELU or SiLU: fused_cluster_unsupported says so first
   const ClusterArgs kernel_args{args, layout, partials};
   return cudaLaunchKernelEx(&config, kernel, kernel_args);
