@@ -645,8 +645,8 @@ struct Cluster {
     send(l, mine);
   }
 
-  // ---- the output layer, in every block: logits, loss, dlogits; block 0 updates the layer; then
-  // the full gradient of the last hidden layer, in place of its output.
+  // ---- the output layer, in every block: logits, loss, dlogits, the layer's update; then the full
+  // gradient of the last hidden layer, in place of its output.
   __device__ void output_layer() {
     const int last = count() - 1;
     const FusedLayer& out = layer(last);
@@ -1059,8 +1059,8 @@ struct Cluster {
     }
   }
 
-  // Block 0, the last warp: the step's mean loss and hits into the metrics (a fixed order) and the
-  // progress record.
+  // Block 0, the last warp: the step's mean loss and hits added to the epoch's sums (a fixed order)
+  // and the progress record.
   __device__ void add_metrics() {
     if (rank != 0 || warp != kThreads / 32 - 1) return;
     const int lane = static_cast<int>(threadIdx.x) & 31;
