@@ -265,7 +265,7 @@ TEST(FusedEngine, TheBannerSaysWhichEngineRunsAndWhy) {
 }
 
 // The cluster kernel is the fused engine's kernel wherever it runs, and auto's engine for softmax
-// regression (the fastest there, docs/PERFORMANCE.md).
+// regression and narrow deep models (the fastest there, docs/PERFORMANCE.md).
 TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesItForSoftmaxRegression) {
   SN_REQUIRE_GPU();
   nn::MlpSpec regression;
@@ -277,7 +277,9 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesItForSoftmaxRegressi
   Trainer softmax(config_for("cuda", "auto", "auto", "softmax", {"train.epochs=1", "model.hidden=[]"}));
   EXPECT_NE(softmax.describe().find("auto: softmax regression trains fastest"), std::string::npos) << softmax.describe();
   EXPECT_NE(softmax.describe().find("16-block cluster"), std::string::npos) << softmax.describe();
-  // With a hidden layer auto keeps the compiled step.
+  Trainer narrow(config_for("cuda", "auto", "auto", "narrow", {"train.epochs=1", "model.hidden=[64, 64, 64]"}));
+  EXPECT_NE(narrow.describe().find("16-block cluster"), std::string::npos) << narrow.describe();
+  // With one hidden layer, or 128 wide, auto keeps the compiled step.
   Trainer hidden(config_for("cuda", "auto", "auto", "hidden", {"train.epochs=1", "model.hidden=[128]"}));
   EXPECT_EQ(hidden.describe().find("fused engine"), std::string::npos) << hidden.describe();
 }

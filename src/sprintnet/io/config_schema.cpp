@@ -205,8 +205,8 @@ const std::vector<ConfigKey>& keys() {
           "the whole step captured once in a CUDA graph with fused kernels, on the CPU fixed buffers, oneDNN products "
           "with fused bias+activation and one flat optimizer update (both: every activation, loss and last batch); "
           "`eager` = module by module in fp32; `auto` = compiled, except on one GPU that runs the fused engine's "
-          "cluster kernel (Hopper) softmax regression (no hidden layer) takes `fused`, its fastest engine; eager only "
-          "for a GPU batch of more than 65535 samples",
+          "cluster kernel (Hopper): softmax regression and 2+ hidden layers at most 64 wide take `fused`, their "
+          "fastest engine there; eager only for a GPU batch of more than 65535 samples",
           one_of({"auto", "fused", "compiled", "eager"})),
       key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = all cores)", at_least(0)),
       key("device.update", &Config::device, &DeviceConfig::update,
