@@ -128,7 +128,7 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   // runs it (and the cluster kernel takes the run: bf16, a batch of at most 128); everything else
   // keeps the compiled step.
   const auto with_clusters = [&](const Config& c, const nn::MlpSpec& m) {
-    return resolve_engine(c, gpu, m, 1000, kH100L2, true);
+    return resolve_engine(c, gpu, m, 1000, kH100L2, [] { return true; });
   };
   EXPECT_EQ(with_clusters(with({}), mlp({})).engine, Engine::kFused);
   EXPECT_THAT(with_clusters(with({}), mlp({})).reason, HasSubstr("softmax regression"));
@@ -140,6 +140,13 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   EXPECT_EQ(with_clusters(with({}), mlp({128, 128, 128})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({}), mlp({64, 128})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({}), with_activation(mlp({64, 64}), Activation::kGELU)).engine, Engine::kCompiled);
+  // Whether the GPU runs the cluster kernel is asked only for the models auto would give it (the
+  // answer loads the kernel's module: no start-up cost for the rest).
+  bool asked = false;
+  resolve_engine(with({}), gpu, mlp({256, 256}), 1000, kH100L2, [&] { return asked = true; });
+  EXPECT_FALSE(asked);
+  resolve_engine(with({}), gpu, mlp({}), 1000, kH100L2, [&] { return asked = true; });
+  EXPECT_TRUE(asked);
   EXPECT_EQ(with_clusters(with({"device.precision=\"fp16\""}), mlp({})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({"train.batch_size=256"}), mlp({})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({"device.engine=\"compiled\""}), mlp({})).engine, Engine::kCompiled);

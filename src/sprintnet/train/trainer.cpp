@@ -68,7 +68,8 @@ const char* engine_name(Engine engine) {
 }
 
 EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSpec& mlp,
-                            std::int64_t eval_batch, std::int64_t on_chip_bytes, bool cluster_kernel_runs) {
+                            std::int64_t eval_batch, std::int64_t on_chip_bytes,
+                            const std::function<bool()>& cluster_kernel_runs) {
   const std::string& engine = config.device.engine;
   if (device.is_cpu()) {
     SN_CHECK(engine != "fused", "device.engine = \"fused\" needs a GPU; the CPU runs the compiled or the eager step "
@@ -92,8 +93,9 @@ EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSp
   // fused engine runs; eager only where neither runs (a batch over 65535 samples).
   const bool narrow = mlp.hidden.size() >= 2 &&
                       std::all_of(mlp.hidden.begin(), mlp.hidden.end(), [](std::int64_t w) { return w <= 64; });
-  if (engine == "auto" && (mlp.hidden.empty() || narrow) && cluster_kernel_runs && !not_fused &&
-      !fused_cluster_unsupported(mlp, precision, config.train.batch_size)) {
+  if (engine == "auto" && (mlp.hidden.empty() || narrow) && !not_fused &&
+      !fused_cluster_unsupported(mlp, precision, config.train.batch_size) && cluster_kernel_runs &&
+      cluster_kernel_runs()) {
     return {Engine::kFused, mlp.hidden.empty()
                                 ? "auto: softmax regression trains fastest on the fused engine's cluster kernel"
                                 : "auto: narrow deep models (hidden layers at most 64 wide) train fastest on the "
@@ -166,7 +168,8 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   spec_.init = nn::parse_init(config_.model.init);
   engine_ = resolve_engine(config_, device_, spec_, eval_batch_size(),
                            device_.is_cuda() ? gpu_on_chip_bytes(device_.index) : 0,
-                           device_.is_cuda() && !rank_.distributed() && gpu_runs_cluster_kernel(device_.index, spec_));
+                           [&] { return device_.is_cuda() && !rank_.distributed() &&
+                                        gpu_runs_cluster_kernel(device_.index, spec_); });
   if (rank_.distributed()) {
     SN_CHECK(engine_.engine == Engine::kCompiled,
              "rank {} of {}: data parallelism runs the compiled step, and this run would take the {} engine ({}); "
