@@ -79,8 +79,8 @@ class FusedTrainPlan final : public TrainPlan {
   Tensor state_, metrics_, eval_metrics_, sync_;  // sync_: the barrier counter, then two found_inf flags
   std::unique_ptr<cuda::FusedProgress, MappedDeleter> progress_;
   cuda::FusedProgress* progress_device_ = nullptr;
-  // The cluster kernel (fused_fit.h) trains when asked for; the grid kernel trains otherwise and
-  // evaluates everything. `kernel_note_` describes the cluster kernel's launch (describe()).
+  // The cluster kernel (fused_fit.h) trains wherever it runs (choose_kernel); the grid kernel trains
+  // the rest and evaluates everything. `kernel_note_` describes the cluster kernel's launch (describe()).
   bool cluster_ = false;
   cuda::ClusterLayout cluster_layout_;
   Tensor cluster_partials_;  // the cluster kernel's first-layer partial sums (global memory, through L2)
