@@ -20,8 +20,10 @@
 // one before the output stage overwrites its input). Without a hidden layer
 // (softmax regression) block r adds the partial logits of rows 8r..8r+7, computes
 // their loss and gradient and writes those rows into every block: 2 barriers a
-// step. The other layers' fp32 master weights and optimizer state stay in the
-// flat buffers (L2); their loads are issued before the weight gradient's product.
+// step. The first layer's fp32 master weights and optimizer state live in the
+// registers of the threads that compute their gradients (v6), the output layer's in
+// shared memory; the hidden layers' stay in the flat buffers (L2), their loads
+// issued before the weight gradient's product.
 // Every sum has a fixed order: reruns are bit-identical.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -570,17 +572,23 @@ struct Cluster {
   __device__ void first_partial() {
     if (rank >= c.slices) return;
     const int tiles = pad16(width(0)) / 8;
-    float acc[16][4] = {};
-    row_tiles_product<16, false>(acc, at<bf16>(c.x0) + warp * 16 * c.ld_x0, c.ld_x0, 8, at<bf16>(c.w0), c.ld_w0,
-                                 kClusterSlice / 16, tiles);
     float* part = partial(rank);
     const int row = warp * 16 + g;
+    // Two halves of 8 column tiles: 16 tiles' accumulators beside the first layer's state (in
+    // registers all epoch) would spill.
 #pragma unroll
-    for (int nt = 0; nt < 16; ++nt) {
-      if (nt < tiles) {
-        const int col = nt * 8 + 2 * t;
-        __stcg(reinterpret_cast<float2*>(part + row * c.ld_part + col), make_float2(acc[nt][0], acc[nt][1]));
-        __stcg(reinterpret_cast<float2*>(part + (row + 8) * c.ld_part + col), make_float2(acc[nt][2], acc[nt][3]));
+    for (int half = 0; half < 2; ++half) {
+      if (half * 8 >= tiles) break;
+      float acc[8][4] = {};
+      row_tiles_product<8, false>(acc, at<bf16>(c.x0) + warp * 16 * c.ld_x0, c.ld_x0, 8,
+                                  at<bf16>(c.w0) + half * 64 * c.ld_w0, c.ld_w0, kClusterSlice / 16, tiles - half * 8);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        if (half * 8 + nt < tiles) {
+          const int col = (half * 8 + nt) * 8 + 2 * t;
+          __stcg(reinterpret_cast<float2*>(part + row * c.ld_part + col), make_float2(acc[nt][0], acc[nt][1]));
+          __stcg(reinterpret_cast<float2*>(part + (row + 8) * c.ld_part + col), make_float2(acc[nt][2], acc[nt][3]));
+        }
       }
     }
   }
@@ -768,23 +776,30 @@ struct Cluster {
     stamp();  // profile: a sub-stage
     // dZ = (dlogits · W) ⊙ f'(X), all of it, over X.
     const int n_tiles = pad16(out.in) / 8, c_steps = c.classes_pad / 16;
-    float acc[16][4] = {};
-    row_tiles_product<16, true>(acc, dl + warp * 16 * c.ld_dl, c.ld_dl, 8, wo, c.ld_wo, c_steps, n_tiles);
-    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    // In two halves of 8 column tiles (16 tiles' accumulators beside the first layer's state would
+    // spill); the first half's product overlaps the cluster barrier's wait.
 #pragma unroll
-    for (int nt = 0; nt < 16; ++nt) {
-      if (nt >= n_tiles) continue;
+    for (int half = 0; half < 2; ++half) {
+      if (half * 8 >= n_tiles) break;
+      float acc[8][4] = {};
+      row_tiles_product<8, true>(acc, dl + warp * 16 * c.ld_dl, c.ld_dl, 8, wo + half * 64, c.ld_wo, c_steps,
+                                 n_tiles - half * 8);
+      if (half == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = warp * 16 + g + 8 * h, col = nt * 8 + 2 * t;
-        bf16* p = element(xl, row, col);
-        const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(p);
-        const bool valid = row < rows;
-        const float d0 =
-            valid && col < out.in ? acc[nt][2 * h] * slope_from_output<kAct>(__low2float(y)) : 0.0f;
-        const float d1 =
-            valid && col + 1 < out.in ? acc[nt][2 * h + 1] * slope_from_output<kAct>(__high2float(y)) : 0.0f;
-        store_pair(p, d0, d1);
+      for (int nt = 0; nt < 8; ++nt) {
+        if (half * 8 + nt >= n_tiles) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = warp * 16 + g + 8 * h, col = (half * 8 + nt) * 8 + 2 * t;
+          bf16* p = element(xl, row, col);
+          const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(p);
+          const bool valid = row < rows;
+          const float d0 =
+              valid && col < out.in ? acc[nt][2 * h] * slope_from_output<kAct>(__low2float(y)) : 0.0f;
+          const float d1 =
+              valid && col + 1 < out.in ? acc[nt][2 * h + 1] * slope_from_output<kAct>(__high2float(y)) : 0.0f;
+          store_pair(p, d0, d1);
+        }
       }
     }
     stamp();  // profile: a sub-stage
@@ -905,21 +920,57 @@ struct Cluster {
     }
   }
 
-  // Tiles k = kBase..kBase+3 of the first layer's weight gradient (tile k: weight rows 16k..16k+15,
-  // this warp's 8 features), applied, the compute copy written.
-  template <int kBase>
-  __device__ void first_weight_tiles(const bf16* dz, int ld, int cb, int m_tiles) {
+  // The first layer's fp32 master weights and optimizer state of this thread's parameters, in
+  // registers for the whole epoch: 32 a thread (tile k < 8: weight rows 16k + g (+ 8), features
+  // f0 + 8w + 2t (+ 1), the accumulator layout of the weight gradient's mma), loaded when the epoch
+  // starts and stored when it ends. They never go to L2 in between (v5 read and wrote 8 K parameters
+  // a block a step there).
+  struct FirstLayerState {
+    float p[8][4], m[8][4], v[kAdam ? 8 : 1][4];
+  };
+  // Flat index of the parameter in tile k, fragment slot q; `valid` false where it is padding.
+  __device__ __forceinline__ std::int64_t first_parameter(int k, int q, bool& valid) const {
     const FusedLayer& L = layer(0);
-    float p[4][4], m[4][4], v[4][4];
+    const int o = k * 16 + g + 8 * (q >> 1), f = f0() + warp * 8 + 2 * t + (q & 1);
+    valid = rank < c.slices && k * 16 < L.out && o < L.out && f < L.in;
+    return L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f;
+  }
+  // f(flat index, k, q) for each of this thread's first-layer parameters that is not padding.
+  template <typename F>
+  __device__ __forceinline__ void for_each_first_parameter(F f) const {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < 8; ++k) {
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const int o = (kBase + k) * 16 + g + 8 * (q >> 1), f = f0() + warp * 8 + 2 * t + (q & 1);
-        fetch_parameter(L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f,
-                        kBase + k < m_tiles && o < L.out && f < L.in, p[k][q], m[k][q], v[k][q]);
+        bool valid;
+        const std::int64_t index = first_parameter(k, q, valid);
+        if (valid) f(index, k, q);
       }
     }
+  }
+  __device__ __forceinline__ void load_first_state(FirstLayerState& s) const {
+    const FlatOptimizerArgs& o = a.optimizer;
+    s = FirstLayerState{};
+    for_each_first_parameter([&](std::int64_t index, int k, int q) {
+      s.p[k][q] = o.master[index];
+      if (o.state1 != nullptr) s.m[k][q] = o.state1[index];
+      if constexpr (kAdam) s.v[k][q] = o.state2[index];
+    });
+  }
+  __device__ __forceinline__ void store_first_state(const FirstLayerState& s) const {
+    const FlatOptimizerArgs& o = a.optimizer;
+    for_each_first_parameter([&](std::int64_t index, int k, int q) {
+      o.master[index] = s.p[k][q];
+      if (o.state1 != nullptr) o.state1[index] = s.m[k][q];
+      if constexpr (kAdam) o.state2[index] = s.v[k][q];
+    });
+  }
+
+  // Tiles k = kBase..kBase+3 of the first layer's weight gradient (tile k: weight rows 16k..16k+15,
+  // this warp's 8 features), applied to the registers' master and state, the compute copy written.
+  template <int kBase>
+  __device__ __forceinline__ void first_weight_tiles(FirstLayerState& s, const bf16* dz, int ld, int cb, int m_tiles) {
+    const FusedLayer& L = layer(0);
     float acc[4][4] = {};
     const bf16* x0 = at<bf16>(c.x0) + warp * 8;
 #pragma unroll
@@ -942,8 +993,13 @@ struct Cluster {
       for (int q = 0; q < 4; ++q) {
         const int o = (kBase + k) * 16 + g + 8 * (q >> 1), col = warp * 8 + 2 * t + (q & 1), f = f0() + col;
         if (kBase + k >= m_tiles || o >= L.out || f >= L.in) continue;
-        apply(L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f, acc[k][q], p[k][q], m[k][q], v[k][q]);
-        w0[o * c.ld_w0 + col] = __float2bfloat16_rn(p[k][q]);
+        if constexpr (kAdam) {
+          step_value(acc[k][q], s.p[kBase + k][q], s.m[kBase + k][q], s.v[kBase + k][q]);
+        } else {
+          float unused = 0.0f;
+          step_value(acc[k][q], s.p[kBase + k][q], s.m[kBase + k][q], unused);
+        }
+        w0[o * c.ld_w0 + col] = __float2bfloat16_rn(s.p[kBase + k][q]);
       }
     }
   }
@@ -952,7 +1008,8 @@ struct Cluster {
   // bias of its columns, applied; then the next batch's features (fetched first, so they arrive
   // meanwhile) staged. dz: the layer's full gradient, rows `ld` apart. Warp w takes features
   // 8w..8w+7 of the block's 64, and every 16 weight rows of them (first_weight_tiles).
-  __device__ void first_backward(const bf16* dz, int ld, int cb, std::int64_t step) {
+  __device__ __forceinline__ void first_backward(FirstLayerState& first, const bf16* dz, int ld, int cb,
+                                                 std::int64_t step) {
     const bool next = step + 1 < a.steps;
     Staged staged;
     if (next) fetch(staged, step + 1, true);
@@ -962,10 +1019,10 @@ struct Cluster {
     BiasUpdate bias = fetch_bias(L, regression ? L.out : rank * kCols + warp);  // regression: below
     const int m_tiles = pad16(L.out) / 16;  // at most 8: the layer has at most 128 rows
     if (rank < c.slices) {
-      // Two passes of four tiles: the prefetched parameters and accumulators of eight would not fit
-      // in registers (they spilled, and local memory goes to L2 beside 200 KB of shared memory).
-      first_weight_tiles<0>(dz, ld, cb, m_tiles);
-      if (m_tiles > 4) first_weight_tiles<4>(dz, ld, cb, m_tiles);
+      // Two passes of four tiles: eight tiles' accumulators beside the state would not fit in
+      // registers.
+      first_weight_tiles<0>(first, dz, ld, cb, m_tiles);
+      if (m_tiles > 4) first_weight_tiles<4>(first, dz, ld, cb, m_tiles);
     }
     stamp();  // profile: a sub-stage
     if (regression) {
@@ -1096,6 +1153,8 @@ struct Cluster {
     __syncthreads();
     init_exchange();
     load_weights(static_cast<const bf16*>(a.copies[state.step & 1]));
+    FirstLayerState first;
+    load_first_state(first);
     if (a.steps > 0) {
       Staged staged;
       fetch(staged, 0, false);
@@ -1118,7 +1177,7 @@ struct Cluster {
         cluster.sync();
         stamp();
         add_metrics();
-        first_backward(at<bf16>(c.dl), c.ld_dl, 8, s);
+        first_backward(first, at<bf16>(c.dl), c.ld_dl, 8, s);
         stamp();
         advance_step_state(state, false, false, nullptr);
         continue;
@@ -1143,12 +1202,13 @@ struct Cluster {
         other = swap;
       }
       if (last >= 2) receive(here, width(0));
-      first_backward(exchanged(here), kCols, kColumnBlock, s);
+      first_backward(first, exchanged(here), kCols, kColumnBlock, s);
       stamp();
       advance_step_state(state, false, false, nullptr);
     }
     cluster.sync();  // no block leaves while others may still write into it
     store_weights(static_cast<bf16*>(a.copies[state.step & 1]), static_cast<int>(a.steps & 1));
+    store_first_state(first);
     if (rank == 0 && threadIdx.x == 0) {
       state.found_inf = 0;
       state.blocks_done = 0;
