@@ -145,15 +145,15 @@ __device__ __forceinline__ void two_chain_product(float (&acc)[2][4], const bf16
 // acc[nt] += A · B_nt over k_steps k-steps, for nt < tiles (at most kMaxTiles): A (a, lda, acb)
 // (16 rows), B_nt(k, n) at b[(nt * 8 + n) * ldb + k], or with kBTrans at b[k * ldb + nt * 8 + n].
 // A warp's row tile against several column tiles.
-template <int kMaxTiles, bool kBTrans>
-__device__ __forceinline__ void row_tiles_product(float (&acc)[kMaxTiles][4], const bf16* a, int lda, int acb,
-                                                  const bf16* b, int ldb, int k_steps, int tiles) {
+template <int kMaxTiles, bool kBTrans, bool kAll>
+__device__ __forceinline__ void row_tiles_pass(float (&acc)[kMaxTiles][4], const bf16* a, int lda, int acb,
+                                               const bf16* b, int ldb, int k_steps, int tiles) {
   for (int ks = 0; ks < k_steps; ++ks) {
     std::uint32_t fa[4];
     load_a(fa, a + ks * 2 * acb, lda, acb);
 #pragma unroll
     for (int nt = 0; nt < kMaxTiles; ++nt) {
-      if (nt < tiles) {
+      if (kAll || nt < tiles) {
         std::uint32_t fb[2];
         if constexpr (kBTrans) {
           load_b_trans(fb, b + ks * 16 * ldb + nt * 8, ldb);
@@ -165,19 +165,37 @@ __device__ __forceinline__ void row_tiles_product(float (&acc)[kMaxTiles][4], co
     }
   }
 }
+template <int kMaxTiles, bool kBTrans>
+__device__ __forceinline__ void row_tiles_product(float (&acc)[kMaxTiles][4], const bf16* a, int lda, int acb,
+                                                  const bf16* b, int ldb, int k_steps, int tiles) {
+  // Every tile (the usual case) without a branch between the loads and mma's: one basic block the
+  // compiler can schedule (a branch per tile serialised each ldmatrix with its mma).
+  if (tiles >= kMaxTiles) {
+    row_tiles_pass<kMaxTiles, kBTrans, true>(acc, a, lda, acb, b, ldb, k_steps, tiles);
+  } else {
+    row_tiles_pass<kMaxTiles, kBTrans, false>(acc, a, lda, acb, b, ldb, k_steps, tiles);
+  }
+}
 
 // A weight gradient's tile, transposed: acc(m, n) += sum over the batch's 128 rows b of
 // X(b, m) · G(b, n) (16 x 8; X as (x, ldx, xcb) and G(b, n) at gr[b * ldg + n], pointing at the
 // tile's first column).
 __device__ __forceinline__ void batch_product(float (&acc)[4], const bf16* x, int ldx, int xcb, const bf16* gr,
                                               int ldg) {
+  // Even and odd k-steps in two chains (8 dependent mma's would wait for each other), then added.
+  float odd[4] = {};
 #pragma unroll
-  for (int ks = 0; ks < kClusterRows / 16; ++ks) {
-    std::uint32_t fa[4], fb[2];
-    load_a_trans(fa, x + ks * 16 * ldx, ldx, xcb);
-    load_b_trans(fb, gr + ks * 16 * ldg, ldg);
-    mma(acc, fa, fb);
+  for (int ks = 0; ks < kClusterRows / 16; ks += 2) {
+    std::uint32_t fa0[4], fb0[2], fa1[4], fb1[2];
+    load_a_trans(fa0, x + ks * 16 * ldx, ldx, xcb);
+    load_b_trans(fb0, gr + ks * 16 * ldg, ldg);
+    load_a_trans(fa1, x + (ks + 1) * 16 * ldx, ldx, xcb);
+    load_b_trans(fb1, gr + (ks + 1) * 16 * ldg, ldg);
+    mma(acc, fa0, fb0);
+    mma(odd, fa1, fb1);
   }
+#pragma unroll
+  for (int q = 0; q < 4; ++q) acc[q] += odd[q];
 }
 
 __device__ __forceinline__ void store_pair(bf16* p, float lo, float hi) {
@@ -534,11 +552,18 @@ struct Cluster {
     if (o.state1 != nullptr) o.state1[index] = m;
     if constexpr (kAdam) o.state2[index] = v;
   }
+  // Loads issued here, before the product that follows (volatile asm stays in order with the
+  // ldmatrix/mma asm; the compiler had sunk plain loads below the product, so the update waited on L2).
+  __device__ static float load_early(const float* p) {
+    float v;
+    asm volatile("ld.global.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+  }
   __device__ void fetch_parameter(std::int64_t index, bool valid, float& p, float& m, float& v) const {
     const FlatOptimizerArgs& o = a.optimizer;
-    p = valid ? o.master[index] : 0.0f;
-    m = valid && o.state1 != nullptr ? o.state1[index] : 0.0f;
-    v = kAdam && valid ? o.state2[index] : 0.0f;
+    p = valid ? load_early(o.master + index) : 0.0f;
+    m = valid && o.state1 != nullptr ? load_early(o.state1 + index) : 0.0f;
+    v = kAdam && valid ? load_early(o.state2 + index) : 0.0f;
   }
   // A bias's update: its state fetched by lane 0 before the stage's products, applied after them
   // with the column sum of dz (a fixed order); the whole warp calls both.
@@ -847,7 +872,7 @@ struct Cluster {
         at<float>(c.bo)[(parity ^ 1) * c.classes_pad + cls] = __bfloat162float(__float2bfloat16_rn(p));
       }
     }
-    add_metrics();
+    if (count() == 2) add_metrics();  // otherwise in the shadow of the next stage's exchange
   }
 
   // ---- backward of hidden layer l: dz (this layer's full gradient) -> the block's columns of the
@@ -879,6 +904,7 @@ struct Cluster {
       }
     }
     send(below_id, mine_below);
+    if (l == count() - 2) add_metrics();  // the step's loss and hits (block 0), while the copies fly
 
     if (!owns(pad16(L.out))) return;
     // dW[rows 8r..][i] = sum over the batch of dz[b][8r + j] * X[l - 1][b][i]: as dWᵀ, warp w takes
@@ -968,7 +994,7 @@ struct Cluster {
 
   // Tiles k = kBase..kBase+3 of the first layer's weight gradient (tile k: weight rows 16k..16k+15,
   // this warp's 8 features), applied to the registers' master and state, the compute copy written.
-  template <int kBase>
+  template <int kBase, bool kAll>
   __device__ __forceinline__ void first_weight_tiles(FirstLayerState& s, const bf16* dz, int ld, int cb, int m_tiles) {
     const FusedLayer& L = layer(0);
     float acc[4][4] = {};
@@ -979,7 +1005,7 @@ struct Cluster {
       load_b_trans(fb, x0 + ks * 16 * c.ld_x0, c.ld_x0);  // the same features for every tile
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        if (kBase + k < m_tiles) {
+        if (kAll || kBase + k < m_tiles) {
           std::uint32_t fa[4];
           load_a_trans(fa, dz + ks * 16 * ld + (kBase + k) * 2 * cb, ld, cb);
           mma(acc[k], fa, fb);
@@ -989,17 +1015,23 @@ struct Cluster {
     bf16* w0 = at<bf16>(c.w0);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
+      if (!kAll && kBase + k >= m_tiles) continue;
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const int o = (kBase + k) * 16 + g + 8 * (q >> 1), col = warp * 8 + 2 * t + (q & 1), f = f0() + col;
-        if (kBase + k >= m_tiles || o >= L.out || f >= L.in) continue;
+        const int o = (kBase + k) * 16 + g + 8 * (q >> 1), f = f0() + warp * 8 + 2 * t + (q & 1);
+        if (o >= L.out || f >= L.in) continue;
         if constexpr (kAdam) {
           step_value(acc[k][q], s.p[kBase + k][q], s.m[kBase + k][q], s.v[kBase + k][q]);
         } else {
           float unused = 0.0f;
           step_value(acc[k][q], s.p[kBase + k][q], s.m[kBase + k][q], unused);
         }
-        w0[o * c.ld_w0 + col] = __float2bfloat16_rn(s.p[kBase + k][q]);
+      }
+      // Padding's master values stay 0, as the compute copy's padding.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int o = (kBase + k) * 16 + g + 8 * h;
+        store_pair(w0 + o * c.ld_w0 + warp * 8 + 2 * t, s.p[kBase + k][2 * h], s.p[kBase + k][2 * h + 1]);
       }
     }
   }
@@ -1021,8 +1053,17 @@ struct Cluster {
     if (rank < c.slices) {
       // Two passes of four tiles: eight tiles' accumulators beside the state would not fit in
       // registers.
-      first_weight_tiles<0>(first, dz, ld, cb, m_tiles);
-      if (m_tiles > 4) first_weight_tiles<4>(first, dz, ld, cb, m_tiles);
+      // A pass of four whole tiles (64 and 128 wide layers) has no branch between its loads and mma's.
+      if (m_tiles >= 4) {
+        first_weight_tiles<0, true>(first, dz, ld, cb, m_tiles);
+      } else {
+        first_weight_tiles<0, false>(first, dz, ld, cb, m_tiles);
+      }
+      if (m_tiles >= 8) {
+        first_weight_tiles<4, true>(first, dz, ld, cb, m_tiles);
+      } else if (m_tiles > 4) {
+        first_weight_tiles<4, false>(first, dz, ld, cb, m_tiles);
+      }
     }
     stamp();  // profile: a sub-stage
     if (regression) {
@@ -1259,18 +1300,12 @@ ClusterKernel kernel_for(const FusedEpochArgs& args, const ClusterLayout& layout
                                                         : kernel_for<false>(args.activation, layout.classes_pad);
 }
 
-cudaError_t configure(std::int64_t shared_bytes) {
-  for (const ActivationKind activation :
-       {ActivationKind::kIdentity, ActivationKind::kReLU, ActivationKind::kTanh, ActivationKind::kSigmoid}) {
-    for (const ClusterKernel kernel : {kernel_for<false>(activation, 16), kernel_for<true>(activation, 16),
-                                       kernel_for<false>(activation, 64), kernel_for<true>(activation, 64)}) {
-      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-      if (e != cudaSuccess) return e;
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
-      if (e != cudaSuccess) return e;
-    }
-  }
-  return cudaSuccess;
+// A kernel's attributes for a 16-block cluster with `shared_bytes` a block (set before each launch:
+// the layout, so the shared memory, differs between models).
+cudaError_t configure(ClusterKernel kernel, std::int64_t shared_bytes) {
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
 }
 
 cudaLaunchConfig_t launch_config(std::int64_t shared_bytes, cudaStream_t stream, cudaLaunchAttribute* attribute) {
@@ -1301,7 +1336,7 @@ const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
     cudaGetLastError();
     return "this build has no sm_90 code for the cluster kernel (CMAKE_CUDA_ARCHITECTURES)";
   }
-  if (configure(shared_bytes) != cudaSuccess) {
+  if (configure(probe, shared_bytes) != cudaSuccess) {
     cudaGetLastError();
     return "this GPU does not take a 16-block cluster with that much shared memory";
   }
@@ -1318,12 +1353,12 @@ const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
 cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout& layout, float* partials,
                                  cudaStream_t stream) {
   const NvtxRange range("cluster_epoch");
-  cudaError_t e = configure(layout.bytes);
+  const ClusterKernel kernel = kernel_for(args, layout);
+  if (kernel == nullptr) return cudaErrorInvalidValue;  // GELU or SiLU: fused_cluster_unsupported says so first
+  const cudaError_t e = configure(kernel, layout.bytes);
   if (e != cudaSuccess) return e;
   cudaLaunchAttribute attribute;
   const cudaLaunchConfig_t config = launch_config(layout.bytes, stream, &attribute);
-  const ClusterKernel kernel = kernel_for(args, layout);
-  if (kernel == nullptr) return cudaErrorInvalidValue;  // GELU or SiLU: fused_cluster_unsupported says so first
   const ClusterArgs kernel_args{args, layout, partials};
   return cudaLaunchKernelEx(&config, kernel, kernel_args);
 }
