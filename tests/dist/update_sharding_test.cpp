@@ -39,9 +39,13 @@ TEST(UpdateSharding, WhatCannotBeShardedIsNamed) {
   EXPECT_THAT(test::error_message([] { shard_of({0, 128}, 2, 2); }), HasSubstr("rank 2 of 2"));
 }
 
-TEST(UpdateSharding, AutoIsReplicatedAndShardedIsCheckedWhenAskedFor) {
+TEST(UpdateSharding, AutoShardsWhereItCanAndShardedIsCheckedWhenAskedFor) {
   const std::vector<FlatRange> layers = {{0, 128}};
-  EXPECT_EQ(resolve_update("auto", layers, 4, "bf16"), "replicated");
+  EXPECT_EQ(resolve_update("auto", layers, 4, "bf16"), "sharded");
+  EXPECT_EQ(resolve_update("auto", layers, 1, "bf16"), "replicated");
+  EXPECT_EQ(resolve_update("auto", layers, 2, "fp16"), "replicated");  // fp16 is not sharded
+  EXPECT_EQ(resolve_update("auto", layers, 3, "fp32"), "replicated");  // 128 does not split in 3
+  EXPECT_EQ(resolve_update("auto", {{0, 96}, {96, 224}}, 2, "fp32"), "sharded");
   EXPECT_EQ(resolve_update("replicated", layers, 4, "bf16"), "replicated");
   EXPECT_EQ(resolve_update("sharded", layers, 4, "bf16"), "sharded");
   EXPECT_EQ(resolve_update("sharded", layers, 1, "fp16"), "replicated");  // one rank: nothing to shard

@@ -264,9 +264,9 @@ TEST(FusedEngine, TheBannerSaysWhichEngineRunsAndWhy) {
                std::exception);
 }
 
-// The cluster kernel is the fused engine's kernel wherever it runs, and auto's engine for softmax
-// regression and narrow deep models (the fastest there, docs/PERFORMANCE.md).
-TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesItForSoftmaxRegression) {
+// The cluster kernel is the fused engine's kernel wherever it runs, and auto's engine for every
+// model it takes (the fastest there, docs/PERFORMANCE.md).
+TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
   SN_REQUIRE_GPU();
   nn::MlpSpec regression;
   regression.inputs = 784;
@@ -279,9 +279,11 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesItForSoftmaxRegressi
   EXPECT_NE(softmax.describe().find("16-block cluster"), std::string::npos) << softmax.describe();
   Trainer narrow(config_for("cuda", "auto", "auto", "narrow", {"train.epochs=1", "model.hidden=[64, 64, 64]"}));
   EXPECT_NE(narrow.describe().find("16-block cluster"), std::string::npos) << narrow.describe();
-  // With one hidden layer, or 128 wide, auto keeps the compiled step.
-  Trainer hidden(config_for("cuda", "auto", "auto", "hidden", {"train.epochs=1", "model.hidden=[128]"}));
-  EXPECT_EQ(hidden.describe().find("fused engine"), std::string::npos) << hidden.describe();
+  Trainer hidden(config_for("cuda", "auto", "auto", "hidden", {"train.epochs=1", "model.hidden=[128, 128, 128]"}));
+  EXPECT_NE(hidden.describe().find("16-block cluster"), std::string::npos) << hidden.describe();
+  // Too wide for one cluster (the default model): auto keeps the compiled step.
+  Trainer wide(config_for("cuda", "auto", "auto", "wide", {"train.epochs=1", "model.hidden=[256, 256]"}));
+  EXPECT_EQ(wide.describe().find("fused engine"), std::string::npos) << wide.describe();
 }
 
 }  // namespace

@@ -124,21 +124,23 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   const EngineChoice huge = resolve_engine(with({"train.batch_size=70000"}), gpu, mlp({256}), 1000, kH100L2);
   EXPECT_EQ(huge.engine, Engine::kEager);
   EXPECT_THAT(huge.reason, HasSubstr("not compiled, a batch of more than 65535"));
-  // Softmax regression and 2+ hidden layers at most 64 wide take the cluster kernel where the GPU
-  // runs it (and the cluster kernel takes the run: bf16, a batch of at most 128); everything else
-  // keeps the compiled step.
+  // Every model the cluster kernel takes goes to it where the GPU runs it (bf16, a batch of at most
+  // 128, hidden layers at most 128 wide that fit its shared memory); everything else keeps the
+  // compiled step.
   const auto with_clusters = [&](const Config& c, const nn::MlpSpec& m) {
     return resolve_engine(c, gpu, m, 1000, kH100L2, [] { return true; });
   };
   EXPECT_EQ(with_clusters(with({}), mlp({})).engine, Engine::kFused);
   EXPECT_THAT(with_clusters(with({}), mlp({})).reason, HasSubstr("softmax regression"));
   EXPECT_EQ(engine(with({}), mlp({})).engine, Engine::kCompiled);
-  EXPECT_EQ(with_clusters(with({}), mlp({128})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({}), mlp({128})).engine, Engine::kFused);
   EXPECT_EQ(with_clusters(with({}), mlp({64, 64})).engine, Engine::kFused);
-  EXPECT_THAT(with_clusters(with({}), mlp({64, 32, 16})).reason, HasSubstr("narrow deep models"));
-  EXPECT_EQ(with_clusters(with({}), mlp({64})).engine, Engine::kCompiled);
-  EXPECT_EQ(with_clusters(with({}), mlp({128, 128, 128})).engine, Engine::kCompiled);
-  EXPECT_EQ(with_clusters(with({}), mlp({64, 128})).engine, Engine::kCompiled);
+  EXPECT_THAT(with_clusters(with({}), mlp({64, 32, 16})).reason, HasSubstr("fit one 16-block cluster"));
+  EXPECT_EQ(with_clusters(with({}), mlp({128, 128, 128})).engine, Engine::kFused);
+  EXPECT_EQ(with_clusters(with({}), mlp({64, 128})).engine, Engine::kFused);
+  // Too wide, too deep for its shared memory, or an activation it does not take: the compiled step.
+  EXPECT_EQ(with_clusters(with({}), mlp({256})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({}), mlp({128, 128, 128, 128})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({}), with_activation(mlp({64, 64}), Activation::kGELU)).engine, Engine::kCompiled);
   // Whether the GPU runs the cluster kernel is asked only for the models auto would give it (the
   // answer loads the kernel's module: no start-up cost for the rest).

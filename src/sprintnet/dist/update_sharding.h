@@ -30,8 +30,8 @@ std::optional<std::string> sharding_unsupported(const std::vector<FlatRange>& ra
                                                 const std::string& precision);
 
 // `device.update` resolved for a job of `world` ranks: "replicated" or "sharded" ("auto" is
-// replicated until the sharded update is measured faster: docs/PERFORMANCE.md); asking for
-// "sharded" where it cannot run is an error naming why.
+// sharded wherever it can run, measured never slower: docs/PERFORMANCE.md, else replicated);
+// asking for "sharded" where it cannot run is an error naming why.
 std::string resolve_update(const std::string& asked, const std::vector<FlatRange>& ranges, int world,
                            const std::string& precision);
 

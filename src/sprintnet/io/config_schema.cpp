@@ -205,15 +205,16 @@ const std::vector<ConfigKey>& keys() {
           "the whole step captured once in a CUDA graph with fused kernels, on the CPU fixed buffers, oneDNN products "
           "with fused bias+activation and one flat optimizer update (both: every activation, loss and last batch); "
           "`eager` = module by module in fp32; `auto` = compiled, except on one GPU that runs the fused engine's "
-          "cluster kernel (Hopper): softmax regression and 2+ hidden layers at most 64 wide take `fused`, their "
-          "fastest engine there; eager only for a GPU batch of more than 65535 samples",
+          "cluster kernel (Hopper): every model that kernel takes (bf16, hidden layers at most 128 wide, batch at "
+          "most 128, ReLU/tanh/sigmoid/identity) takes `fused`, its fastest engine there; eager only for a GPU batch of more than 65535 samples",
           one_of({"auto", "fused", "compiled", "eager"})),
       key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = all cores)", at_least(0)),
       key("device.update", &Config::device, &DeviceConfig::update,
           "data-parallel training (`--gpus N`): how the ranks apply the optimizer: `replicated` = the gradients "
           "all-reduced, every rank updates every parameter; `sharded` = ZeRO-1: the gradients reduce-scattered, each "
           "rank updates its 1/N of the fp32 master weights and optimizer state, the compute copy all-gathered (not "
-          "fp16); `auto` = replicated (docs/DISTRIBUTED.md)",
+          "fp16); `auto` = sharded where it can run (2+ GPUs, not fp16, layers that split into the shards), else "
+          "replicated (docs/DISTRIBUTED.md)",
           one_of({"auto", "replicated", "sharded"})),
 
       key("loss.type", &Config::loss, &LossConfig::type,

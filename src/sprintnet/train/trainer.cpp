@@ -87,19 +87,15 @@ EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSp
   SN_CHECK(engine != "fused" || !not_fused, "device.engine = \"fused\" cannot run this model: {}; use \"auto\" or "
            "\"compiled\"", not_fused.value_or(""));
   if (engine == "fused") return {Engine::kFused, "device.engine = \"fused\""};
-  // auto: the cluster kernel where it measured faster than the compiled step (docs/PERFORMANCE.md,
-  // H100): softmax regression (2x) and two or more hidden layers at most 64 wide (1.3-1.6x; at 128
-  // wide the two are within 6 % either way); else the compiled step, which runs every model the
-  // fused engine runs; eager only where neither runs (a batch over 65535 samples).
-  const bool narrow = mlp.hidden.size() >= 2 &&
-                      std::all_of(mlp.hidden.begin(), mlp.hidden.end(), [](std::int64_t w) { return w <= 64; });
-  if (engine == "auto" && (mlp.hidden.empty() || narrow) && !not_fused &&
-      !fused_cluster_unsupported(mlp, precision, config.train.batch_size) && cluster_kernel_runs &&
-      cluster_kernel_runs()) {
+  // auto: the cluster kernel wherever it runs, as it measured faster than the compiled step on every
+  // model it takes (docs/PERFORMANCE.md, H100, v6: 1.03-2.3x); else the compiled step, which runs every
+  // model the fused engine runs; eager only where neither runs (a batch over 65535 samples).
+  if (engine == "auto" && !not_fused && !fused_cluster_unsupported(mlp, precision, config.train.batch_size) &&
+      cluster_kernel_runs && cluster_kernel_runs()) {
     return {Engine::kFused, mlp.hidden.empty()
                                 ? "auto: softmax regression trains fastest on the fused engine's cluster kernel"
-                                : "auto: narrow deep models (hidden layers at most 64 wide) train fastest on the "
-                                  "fused engine's cluster kernel"};
+                                : "auto: models that fit one 16-block cluster (hidden layers at most 128 wide) train "
+                                  "fastest on the fused engine's cluster kernel"};
   }
   if (resolve_compiled(config, device)) {
     return {Engine::kCompiled, engine == "compiled" ? "device.engine = \"compiled\""

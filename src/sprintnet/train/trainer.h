@@ -157,9 +157,9 @@ Device resolve_device(const DeviceConfig& config);
 bool resolve_compiled(const Config& config, Device device);
 // The engine a GPU run trains on, and why (for the banner): device.engine = "fused" runs the fused
 // engine (one kernel per epoch) or fails naming the limit; "auto" takes the fused engine's cluster
-// kernel for softmax regression and for 2+ hidden layers at most 64 wide where `cluster_kernel_runs()`
-// (the GPU runs it, and the run is on one GPU: the fastest engine there, docs/PERFORMANCE.md; asked
-// only for such models, as the answer loads the kernel), else the compiled step where it runs, else
+// kernel for every model it takes (fused_cluster_unsupported) where `cluster_kernel_runs()` (the GPU
+// runs it, and the run is on one GPU: the fastest engine there, docs/PERFORMANCE.md; asked only for
+// such models, as the answer loads the kernel), else the compiled step where it runs, else
 // the fused engine where the model fits (fused_unsupported() with `on_chip_bytes`), else eager.
 // "eager", "compiled" or "fused".
 const char* engine_name(Engine engine);
