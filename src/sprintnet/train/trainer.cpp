@@ -88,7 +88,7 @@ EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSp
            "\"compiled\"", not_fused.value_or(""));
   if (engine == "fused") return {Engine::kFused, "device.engine = \"fused\""};
   // auto: the cluster kernel wherever it runs, as it measured faster than the compiled step on every
-  // model it takes (docs/PERFORMANCE.md, H100, v6: 1.03-2.3x); else the compiled step, which runs every
+  // model it takes (docs/PERFORMANCE.md, H100, v6: 1.02-2.3x); else the compiled step, which runs every
   // model the fused engine runs; eager only where neither runs (a batch over 65535 samples).
   if (engine == "auto" && !not_fused && !fused_cluster_unsupported(mlp, precision, config.train.batch_size) &&
       cluster_kernel_runs && cluster_kernel_runs()) {
