@@ -1,5 +1,6 @@
 // Runs that share a GPU (one stream each, from the sweep's worker threads) train exactly what they
-// train alone: the compiled step is deterministic, so the metrics and weights are equal bit for bit.
+// train alone: the compiled step and the fused engine are deterministic, so the metrics and weights
+// are equal bit for bit.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -34,6 +35,13 @@ void check_engine(const std::filesystem::path& dir, const std::string& engine) {
 TEST(SweepOnAGpu, CompiledRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
   SN_REQUIRE_GPU();
   check_engine(test::temp_dir("sweep-gpu-compiled"), "compiled");
+}
+
+// auto: on Hopper the ReLU runs take the fused engine's cluster kernel (16 SMs a run, one launch an
+// epoch, deterministic) and the GELU runs the compiled step, side by side.
+TEST(SweepOnAGpu, AutoRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
+  SN_REQUIRE_GPU();
+  check_engine(test::temp_dir("sweep-gpu-auto"), "auto");
 }
 
 TEST(SweepOnAGpu, EagerRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
