@@ -375,8 +375,10 @@ void FusedTrainPlan::print_profile() {
     ++steps;
   }
   const double per = 1e-3 / static_cast<double>(std::max<std::int64_t>(steps, 1));
-  std::string line = fmt::format("fused profile ({} blocks, {} steps): start+gather {:.2f} us; per step:", blocks_,
-                                 steps, 1e-3 * static_cast<double>(clock[1] - clock[0]));
+  const std::string kernel = cluster_ ? fmt::format("cluster kernel, {} blocks", cuda::kClusterCtas)
+                                     : fmt::format("grid kernel, {} blocks", blocks_);
+  std::string line = fmt::format("fused profile ({}, {} steps): start+gather {:.2f} us; per step:", kernel, steps,
+                                 1e-3 * static_cast<double>(clock[1] - clock[0]));
   double total = 0.0;
   for (std::size_t k = 0; k < per_step; ++k) {
     line += fmt::format(" s{} {:.2f}", k, sum[k] * per);
