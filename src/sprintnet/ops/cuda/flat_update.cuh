@@ -120,7 +120,7 @@ __device__ inline void update_parameters(const FlatOptimizerArgs& a, const Block
   for (int j = 0; j < N; ++j) {
     if (!valid[j]) continue;
     if (a.kind == FlatOptimizerKind::kSgd) {
-      sgd_update(a, s, p[j], g[j], a.state1 != nullptr ? &m[j] : nullptr);
+      sgd_update_value(a, s, p[j], g[j], m[j], a.state1 != nullptr);  // by value: no address, no local memory
     } else {
       adam_update(a, s, p[j], g[j], m[j], v[j]);
     }
