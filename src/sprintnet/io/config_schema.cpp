@@ -206,7 +206,8 @@ const std::vector<ConfigKey>& keys() {
           "with fused bias+activation and one flat optimizer update (both: every activation, loss and last batch); "
           "`eager` = module by module in fp32; `auto` = compiled, except on one GPU that runs the fused engine's "
           "cluster kernel (Hopper): every model that kernel takes (bf16, hidden layers at most 128 wide, batch at "
-          "most 128, ReLU/tanh/sigmoid/identity) takes `fused`, its fastest engine there; eager only for a GPU batch of more than 65535 samples",
+          "most 128, ReLU/tanh/sigmoid/identity) takes `fused`, its fastest engine there; eager only for a GPU "
+          "batch of more than 65535 samples",
           one_of({"auto", "fused", "compiled", "eager"})),
       key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = all cores)", at_least(0)),
       key("device.update", &Config::device, &DeviceConfig::update,

@@ -1,8 +1,9 @@
 #pragma once
-// The fused engine's cluster kernel (docs/FUSED.md, v4 and v5): a small model's
+// The fused engine's cluster kernel (docs/FUSED.md, v4 to v6): a small model's
 // whole training epoch in one thread-block cluster of 16 blocks, its weights
-// resident in their shared memory, activations copied block to block by bulk
-// copies on mbarriers (the first layer's partial sums through L2). Takes the
+// resident in their shared memory (the first layer's fp32 master and optimizer
+// state in registers), activations copied block to block by bulk copies on
+// mbarriers (the first layer's partial sums through L2). Takes the
 // same arguments as the grid kernel (fused_epoch.h) plus the shared-memory
 // layout and the partial sums' buffer, and leaves the same
 // state behind (fp32 master weights and optimizer state in the flat buffers,
