@@ -28,6 +28,10 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "sprintnet/ops/cuda/activation_math.cuh"
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
@@ -958,7 +962,7 @@ struct Cluster {
   __device__ __forceinline__ std::int64_t first_parameter(int k, int q, bool& valid) const {
     const FusedLayer& L = layer(0);
     const int o = k * 16 + g + 8 * (q >> 1), f = f0() + warp * 8 + 2 * t + (q & 1);
-    valid = rank < c.slices && k * 16 < L.out && o < L.out && f < L.in;
+    valid = o < L.out && f < L.in;  // f < L.in also rules out the blocks past the last input slice
     return L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f;
   }
   // f(flat index, k, q) for each of this thread's first-layer parameters that is not padding.
@@ -996,7 +1000,6 @@ struct Cluster {
   // this warp's 8 features), applied to the registers' master and state, the compute copy written.
   template <int kBase, bool kAll>
   __device__ __forceinline__ void first_weight_tiles(FirstLayerState& s, const bf16* dz, int ld, int cb, int m_tiles) {
-    const FusedLayer& L = layer(0);
     float acc[4][4] = {};
     const bf16* x0 = at<bf16>(c.x0) + warp * 8;
 #pragma unroll
@@ -1018,8 +1021,9 @@ struct Cluster {
       if (!kAll && kBase + k >= m_tiles) continue;
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const int o = (kBase + k) * 16 + g + 8 * (q >> 1), f = f0() + warp * 8 + 2 * t + (q & 1);
-        if (o >= L.out || f >= L.in) continue;
+        bool valid;
+        first_parameter(kBase + k, q, valid);
+        if (!valid) continue;
         if constexpr (kAdam) {
           step_value(acc[k][q], s.p[kBase + k][q], s.m[kBase + k][q], s.v[kBase + k][q]);
         } else {
@@ -1325,7 +1329,9 @@ cudaLaunchConfig_t launch_config(std::int64_t shared_bytes, cudaStream_t stream,
 
 }  // namespace
 
-const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
+namespace {
+
+const char* probe_cluster_epoch(int device, std::int64_t shared_bytes) {
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
     return "thread-block clusters need compute capability 9.0 or newer";
@@ -1348,6 +1354,19 @@ const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
     return "this GPU cannot schedule a 16-block cluster with that much shared memory";
   }
   return nullptr;
+}
+
+}  // namespace
+
+const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
+  // The answer depends only on the GPU and the bytes: asked once (an auto run asks when it picks the
+  // engine and again when the plan picks the kernel; a sweep asks for every run).
+  static std::mutex mutex;
+  static std::map<std::pair<int, std::int64_t>, const char*> answers;
+  const std::lock_guard lock(mutex);
+  const auto [at, fresh] = answers.try_emplace({device, shared_bytes}, nullptr);
+  if (fresh) at->second = probe_cluster_epoch(device, shared_bytes);
+  return at->second;
 }
 
 cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout& layout, float* partials,
