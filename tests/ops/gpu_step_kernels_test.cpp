@@ -389,12 +389,14 @@ TEST(GpuStepKernels, Bf16EpiloguesMatchTheCpu) {
 
 // The fused output layer against the CPU: logits = x w^T + b, then the same loss, gradient and count
 // as the CPU cross-entropy; then dW, the bias gradient and dX (with the ReLU gradient) from the
-// gradient it wrote. fp32 inputs: sums of up to 784 products in fp32 (~1e-6 relative).
+// gradient it wrote. fp32 inputs: sums of up to 2048 products in fp32 (~1e-6 relative). The wide
+// shapes take the four-at-a-time loads (in % 4 == 0) or not (1030), and the weight gradient runs
+// whole and in slices of rows (with scratch; twice, as its counters must reset themselves).
 TEST(GpuStepKernels, SkinnyOutputLayerMatchesTheCpu) {
   SN_REQUIRE_GPU();
   Generator gen(test::test_seed() + 6);
   for (const auto& [rows, in, classes] : std::vector<std::tuple<std::int64_t, std::int64_t, int>>{
-           {1, 3, 2}, {128, 784, 10}, {1000, 256, 10}, {37, 100, 32}}) {
+           {1, 3, 2}, {128, 784, 10}, {1000, 256, 10}, {37, 100, 32}, {2048, 1030, 10}, {3000, 2048, 10}}) {
     const std::string what = fmt::format("{}x{}x{}", rows, in, classes);
     const Tensor x = test::random_uniform({rows, in}, DType::kF32, gen, 0.0, 1.0);  // post-ReLU-like
     const Tensor w = test::random_uniform({classes, in}, DType::kF32, gen, -0.1, 0.1);
@@ -447,14 +449,28 @@ TEST(GpuStepKernels, SkinnyOutputLayerMatchesTheCpu) {
     ops::activation_backward(Activation::kReLU, test::oracle_copy(relu_out), test::oracle_copy(relu_out), ref_dx,
                              ref_masked);
 
-    const Tensor dw = test::poisoned({classes, in}, DType::kF32, gpu());
-    const Tensor db = test::poisoned({classes}, DType::kF32, gpu());
-    SN_CUDA_CHECK(cuda::launch_skinny_weight_grad(dlogits.data<float>(), classes, dx_.raw_data(),
-                                                  cuda::ElementType::kF32, rows, in, dw.data<float>(),
-                                                  db.data<float>(), stream()));
-    const double scale = weight * static_cast<double>(rows);  // sums of `rows` terms of size ~weight
-    test::expect_allclose(dw, ref_dw, 1e-6 * scale, 1e-4, "skinny dW " + what);
-    test::expect_allclose(db, ref_db, 1e-6 * scale, 1e-4, "skinny bias gradient " + what);
+    const cuda::SkinnySplit split = cuda::skinny_weight_grad_split(rows, in);
+    if (rows >= 2048) {
+      EXPECT_GT(split.splits, 1) << what << ": the wide shapes must run in slices";
+    }
+    const Tensor partials = Tensor::empty({std::max<std::int64_t>(split.scratch_floats, 1)}, DType::kF32, gpu());
+    const Tensor counters = Tensor::zeros({split.groups}, DType::kI32, gpu());
+    for (const bool sliced : {false, true}) {
+      const std::string how = what + (sliced ? " in slices" : " whole");
+      const cuda::SkinnyScratch scratch{
+          .partials = sliced ? partials.data<float>() : nullptr,
+          .counters = sliced ? static_cast<std::uint32_t*>(counters.raw_data()) : nullptr};
+      const Tensor dw = test::poisoned({classes, in}, DType::kF32, gpu());
+      const Tensor db = test::poisoned({classes}, DType::kF32, gpu());
+      for (int run = 0; run < (sliced ? 2 : 1); ++run) {
+        SN_CUDA_CHECK(cuda::launch_skinny_weight_grad(dlogits.data<float>(), classes, dx_.raw_data(),
+                                                      cuda::ElementType::kF32, rows, in, dw.data<float>(),
+                                                      db.data<float>(), stream(), nullptr, nullptr, nullptr, scratch));
+      }
+      const double scale = weight * static_cast<double>(rows);  // sums of `rows` terms of size ~weight
+      test::expect_allclose(dw, ref_dw, 1e-6 * scale, 1e-4, "skinny dW " + how);
+      test::expect_allclose(db, ref_db, 1e-6 * scale, 1e-4, "skinny bias gradient " + how);
+    }
     const Tensor dxg = test::poisoned({rows, in}, DType::kF32, gpu());
     const Tensor d_relu = relu_out.to(gpu());
     SN_CUDA_CHECK(cuda::launch_skinny_input_grad(dlogits.data<float>(), classes, dw_.raw_data(),

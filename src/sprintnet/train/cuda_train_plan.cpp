@@ -203,6 +203,8 @@ class CudaTrainPlan final : public TrainPlan {
   Tensor input_, labels_, eval_input_, eval_labels_;
   Tensor dlogits_;  // skinny output layer: fp32 [B, classes]
   Tensor block_loss_, block_correct_, blocks_done_;  // its per-block scratch
+  Tensor skinny_partials_, skinny_counters_;        // its weight gradient's slices of rows (wide layers)
+  cuda::SkinnyScratch skinny_scratch_{};            // ... as the kernel takes them (null: no slices)
   cuda::GatherArgs step_gather_{};  // how the step gathers its batch (the lone skinny layer reads through it)
   Tensor order_, permutation_scratch_, lr_table_;
   Tensor state_, metrics_, eval_metrics_;  // StepState, StepMetrics (raw bytes)
@@ -272,6 +274,9 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
 
   mse_ = spec.loss == "mse";
   skinny_ = !mse_ && layers_.back().out <= cuda::kSkinnyMaxOutputs;  // skinny_layer.cu fuses cross-entropy
+  // SPRINTNET_SKINNY=0 sends it through cuBLASLt and the general cross-entropy instead (for measuring
+  // what the skinny kernels gain: docs/PERFORMANCE.md).
+  if (const char* skinny = std::getenv("SPRINTNET_SKINNY")) skinny_ = skinny_ && std::string_view(skinny) != "0";
   // fp16 checks every gradient before any update. SPRINTNET_SINGLE_UPDATE=1 also keeps one update at the
   // end of the step (for measuring what the overlap gains, docs/PERFORMANCE.md).
   const char* single_update = std::getenv("SPRINTNET_SINGLE_UPDATE");
@@ -317,6 +322,14 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
     block_loss_ = Tensor::empty({blocks}, DType::kF64, device);
     block_correct_ = Tensor::empty({blocks * 8}, DType::kU8, device);
     blocks_done_ = Tensor::zeros({4}, DType::kU8, device);
+    // The weight gradient's slices of rows (wide layers); a tail batch takes no more slices.
+    const cuda::SkinnySplit split = cuda::skinny_weight_grad_split(batch_, layers_.back().in);
+    if (split.splits > 1) {
+      skinny_partials_ = Tensor::empty({split.scratch_floats}, DType::kF32, device);
+      skinny_counters_ = Tensor::zeros({split.groups}, DType::kI32, device);
+      skinny_scratch_ = {.partials = skinny_partials_.data<float>(),
+                         .counters = static_cast<std::uint32_t*>(skinny_counters_.raw_data())};
+    }
   }
   std::vector<std::int32_t> identity(static_cast<std::size_t>(samples_));
   for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int32_t>(i);
@@ -549,7 +562,8 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
                                                     precision_.element, rows, layer.in, grad_at(layer.weight_offset),
                                                     bias ? grad_at(layer.bias_offset) : nullptr, wgrad,
                                                     gathered ? &step_gather_ : nullptr,
-                                                    fused_update ? &fused_args : nullptr, &row_sums));
+                                                    fused_update ? &fused_args : nullptr, &row_sums,
+                                                    skinny_scratch_));
       if (l > 0) {
         Layer& below = layers_[l - 1];
         SN_CUDA_CHECK(cuda::launch_skinny_input_grad(dlogits_.data<float>(), static_cast<int>(layer.out),

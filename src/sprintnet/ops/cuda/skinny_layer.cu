@@ -2,7 +2,9 @@
 // product with 10 columns is too thin for cuBLAS's tiles (its kernels wait on
 // latency, and its epilogues run as extra kernels), so these kernels fuse the
 // product with its neighbours. Deterministic: every sum has a fixed order.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "sprintnet/ops/cuda/element_access.cuh"
@@ -31,6 +33,38 @@ __device__ inline float round_to(float v, const float*) { return v; }
 __device__ inline float round_to(float v, const __nv_bfloat16*) { return __bfloat162float(__float2bfloat16_rn(v)); }
 __device__ inline float round_to(float v, const __half*) { return __half2float(__float2half_rn(v)); }
 
+// Four consecutive elements as floats, in one load (8 bytes of bf16/fp16, 16 of fp32): the wide
+// layers' rows (in % 4 == 0, aligned; vectorizable()) are read this way, a quarter of the loads.
+template <typename T>
+__device__ inline void load4(const T* p, float (&v)[4]) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 q = *reinterpret_cast<const float4*>(p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+  } else {
+    const uint2 q = *reinterpret_cast<const uint2*>(p);
+    const T* e = reinterpret_cast<const T*>(&q);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = to_float(e[j]);
+  }
+}
+template <typename T>
+__device__ inline void store4(T* p, const float (&v)[4]) {
+  if constexpr (sizeof(T) == 4) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+    uint2 q;
+    T* e = reinterpret_cast<T*>(&q);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) e[j] = from_float<T>(v[j]);
+    *reinterpret_cast<uint2*>(p) = q;
+  }
+}
+// Whether rows of `in` elements at p can be read four at a time.
+template <typename T>
+__device__ __host__ inline bool vectorizable(const void* p, std::int64_t in) {
+  return in % 4 == 0 && reinterpret_cast<std::uintptr_t>(p) % (4 * sizeof(T)) == 0;
+}
+
 // The first row of the current step's batch in the epoch's order.
 __device__ inline std::int64_t batch_first_row(const GatherArgs& g) {
   return (g.state != nullptr ? g.state->step % g.steps_per_epoch : 0) * (g.stride > 0 ? g.stride : g.rows) + g.first;
@@ -45,14 +79,65 @@ __device__ inline float gathered_value(const GatherArgs& g, const std::uint8_t* 
   return round_to(static_cast<float>(row[f]) * g.scale + g.shift, static_cast<const T*>(nullptr));
 }
 
+// A warp's row of the softmax cross-entropy from lane c's product (class c < a.classes): the logits
+// (bias added, rounded to T as cuBLAS's output would be), the row's loss and hit into the scratch,
+// its gradient into dlogits.
+template <typename T, bool kGathered>
+__device__ void finish_row(const SkinnyForwardArgs& a, std::int64_t row, float product, int lane) {
+  const bool active = lane < a.classes;
+  float logit = -INFINITY;  // lane c's class
+  if (active) {
+    float v = product;
+    if (a.bias != nullptr) v += to_float(static_cast<const T*>(a.bias)[lane]);
+    logit = round_to(v, static_cast<const T*>(nullptr));
+  }
+  std::int32_t label;
+  if constexpr (kGathered) {
+    label = a.source.labels[batch_sample(a.source, batch_first_row(a.source), row)];
+  } else {
+    label = a.labels[row];
+  }
+  // Max and its first index.
+  float max_logit = logit;
+  int max_index = active ? lane : kWarpSize;
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const float other = __shfl_xor_sync(kFullWarpMask, max_logit, offset);
+    const int other_index = __shfl_xor_sync(kFullWarpMask, max_index, offset);
+    if (other > max_logit || (other == max_logit && other_index < max_index)) {
+      max_logit = other;
+      max_index = other_index;
+    }
+  }
+  const float exp_sum = warp_sum(active ? expf(logit - max_logit) : 0.0f);
+  const float logit_sum = warp_sum(active ? logit : 0.0f);
+  const float target_logit = __shfl_sync(kFullWarpMask, logit, label);
+  const float log_sum_exp = max_logit + logf(exp_sum);
+  const float off_target = a.smoothing / static_cast<float>(a.classes);
+  if (lane == 0) {
+    a.block_loss[row] = static_cast<double>(log_sum_exp) - (1.0 - a.smoothing) * static_cast<double>(target_logit) -
+                        static_cast<double>(off_target) * static_cast<double>(logit_sum);
+    a.block_correct[row] = max_index == label ? 1 : 0;
+  }
+  if (a.dlogits != nullptr && active) {
+    const float scale = a.grad_scale * (a.state != nullptr ? a.state->loss_scale : 1.0f);
+    const float target = (lane == label ? 1.0f - a.smoothing : 0.0f) + off_target;
+    a.dlogits[row * a.classes + lane] = scale * (expf(logit - log_sum_exp) - target);
+  }
+}
+
 // One block per row: its 8 warps split the inputs, each lane keeping kC partial sums (classes
 // rounded up to kC; the rows past the last class read the last row again, so the hot loop has no
 // branch and its loads issue together); the warps' sums meet in shared memory in warp order; warp 0
-// then owns the row, lane c class c, for the softmax. Each row's loss and hit go to scratch, and the
-// last block to finish adds them in row order (a fixed tree), so the sums are deterministic.
-template <typename T, int kC, bool kGathered>
+// then owns the row, lane c class c, for the softmax. kWide (many rows of whole 4-element vectors:
+// wide()): four inputs a thread an iteration, only the real classes, and the threads' sums added
+// through shared memory (a warp a class) instead of a butterfly per class in every warp. (A warp
+// a row, 8 rows a block, measured slower at 4096 inputs: 100 us against 70 a step.) Each row's loss
+// and hit go to scratch, and the last block to finish adds them in row order (a fixed tree), so the
+// sums are deterministic.
+template <typename T, int kC, bool kGathered, bool kWide>
 __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyForwardArgs a) {
   __shared__ float sums[kForwardWarps][kC];
+  __shared__ float parts[kWide ? kC : 1][kWide ? kForwardThreads : 1];  // kWide: each thread's sums
   __shared__ double tree_loss[kForwardThreads];
   __shared__ long long tree_correct[kForwardThreads];
   __shared__ bool last_block;
@@ -61,7 +146,39 @@ __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyF
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const std::int64_t row = blockIdx.x;
-  {
+  if constexpr (kWide) {
+    float acc[kC];
+#pragma unroll
+    for (int c = 0; c < kC; ++c) acc[c] = 0.0f;
+    const T* x_row = x + row * a.in;
+    for (std::int64_t f = 4 * static_cast<std::int64_t>(threadIdx.x); f < a.in; f += 4 * kForwardThreads) {
+      float xv[4];
+      load4(x_row + f, xv);
+#pragma unroll
+      for (int c = 0; c < kC; ++c) {
+        if (c < a.classes) {
+          float wv[4];
+          load4(w + c * a.in + f, wv);
+          acc[c] += xv[0] * wv[0] + xv[1] * wv[1] + xv[2] * wv[2] + xv[3] * wv[3];
+        }
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < kC; ++c) {
+      if (c < a.classes) parts[c][threadIdx.x] = acc[c];
+    }
+    __syncthreads();
+    // Warp w adds classes w, w + 8, ...: each lane 8 threads' sums in order, then the warp's tree.
+    for (int c = warp; c < a.classes; c += kForwardWarps) {
+      float v = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kForwardWarps; ++i) v += parts[c][lane + i * kWarpSize];
+      v = warp_sum(v);
+      if (lane == 0) sums[0][c] = v;
+    }
+    __syncthreads();
+    if (warp == 0) finish_row<T, kGathered>(a, row, lane < a.classes ? sums[0][lane] : 0.0f, lane);
+  } else {
     const T* w_rows[kC];
 #pragma unroll
     for (int c = 0; c < kC; ++c) w_rows[c] = w + static_cast<std::int64_t>(c < a.classes ? c : a.classes - 1) * a.in;
@@ -89,55 +206,19 @@ __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyF
       const float v = warp_sum(acc[c]);
       if (lane == 0) sums[warp][c] = v;
     }
+    __syncthreads();
+    if (warp == 0) {
+      float product = 0.0f;
+      if (lane < a.classes) {
+        for (int i = 0; i < kForwardWarps; ++i) product += sums[i][lane];
+      }
+      finish_row<T, kGathered>(a, row, product, lane);
+    }
   }
+  if (a.metrics != nullptr) __threadfence();  // the rows' scratch, before the block counts itself in
   __syncthreads();
-  if (warp == 0) {
-    const bool active = lane < a.classes;
-    float logit = -INFINITY;  // lane c's class
-    if (active) {
-      float v = 0.0f;
-      for (int i = 0; i < kForwardWarps; ++i) v += sums[i][lane];
-      if (a.bias != nullptr) v += to_float(static_cast<const T*>(a.bias)[lane]);
-      logit = round_to(v, x);  // the product rounded to the compute type, as cuBLAS's output would be
-    }
-    std::int32_t label;
-    if constexpr (kGathered) {
-      label = a.source.labels[batch_sample(a.source, batch_first_row(a.source), row)];
-    } else {
-      label = a.labels[row];
-    }
-    // Max and its first index.
-    float max_logit = logit;
-    int max_index = active ? lane : kWarpSize;
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-      const float other = __shfl_xor_sync(kFullWarpMask, max_logit, offset);
-      const int other_index = __shfl_xor_sync(kFullWarpMask, max_index, offset);
-      if (other > max_logit || (other == max_logit && other_index < max_index)) {
-        max_logit = other;
-        max_index = other_index;
-      }
-    }
-    const float exp_sum = warp_sum(active ? expf(logit - max_logit) : 0.0f);
-    const float logit_sum = warp_sum(active ? logit : 0.0f);
-    const float target_logit = __shfl_sync(kFullWarpMask, logit, label);
-    const float log_sum_exp = max_logit + logf(exp_sum);
-    const float off_target = a.smoothing / static_cast<float>(a.classes);
-    if (lane == 0) {
-      a.block_loss[row] = static_cast<double>(log_sum_exp) - (1.0 - a.smoothing) * static_cast<double>(target_logit) -
-                          static_cast<double>(off_target) * static_cast<double>(logit_sum);
-      a.block_correct[row] = max_index == label ? 1 : 0;
-      if (a.metrics != nullptr) {
-        __threadfence();
-        last_block = atomicAdd(a.blocks_done, 1u) == gridDim.x - 1;
-      } else {
-        last_block = false;  // the weight-gradient kernel adds the rows (RowSums)
-      }
-    }
-    if (a.dlogits != nullptr && active) {
-      const float scale = a.grad_scale * (a.state != nullptr ? a.state->loss_scale : 1.0f);
-      const float target = (lane == label ? 1.0f - a.smoothing : 0.0f) + off_target;
-      a.dlogits[row * a.classes + lane] = scale * (expf(logit - log_sum_exp) - target);
-    }
+  if (threadIdx.x == 0) {
+    last_block = a.metrics != nullptr && atomicAdd(a.blocks_done, 1u) == gridDim.x - 1;
   }
   __syncthreads();
   if (!last_block) return;
@@ -283,21 +364,33 @@ __global__ void __launch_bounds__(kGradWarps * kWarpSize)
   }
 }
 
-template <int kC, bool kGathered>
+template <int kC, bool kGathered, bool kWide = false>
 cudaError_t launch_forward_for(const SkinnyForwardArgs& a, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>(skinny_forward_blocks(a.rows));
   switch (a.type) {
     case ElementType::kBF16:
-      skinny_forward_kernel<__nv_bfloat16, kC, kGathered><<<blocks, kForwardThreads, 0, stream>>>(a);
+      skinny_forward_kernel<__nv_bfloat16, kC, kGathered, kWide><<<blocks, kForwardThreads, 0, stream>>>(a);
       break;
     case ElementType::kF16:
-      skinny_forward_kernel<__half, kC, kGathered><<<blocks, kForwardThreads, 0, stream>>>(a);
+      skinny_forward_kernel<__half, kC, kGathered, kWide><<<blocks, kForwardThreads, 0, stream>>>(a);
       break;
     case ElementType::kF32:
-      skinny_forward_kernel<float, kC, kGathered><<<blocks, kForwardThreads, 0, stream>>>(a);
+      skinny_forward_kernel<float, kC, kGathered, kWide><<<blocks, kForwardThreads, 0, stream>>>(a);
       break;
   }
   return cudaGetLastError();
+}
+
+// The wide kernels take products of at least this many input elements (rows x in): on the H100 they
+// were faster from 4x784x1024 (800 K) and 4x4096x128 (520 K) up, slower at 4x784x128 and below (the
+// narrow ones' per-row butterflies and single pass win where there is little to read), so below it
+// the narrow kernels run (docs/PERFORMANCE.md, "The output layer at large batches").
+constexpr std::int64_t kWideElements = std::int64_t{256} * 1024;
+
+bool wide(std::int64_t rows, std::int64_t in) { return rows * in >= kWideElements; }
+// vectorizable() for an element type known at run time.
+bool vectorizable_as(ElementType type, const void* p, std::int64_t in) {
+  return type == ElementType::kF32 ? vectorizable<float>(p, in) : vectorizable<__nv_bfloat16>(p, in);
 }
 
 template <int kC, bool kGathered, bool kUpdate>
@@ -338,7 +431,178 @@ __global__ void skinny_input_grad_kernel(const float* dlogits, int classes, cons
   }
 }
 
+// The same four elements a thread (rows of whole vectors): a quarter of the loads of w and of the
+// ReLU output, the same sums in the same order as the scalar kernel.
+template <typename T>
+__global__ void skinny_input_grad_vec_kernel(const float* dlogits, int classes, const T* w, std::int64_t rows,
+                                             std::int64_t in, const T* relu_out, T* dx) {
+  const std::int64_t per_row = in / 4, count = rows * per_row;
+  for (std::int64_t i = global_thread(); i < count; i += grid_threads()) {
+    const std::int64_t r = i / per_row, f = (i % per_row) * 4;
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int c = 0; c < classes; ++c) {
+      const float d = __ldg(dlogits + r * classes + c);
+      float wv[4];
+      load4(w + c * in + f, wv);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) sum[j] += d * wv[j];
+    }
+    if (relu_out != nullptr) {
+      float y[4];
+      load4(relu_out + r * in + f, y);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) sum[j] = y[j] > 0.0f ? sum[j] : 0.0f;
+    }
+    store4(dx + r * in + f, sum);
+  }
+}
+
+// ---- the weight gradient of a wide layer (no gather, no fused update): a block owns 128 input
+// features (four a lane) and one of `splits` slices of the rows; its 8 warps split the slice's rows,
+// each thread keeping 4 x kC sums; the warps' sums are added in warp order in shared memory. With
+// several slices each block stores its sums in scratch and the last block of its features (a
+// counter) adds the slices in order: every sum has a fixed order. One more block adds the bias
+// gradient (and the forward's row sums).
+constexpr int kSplitFeatures = 4 * kWarpSize;
+
+template <typename T, int kC>
+__global__ void __launch_bounds__(kGradWarps * kWarpSize)
+    skinny_weight_grad_split_kernel(const float* dlogits, int classes, const T* x, std::int64_t rows,
+                                    std::int64_t in, T* dw, T* dbias, RowSums sums, SkinnyScratch scratch,
+                                    int splits) {
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int groups = static_cast<int>((in + kSplitFeatures - 1) / kSplitFeatures);
+  if (static_cast<int>(blockIdx.x) == groups * splits) {
+    // The extra block: the bias gradient (warp w sums rows w, w + 8, ...; then the warps in order).
+    if (sums.metrics != nullptr) add_row_sums<kGradWarps * kWarpSize>(sums);
+    if (dbias == nullptr) return;
+    __shared__ float bias_part[kGradWarps][kSkinnyMaxOutputs];
+    float b = 0.0f;
+    if (lane < classes) {
+      for (std::int64_t r = warp; r < rows; r += kGradWarps) b += dlogits[r * classes + lane];
+    }
+    bias_part[warp][lane] = b;
+    __syncthreads();
+    if (warp == 0 && lane < classes) {
+      float total = 0.0f;
+      for (int i = 0; i < kGradWarps; ++i) total += bias_part[i][lane];
+      dbias[lane] = from_float<T>(total);
+    }
+    return;
+  }
+  const int group = static_cast<int>(blockIdx.x) % groups, split = static_cast<int>(blockIdx.x) / groups;
+  const std::int64_t per_split = (rows + splits - 1) / splits;
+  const std::int64_t first = split * per_split, last = first + per_split < rows ? first + per_split : rows;
+  const std::int64_t f = static_cast<std::int64_t>(group) * kSplitFeatures + 4 * lane;
+  const bool vec = vectorizable<T>(x, in);
+  __shared__ float dz[kRowChunk * kSkinnyMaxOutputs];
+  __shared__ float4 block_sum[kC][kWarpSize];  // the warps' sums, feature 4 lane + j in component j
+  float acc[kC][4];
+#pragma unroll
+  for (int c = 0; c < kC; ++c) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[c][j] = 0.0f;
+  }
+  for (std::int64_t start = first; start < last; start += kRowChunk) {
+    const int chunk = static_cast<int>(last - start < kRowChunk ? last - start : kRowChunk);
+    __syncthreads();
+    for (int i = static_cast<int>(threadIdx.x); i < chunk * classes; i += kGradWarps * kWarpSize) {
+      dz[i] = dlogits[start * classes + i];
+    }
+    __syncthreads();
+    if (f < in) {
+      for (int r = warp; r < chunk; r += kGradWarps) {
+        const T* x_row = x + (start + r) * in + f;
+        float xv[4];
+        if (vec) {
+          load4(x_row, xv);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) xv[j] = f + j < in ? to_float(x_row[j]) : 0.0f;
+        }
+        const float* dz_row = dz + r * classes;
+#pragma unroll
+        for (int c = 0; c < kC; ++c) {
+          if (c < classes) {
+            const float d = dz_row[c];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[c][j] += d * xv[j];
+          }
+        }
+      }
+    }
+  }
+  for (int i = 0; i < kGradWarps; ++i) {
+    if (warp == i) {
+#pragma unroll
+      for (int c = 0; c < kC; ++c) {
+        if (c < classes) {
+          const float4 before = i == 0 ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : block_sum[c][lane];
+          block_sum[c][lane] = make_float4(before.x + acc[c][0], before.y + acc[c][1], before.z + acc[c][2],
+                                           before.w + acc[c][3]);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  // Thread (warp w, lane) finishes classes w, w + 8, ... of its lane's four features.
+  const auto store = [&](int c, const float (&v)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (f + j < in) dw[c * in + f + j] = from_float<T>(v[j]);
+    }
+  };
+  if (splits == 1) {
+    for (int c = warp; c < classes; c += kGradWarps) {
+      const float4 q = block_sum[c][lane];
+      const float v[4] = {q.x, q.y, q.z, q.w};
+      store(c, v);
+    }
+    return;
+  }
+  for (int c = warp; c < classes; c += kGradWarps) {
+    const float4 q = block_sum[c][lane];
+    const float v[4] = {q.x, q.y, q.z, q.w};
+    float* part = scratch.partials + (static_cast<std::int64_t>(split) * classes + c) * in + f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (f + j < in) part[j] = v[j];
+    }
+  }
+  __shared__ bool last_block;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last_block = atomicAdd(scratch.counters + group, 1u) == static_cast<unsigned>(splits) - 1;
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();
+  for (int c = warp; c < classes; c += kGradWarps) {
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int s = 0; s < splits; ++s) {
+      const float* part = scratch.partials + (static_cast<std::int64_t>(s) * classes + c) * in + f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (f + j < in) v[j] += __ldcg(part + j);
+      }
+    }
+    store(c, v);
+  }
+  if (threadIdx.x == 0) scratch.counters[group] = 0;
+}
+
 }  // namespace
+
+SkinnySplit skinny_weight_grad_split(std::int64_t rows, std::int64_t in) {
+  SkinnySplit split;
+  split.groups = (in + kSplitFeatures - 1) / kSplitFeatures;
+  // About two blocks an SM of a 132-SM GPU, each warp keeping at least 8 rows.
+  const std::int64_t wanted = std::max<std::int64_t>(1, 264 / split.groups);
+  split.splits = wide(rows, in) ? std::max<std::int64_t>(1, std::min({wanted, std::int64_t{16}, rows / (8 * kGradWarps)}))
+                                : 1;  // the narrow kernel takes no slices
+  split.scratch_floats = split.splits > 1 ? split.splits * kSkinnyMaxOutputs * in : 0;
+  return split;
+}
 
 std::int64_t skinny_forward_blocks(std::int64_t rows) { return rows; }
 
@@ -349,13 +613,18 @@ cudaError_t launch_skinny_forward_cross_entropy(const SkinnyForwardArgs& args, c
   if (args.gathered) {
     return args.classes <= 16 ? launch_forward_for<16, true>(args, stream) : launch_forward_for<32, true>(args, stream);
   }
+  if (wide(args.rows, args.in) && vectorizable_as(args.type, args.x, args.in) &&
+      vectorizable_as(args.type, args.w, args.in)) {
+    return args.classes <= 16 ? launch_forward_for<16, false, true>(args, stream)
+                              : launch_forward_for<32, false, true>(args, stream);
+  }
   return args.classes <= 16 ? launch_forward_for<16, false>(args, stream) : launch_forward_for<32, false>(args, stream);
 }
 
 cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const void* x, ElementType type,
                                       std::int64_t rows, std::int64_t in, void* dw, void* dbias,
                                       cudaStream_t stream, const GatherArgs* source, const FusedUpdate* update,
-                                      const RowSums* row_sums) {
+                                      const RowSums* row_sums, SkinnyScratch scratch) {
   if (classes < 1 || classes > kSkinnyMaxOutputs) return cudaErrorInvalidValue;
   if (in == 0) return cudaSuccess;
   const NvtxRange range("skinny_weight_grad");
@@ -365,6 +634,31 @@ cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const v
   const FusedUpdate& up = update != nullptr ? *update : no_update;
   const RowSums no_sums{};
   const RowSums& rs = row_sums != nullptr ? *row_sums : no_sums;
+  if (source == nullptr && update == nullptr && wide(rows, in)) {
+    // A stored input and a stored gradient: the wide kernel, its rows in slices where scratch is given.
+    const SkinnySplit plan = skinny_weight_grad_split(rows, in);
+    const int splits = scratch.partials != nullptr ? static_cast<int>(plan.splits) : 1;
+    const auto blocks = static_cast<unsigned>(plan.groups * splits + 1);
+    constexpr int threads = kGradWarps * kWarpSize;
+    const auto wide = [&](auto kc, auto* type_tag) {
+      constexpr int kC = decltype(kc)::value;
+      using T = std::remove_pointer_t<decltype(type_tag)>;
+      skinny_weight_grad_split_kernel<T, kC><<<blocks, threads, 0, stream>>>(
+          dlogits, classes, static_cast<const T*>(x), rows, in, static_cast<T*>(dw), static_cast<T*>(dbias), rs,
+          scratch, splits);
+      return cudaGetLastError();
+    };
+    const auto typed = [&](auto kc) {
+      switch (type) {
+        case ElementType::kBF16: return wide(kc, static_cast<__nv_bfloat16*>(nullptr));
+        case ElementType::kF16: return wide(kc, static_cast<__half*>(nullptr));
+        case ElementType::kF32: break;
+      }
+      return wide(kc, static_cast<float*>(nullptr));
+    };
+    if (classes <= 8) return typed(std::integral_constant<int, 8>{});
+    return classes <= 16 ? typed(std::integral_constant<int, 16>{}) : typed(std::integral_constant<int, 32>{});
+  }
   // Four variants per class bound: gathered or stored input, fused update or stored gradient.
   const auto launch = [&](auto kc) {
     constexpr int kC = decltype(kc)::value;
@@ -388,6 +682,20 @@ cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const vo
   if (classes < 1 || classes > kSkinnyMaxOutputs) return cudaErrorInvalidValue;
   if (rows * in == 0) return cudaSuccess;
   const NvtxRange range("skinny_input_grad");
+  const auto vec = [&](auto* type_tag) {
+    using T = std::remove_pointer_t<decltype(type_tag)>;
+    if (!wide(rows, in) || !vectorizable<T>(w, in) || !vectorizable<T>(dx, in) ||
+        (relu_out != nullptr && !vectorizable<T>(relu_out, in))) {
+      return false;
+    }
+    skinny_input_grad_vec_kernel<T><<<elementwise_blocks(rows * in / 4), kElementwiseThreads, 0, stream>>>(
+        dlogits, classes, static_cast<const T*>(w), rows, in, static_cast<const T*>(relu_out), static_cast<T*>(dx));
+    return true;
+  };
+  const bool launched = type == ElementType::kBF16 ? vec(static_cast<__nv_bfloat16*>(nullptr))
+                        : type == ElementType::kF16 ? vec(static_cast<__half*>(nullptr))
+                                                    : vec(static_cast<float*>(nullptr));
+  if (launched) return cudaGetLastError();
   skinny_input_grad_kernel<<<elementwise_blocks(rows * in), kElementwiseThreads, 0, stream>>>(
       dlogits, classes, w, type, rows, in, relu_out, dx);
   return cudaGetLastError();

@@ -177,10 +177,23 @@ struct FusedUpdate {
   FlatOptimizerArgs args;
   std::int64_t weight_offset = 0, bias_offset = -1;  // the layer's place in the flat buffers
 };
+// Without source or update, a wide product's rows (rows x in >= 256 K) are cut into slices summed
+// by separate blocks where `scratch` is given (skinny_weight_grad_split: scratch_floats fp32 partial sums, `groups` counters, zero
+// before the first launch and left zero by each), so wide layers fill the GPU; the slices are added
+// in a fixed order.
+struct SkinnyScratch {
+  float* partials = nullptr;
+  std::uint32_t* counters = nullptr;
+};
+struct SkinnySplit {
+  std::int64_t groups = 0, splits = 1, scratch_floats = 0;
+};
+SkinnySplit skinny_weight_grad_split(std::int64_t rows, std::int64_t in);
 cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const void* x, ElementType type,
                                       std::int64_t rows, std::int64_t in, void* dw, void* dbias,
                                       cudaStream_t stream, const GatherArgs* source = nullptr,
-                                      const FusedUpdate* update = nullptr, const RowSums* sums = nullptr);
+                                      const FusedUpdate* update = nullptr, const RowSums* sums = nullptr,
+                                      SkinnyScratch scratch = {});
 // dx[r, f] = (sum_c dlogits[r, c] w[c, f]) * (relu_out == null || relu_out[r, f] > 0), in `type`.
 cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const void* w, ElementType type,
                                      std::int64_t rows, std::int64_t in, const void* relu_out, void* dx,
