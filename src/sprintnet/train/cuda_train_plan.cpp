@@ -225,11 +225,21 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   SN_CHECK(device.is_cuda(), "the compiled step runs on CUDA devices, not {}", device.str());
   const cuda::DeviceGuard guard(device.index);
   stream_ = static_cast<cuda::CudaBackend&>(backend_for(device)).stream();
+  // The weight gradients and the per-layer reductions and updates run at the device's highest stream
+  // priority, the chain of input gradients at the lowest: a layer's weight gradient then finishes
+  // before the input gradient beside it, so its reduction (data parallel) starts while the rest of
+  // the backward still has work to hide it behind. The captured kernel nodes keep their stream's
+  // priority (capture copies it; instantiate with UseNodePriority). SPRINTNET_STREAM_PRIORITY=0 turns
+  // it off, for measuring what it gains (docs/PERFORMANCE.md).
+  int lowest = 0, highest = 0;
+  SN_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+  const char* priority_switch = std::getenv("SPRINTNET_STREAM_PRIORITY");
+  const int priority = priority_switch != nullptr && std::string_view(priority_switch) == "0" ? lowest : highest;
   cudaStream_t side = nullptr;
-  SN_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  SN_CUDA_CHECK(cudaStreamCreateWithPriority(&side, cudaStreamNonBlocking, priority));
   side_.reset(side);
   cudaStream_t update = nullptr;
-  SN_CUDA_CHECK(cudaStreamCreateWithFlags(&update, cudaStreamNonBlocking));
+  SN_CUDA_CHECK(cudaStreamCreateWithPriority(&update, cudaStreamNonBlocking, priority));
   update_.reset(update);
   gemm_main_ = std::make_unique<cuda::CublasLtGemm>();
   gemm_side_ = std::make_unique<cuda::CublasLtGemm>();
@@ -710,7 +720,7 @@ void CudaTrainPlan::capture(Graph& graph, Enqueue&& enqueue) {
     throw;
   }
   SN_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph.graph));
-  SN_CUDA_CHECK(cudaGraphInstantiate(&graph.exec, graph.graph, 0));
+  SN_CUDA_CHECK(cudaGraphInstantiate(&graph.exec, graph.graph, cudaGraphInstantiateFlagUseNodePriority));
   SN_CUDA_CHECK(cudaGraphUpload(graph.exec, stream_));
 }
 
