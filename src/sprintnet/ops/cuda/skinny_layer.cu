@@ -640,7 +640,7 @@ cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const v
     const int splits = scratch.partials != nullptr ? static_cast<int>(plan.splits) : 1;
     const auto blocks = static_cast<unsigned>(plan.groups * splits + 1);
     constexpr int threads = kGradWarps * kWarpSize;
-    const auto wide = [&](auto kc, auto* type_tag) {
+    const auto launch_sliced = [&](auto kc, auto* type_tag) {
       constexpr int kC = decltype(kc)::value;
       using T = std::remove_pointer_t<decltype(type_tag)>;
       skinny_weight_grad_split_kernel<T, kC><<<blocks, threads, 0, stream>>>(
@@ -650,11 +650,11 @@ cudaError_t launch_skinny_weight_grad(const float* dlogits, int classes, const v
     };
     const auto typed = [&](auto kc) {
       switch (type) {
-        case ElementType::kBF16: return wide(kc, static_cast<__nv_bfloat16*>(nullptr));
-        case ElementType::kF16: return wide(kc, static_cast<__half*>(nullptr));
+        case ElementType::kBF16: return launch_sliced(kc, static_cast<__nv_bfloat16*>(nullptr));
+        case ElementType::kF16: return launch_sliced(kc, static_cast<__half*>(nullptr));
         case ElementType::kF32: break;
       }
-      return wide(kc, static_cast<float*>(nullptr));
+      return launch_sliced(kc, static_cast<float*>(nullptr));
     };
     if (classes <= 8) return typed(std::integral_constant<int, 8>{});
     return classes <= 16 ? typed(std::integral_constant<int, 16>{}) : typed(std::integral_constant<int, 32>{});
