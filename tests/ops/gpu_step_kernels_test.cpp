@@ -276,35 +276,46 @@ TEST(GpuStepKernels, Fp16LossScalingSkipsANonFiniteStepAndHalvesTheScale) {
 
 // ------------------------------------------------------------------------------ gather, column sum
 
+// Batches of 1024 rows of 784 or 48 features (whole 16-byte pieces) take the vector kernel, in each
+// compute type; rows of 37 features and batches of 32 the element kernel. p * 0.5 - 1 for p < 251
+// needs at most 8 significant bits, so every type holds the expected value exactly.
 TEST(GpuStepKernels, BatchGatherTakesTheStepsBatchFromTheOrder) {
   SN_REQUIRE_GPU();
   Generator gen(test::test_seed() + 3);
-  const std::int64_t n = 300, features = 37, batch = 32, steps_per_epoch = n / batch;
-  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(n * features));
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 7919) % 251);
-  const Tensor images = Tensor::from_vector(pixels, {n, features}, gpu());
-  const Tensor labels = test::random_labels(n, 10, gen);
-  const Tensor d_labels = labels.to(gpu());
-  const std::vector<std::int32_t> order = epoch_permutation(5, 1, n);
-  const Tensor d_order = Tensor::from_vector(order, {n}, gpu());
-  DeviceValue<cuda::StepState> state({.step = 2 * steps_per_epoch + 4});  // epoch 2, batch 4
-  const Tensor dst = test::poisoned({batch, features}, DType::kF32, gpu());
-  const Tensor dst_labels = test::poisoned({batch}, DType::kI32, gpu());
-  const cuda::GatherArgs args{.images = images.data<std::uint8_t>(), .labels = d_labels.data<std::int32_t>(),
-                              .features = features, .order = d_order.data<std::int32_t>(), .state = state.get(),
-                              .steps_per_epoch = steps_per_epoch, .first = 0, .rows = batch, .scale = 0.5f,
-                              .shift = -1.0f, .dst = dst.raw_data(), .dst_type = cuda::ElementType::kF32,
-                              .dst_labels = dst_labels.data<std::int32_t>()};
-  SN_CUDA_CHECK(cuda::launch_gather_batch(args, stream()));
-  const auto got = dst.to(Device::cpu()).to_vector<float>();
-  const auto got_labels = dst_labels.to(Device::cpu()).to_vector<std::int32_t>();
-  const auto all_labels = labels.to_vector<std::int32_t>();
-  for (std::int64_t r = 0; r < batch; ++r) {
-    const std::int32_t sample = order[static_cast<std::size_t>(4 * batch + r)];
-    ASSERT_EQ(got_labels[static_cast<std::size_t>(r)], all_labels[static_cast<std::size_t>(sample)]) << r;
-    for (std::int64_t f = 0; f < features; ++f) {
-      const float expected = static_cast<float>(pixels[static_cast<std::size_t>(sample * features + f)]) * 0.5f - 1.0f;
-      ASSERT_EQ(got[static_cast<std::size_t>(r * features + f)], expected) << r << "," << f;
+  for (const auto& [features, batch, type] : std::vector<std::tuple<std::int64_t, std::int64_t, DType>>{
+           {37, 32, DType::kF32}, {784, 32, DType::kBF16}, {37, 1024, DType::kF32}, {784, 1024, DType::kF32},
+           {784, 1024, DType::kBF16}, {784, 1024, DType::kF16}, {48, 1024, DType::kBF16}}) {
+    const std::string what = fmt::format("{} features, batch {}, {}", features, batch, dtype_name(type));
+    const std::int64_t n = 2500, steps_per_epoch = n / batch;
+    std::vector<std::uint8_t> pixels(static_cast<std::size_t>(n * features));
+    for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 7919) % 251);
+    const Tensor images = Tensor::from_vector(pixels, {n, features}, gpu());
+    const Tensor labels = test::random_labels(n, 10, gen);
+    const Tensor d_labels = labels.to(gpu());
+    const std::vector<std::int32_t> order = epoch_permutation(5, 1, n);
+    const Tensor d_order = Tensor::from_vector(order, {n}, gpu());
+    DeviceValue<cuda::StepState> state({.step = 2 * steps_per_epoch + 1});  // epoch 2, batch 1
+    const Tensor dst = test::poisoned({batch, features}, type, gpu());
+    const Tensor dst_labels = test::poisoned({batch}, DType::kI32, gpu());
+    const cuda::ElementType element = type == DType::kBF16  ? cuda::ElementType::kBF16
+                                      : type == DType::kF16 ? cuda::ElementType::kF16
+                                                            : cuda::ElementType::kF32;
+    const cuda::GatherArgs args{.images = images.data<std::uint8_t>(), .labels = d_labels.data<std::int32_t>(),
+                                .features = features, .order = d_order.data<std::int32_t>(), .state = state.get(),
+                                .steps_per_epoch = steps_per_epoch, .first = 0, .rows = batch, .scale = 0.5f,
+                                .shift = -1.0f, .dst = dst.raw_data(), .dst_type = element,
+                                .dst_labels = dst_labels.data<std::int32_t>()};
+    SN_CUDA_CHECK(cuda::launch_gather_batch(args, stream()));
+    const auto got = dst.to(Device::cpu()).to_vector<float>();
+    const auto got_labels = dst_labels.to(Device::cpu()).to_vector<std::int32_t>();
+    const auto all_labels = labels.to_vector<std::int32_t>();
+    for (std::int64_t r = 0; r < batch; ++r) {
+      const std::int32_t sample = order[static_cast<std::size_t>(batch + r)];
+      ASSERT_EQ(got_labels[static_cast<std::size_t>(r)], all_labels[static_cast<std::size_t>(sample)]) << what << " " << r;
+      for (std::int64_t f = 0; f < features; ++f) {
+        const float expected = static_cast<float>(pixels[static_cast<std::size_t>(sample * features + f)]) * 0.5f - 1.0f;
+        ASSERT_EQ(got[static_cast<std::size_t>(r * features + f)], expected) << what << " " << r << "," << f;
+      }
     }
   }
 }
