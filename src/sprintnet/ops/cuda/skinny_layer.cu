@@ -269,7 +269,7 @@ __global__ void __launch_bounds__(kForwardThreads) skinny_forward_kernel(SkinnyF
 // load from L1 for each input and class, then the block's sums), which bound them at 5-7x their
 // memory time; one mma does 16 rows x 8 classes x 16 inputs. A block owns 16 rows; its 8 warps take
 // the inputs in interleaved chunks of 32 and meet in shared memory, in warp order. (H100, 4096 rows
-// of 4096: 60 -> 25 us; docs/PERFORMANCE.md, "The output layer's forward on the tensor cores".)
+// of 4096: 60 -> 25 us; docs/PERFORMANCE.md, "The output layer on the tensor cores".)
 //
 // Fragments straight from global memory, 16 bytes a thread: lane (g, t) = (lane / 4, lane % 4) reads
 // inputs 8t..8t+7 of a chunk from rows g and g + 8 of x and from class 8j + g of w for tile j. The mma
