@@ -1,11 +1,12 @@
 // The batch of the current step, gathered from the uint8 data set on the device
-// and normalised into the compute type. The step is read from device memory, so
-// the same captured launch serves every step of every epoch. Large batches of rows
-// of whole 16-byte pieces (MNIST's 784) take the vector kernel; the others one
-// block row per sample (blockIdx.y), a thread per feature.
+// and normalised into the compute type (batch_rows.cuh: which rows, how they are
+// normalised). Large batches of rows of whole 16-byte pieces (MNIST's 784) take
+// the vector kernel; the others one block row per sample (blockIdx.y), a thread
+// per feature.
 #include <cstdint>
 #include <type_traits>
 
+#include "sprintnet/ops/cuda/batch_rows.cuh"
 #include "sprintnet/ops/cuda/element_access.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
@@ -14,16 +15,13 @@ namespace sprintnet::cuda {
 namespace {
 
 __global__ void gather_batch_kernel(GatherArgs a) {
-  const std::int64_t stride = a.stride > 0 ? a.stride : a.rows;
-  const std::int64_t first = a.state != nullptr ? (a.state->step % a.steps_per_epoch) * stride + a.first : a.first;
   const std::int64_t row = blockIdx.y;
-  const std::int64_t position = first + row;
-  const std::int64_t sample = a.order != nullptr ? a.order[position] : position;
+  const std::int64_t sample = batch_sample(a, batch_first_row(a), row);
   const std::uint8_t* src = a.images + sample * a.features;
   const std::int64_t out = row * a.features;
   for (std::int64_t f = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; f < a.features;
        f += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    store_element(a.dst, a.dst_type, out + f, static_cast<float>(src[f]) * a.scale + a.shift);
+    store_element(a.dst, a.dst_type, out + f, normalized_pixel(a, src[f]));
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) a.dst_labels[row] = a.labels[sample];
 }
@@ -47,13 +45,7 @@ __device__ inline void store16(T* p, const float (&v)[16]) {
       uint4 q;
       T* e = reinterpret_cast<T*>(&q);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-          e[j] = __float2bfloat16_rn(v[8 * i + j]);
-        } else {
-          e[j] = __float2half_rn(v[8 * i + j]);
-        }
-      }
+      for (int j = 0; j < 8; ++j) e[j] = from_float<T>(v[8 * i + j]);
       reinterpret_cast<uint4*>(p)[i] = q;
     }
   }
@@ -64,10 +56,7 @@ __global__ void __launch_bounds__(kVectorGatherWarps * kWarpSize) gather_batch_v
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kVectorGatherWarps + threadIdx.x / kWarpSize;
   if (row >= a.rows) return;
-  const std::int64_t stride = a.stride > 0 ? a.stride : a.rows;
-  const std::int64_t first = a.state != nullptr ? (a.state->step % a.steps_per_epoch) * stride + a.first : a.first;
-  const std::int64_t position = first + row;
-  const std::int64_t sample = a.order != nullptr ? a.order[position] : position;
+  const std::int64_t sample = batch_sample(a, batch_first_row(a), row);
   const uint4* src = reinterpret_cast<const uint4*>(a.images + sample * a.features);
   T* dst = static_cast<T*>(a.dst) + row * a.features;
   for (std::int64_t v = lane; v < a.features / 16; v += kWarpSize) {
@@ -75,7 +64,7 @@ __global__ void __launch_bounds__(kVectorGatherWarps * kWarpSize) gather_batch_v
     const std::uint8_t* bytes = reinterpret_cast<const std::uint8_t*>(&q);
     float x[16];
 #pragma unroll
-    for (int j = 0; j < 16; ++j) x[j] = static_cast<float>(bytes[j]) * a.scale + a.shift;
+    for (int j = 0; j < 16; ++j) x[j] = normalized_pixel(a, bytes[j]);
     store16(dst + v * 16, x);
   }
   if (lane == 0) a.dst_labels[row] = a.labels[sample];

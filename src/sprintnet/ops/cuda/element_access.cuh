@@ -1,5 +1,6 @@
 #pragma once
-// Loads and stores of one element of an ElementType array as fp32.
+// Loads and stores of one element of an ElementType array as fp32: by the type known at run time
+// (load_element, store_element), or at compile time (to_float, from_float<T>).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -24,5 +25,18 @@ __device__ inline void store_element(void* p, ElementType t, std::int64_t i, flo
   }
   static_cast<float*>(p)[i] = v;
 }
+
+// The same conversions when the element type is a template parameter.
+__device__ inline float to_float(float v) { return v; }
+__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline float to_float(__half v) { return __half2float(v); }
+template <typename T>
+__device__ inline T from_float(float v);
+template <>
+__device__ inline float from_float<float>(float v) { return v; }
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
 
 }  // namespace sprintnet::cuda

@@ -1,6 +1,6 @@
 #pragma once
 // What the output layer's kernels share (skinny_layer.cu: the FMA kernels; skinny_mma.cu: the
-// tensor-core ones): element conversions, the batch's rows in the epoch's order, a row's softmax
+// tensor-core ones): rounding and 4-element loads and stores, the gathered input, a row's softmax
 // cross-entropy, the fixed-order metric sums, and the sliced weight gradient's bias block and tail.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "sprintnet/ops/cuda/batch_rows.cuh"
+#include "sprintnet/ops/cuda/element_access.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/step_launch.h"
 
@@ -17,17 +19,6 @@ namespace sprintnet::cuda::skinny_detail {
 constexpr int kForwardThreads = 256;
 constexpr int kForwardWarps = kForwardThreads / kWarpSize;
 
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ inline float to_float(__half v) { return __half2float(v); }
-template <typename T>
-__device__ inline T from_float(float v);
-template <>
-__device__ inline float from_float<float>(float v) { return v; }
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
 __device__ inline float round_to(float v, const float*) { return v; }
 __device__ inline float round_to(float v, const __nv_bfloat16*) { return __bfloat162float(__float2bfloat16_rn(v)); }
 __device__ inline float round_to(float v, const __half*) { return __half2float(__float2half_rn(v)); }
@@ -64,18 +55,10 @@ __device__ __host__ inline bool vectorizable(const void* p, std::int64_t in) {
   return in % 4 == 0 && reinterpret_cast<std::uintptr_t>(p) % (4 * sizeof(T)) == 0;
 }
 
-// The first row of the current step's batch in the epoch's order.
-__device__ inline std::int64_t batch_first_row(const GatherArgs& g) {
-  return (g.state != nullptr ? g.state->step % g.steps_per_epoch : 0) * (g.stride > 0 ? g.stride : g.rows) + g.first;
-}
-// Row `row` of the step's batch: its sample index in the data set.
-__device__ inline std::int64_t batch_sample(const GatherArgs& g, std::int64_t first, std::int64_t row) {
-  return g.order != nullptr ? g.order[first + row] : first + row;
-}
 // A gathered input value, normalised and rounded to T exactly as batch_gather.cu stores it.
 template <typename T>
 __device__ inline float gathered_value(const GatherArgs& g, const std::uint8_t* row, std::int64_t f) {
-  return round_to(static_cast<float>(row[f]) * g.scale + g.shift, static_cast<const T*>(nullptr));
+  return round_to(normalized_pixel(g, row[f]), static_cast<const T*>(nullptr));
 }
 
 // A warp's row of the softmax cross-entropy from lane c's product (class c < a.classes): the logits

@@ -228,8 +228,8 @@ bool vectorizable_as(ElementType type, const void* p, std::int64_t in) {
   return type == ElementType::kF32 ? vectorizable<float>(p, in) : vectorizable<__nv_bfloat16>(p, in);
 }
 
-// The tensor-core kernels (the forward, and the bf16 input gradient), unless SPRINTNET_SKINNY_MMA=0
-// (kernel lab: the FMA kernels they replaced).
+// The tensor-core kernels (skinny_mma.cu: the forward, the bf16 input and weight gradients), unless
+// SPRINTNET_SKINNY_MMA=0 (kernel lab: the FMA kernels they replaced).
 bool skinny_tensor_cores() {
   static const bool on = [] {
     const char* v = std::getenv("SPRINTNET_SKINNY_MMA");
