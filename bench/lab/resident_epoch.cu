@@ -1,0 +1,859 @@
+// Kernel lab, v7 probe (docs/FUSED.md, "v7 probe: the resident grid kernel"): can one persistent
+// kernel train 784-784-784-784-10 at batch 128 well under the compiled step's 28 ms an epoch, with
+// every weight's fp32 master resident in shared memory and nothing but activations moving?
+//
+// Layout. 98 blocks (784 / 8), one an SM; block r owns neurons 8r..8r+7 of every hidden layer and
+// pixel columns 8r..8r+7 of the input:
+//   forward l:  X_l[:, own] = relu(X_{l-1} · W_l[own, :]ᵀ + b_l[own])  — reads all of X_{l-1} from L2
+//               and its 8 weight rows (the bf16 copy in global memory)
+//   output:     every block computes all 128 x 10 logits (reads all of X_3), the loss, dlogits, then
+//               D_3[:, own] and the gradient of W_4[:, own]
+//   backward l: D_{l-1}[:, own] = (D_l · W_l[:, own]) ⊙ relu'  and  dW_l[:, own] = D_lᵀ · X_{l-1}[:, own],
+//               applied at once to the block's fp32 master columns (shared memory; momentum in L2,
+//               a float4 a thread in the mma fragment's own order), the new bf16 columns written to
+//               the global copy that the next step's forward rows read
+// So a block owns W_l[:, own] (columns: the input gradient and the update are local) and reads
+// W_l[own, :] (rows: the forward) from the copy its owners refresh; no partial sum ever crosses
+// blocks. 7 grid barriers a step. Inside a block the 8 warps split each stage's 49 column tiles
+// (128 rows x 16, 4 KB, through a 3-deep cp.async ring a warp) and add their partial products in
+// shared memory in warp order: every sum has a fixed order, reruns are bit-identical.
+//
+// Scope of the probe: bf16 products, fp32 master, ReLU, SGD momentum, cross-entropy, full batches,
+// random data. It validates 3 steps against a CPU reference (bf16 rounding where the kernel rounds)
+// and times whole epochs (468 steps in one launch), with a per-stage profile.
+//   nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -O3 -lineinfo -Isrc \
+//     bench/lab/resident_epoch.cu -o resident_epoch && ./resident_epoch
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
+
+using bf16 = __nv_bfloat16;
+
+#define CHECK(x)                                                                             \
+  do {                                                                                       \
+    cudaError_t e_ = (x);                                                                    \
+    if (e_ != cudaSuccess) {                                                                 \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                          \
+    }                                                                                        \
+  } while (0)
+
+constexpr int kBatch = 128, kWidth = 784, kIn = 784, kClasses = 10, kHidden = 3;
+static_assert(kIn == kWidth, "the probe splits the pixels like the neurons: 8 a block");
+constexpr int kOwn = 8;                        // neurons (and pixel columns) a block owns
+constexpr int kBlocks = kWidth / kOwn;         // 98
+constexpr int kWarps = 8, kThreads = 32 * kWarps;
+constexpr int kTiles = kWidth / 16;            // 49 column tiles of 16
+constexpr int kRing = 3;                       // tiles in flight a warp
+constexpr int kTileBytes = kBatch * 32;        // 128 rows x 16 bf16
+constexpr int kMasterStride = kWidth + 8;      // floats: conflict-free float2 B-fragment loads
+constexpr int kWStride = kIn + 8;              // bf16: 1584 B, conflict-free ldmatrix rows
+constexpr int kXtStride = kBatch + 8;          // bf16: 272 B
+constexpr int kStages = 2 * kHidden + 1;       // barriers a step
+
+// Shared memory, bytes.
+constexpr int kRingOff = 0;
+constexpr int kRingBytes = kWarps * kRing * kTileBytes;                  // 96 KB; the reductions alias it
+constexpr int kMasterOff = kRingOff + kRingBytes;
+constexpr int kMasterBytes = kHidden * kOwn * kMasterStride * 4;         // 74 KB
+constexpr int kWsOff = kMasterOff + kMasterBytes;
+constexpr int kWsBytes = 16 * kWStride * 2;                              // W rows: 8 (forward) or 16 (output)
+constexpr int kXtOff = kWsOff + kWsBytes;
+constexpr int kXtBytes = (kHidden + 1) * kOwn * kXtStride * 2;           // own columns of X_0..X_3
+constexpr int kDlOff = kXtOff + kXtBytes;
+constexpr int kDlBytes = kBatch * kClasses * 4;                          // dlogits
+constexpr int kDtOff = kDlOff + kDlBytes;
+constexpr int kDtBytes = kOwn * kBatch * 4;                              // own D columns (bias gradients)
+constexpr int kSmallOff = kDtOff + kDtBytes;
+constexpr int kSmallFloats = 3 * kClasses * kOwn + 2 * kHidden * kOwn + 3 * kClasses + kBatch;
+constexpr int kSmemBytes = kSmallOff + kSmallFloats * 4;
+static_assert(kSmemBytes <= 227 * 1024, "one block an SM");
+static_assert(kWarps * kBatch * 16 * 4 <= kRingBytes, "the output stage's reduction fits the ring");
+
+struct Params {
+  const std::uint8_t* images;
+  const std::int32_t* labels;
+  const std::int32_t* order;  // steps x 128 sample indices
+  int steps;
+  float scale, shift;         // x = u8 * scale + shift
+  float lr, momentum;
+  bf16* x[kHidden + 1];       // [128][784]: x[0] the gathered batch, x[l] hidden layer l's output
+  bf16* d[kHidden + 1];       // [128][784]: d[l] the gradient of hidden layer l's pre-activation
+  bf16* w[kHidden + 2];       // w[1..4]: the bf16 copy, row-major [out][in]
+  float* master[kHidden + 2]; // w[1..4]'s fp32 master, row-major: read at the start, written at the end
+  float* bias[kHidden + 2];   // b[1..4] fp32: read at the start, written at the end; bias[4] live every step
+  float4* mom[kHidden + 1];   // mom[1..3]: hidden-layer momentum, [block][tile][lane] float4
+  unsigned* barrier;
+  float* losses;              // [steps]
+  std::uint64_t* clock;       // per-barrier times (block 0), or null
+  int clock_capacity;
+};
+
+__device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_groups() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void mma(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void ldsm_x4(std::uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldsm_x4_trans(std::uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldsm_x2(std::uint32_t (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+
+// A ring slot holds a 128 x 16 tile as 128 rows of 32 B; row b's two 16-B halves are swapped when
+// bit 2 of b is set, so the 8 rows an ldmatrix phase reads fall in distinct banks.
+__device__ __forceinline__ int slot_offset(int row, int half) { return row * 32 + ((half ^ ((row >> 2) & 1)) << 4); }
+
+// The block's shared memory, carved once.
+struct Smem {
+  std::uint8_t* ring;
+  float* master;  // [layer 1..3][8][kMasterStride]: W_l[:, own] transposed
+  bf16* ws;       // [16][kWStride]
+  bf16* xt;       // [layer 0..3][8][kXtStride]: X_l[:, own] transposed
+  float* dl;      // [128][10]
+  float* dt;      // [8][128]
+  float *w4, *w4_mom, *w4_grad;  // [10][8]: W_4[:, own]
+  float *b_master, *b_mom;       // [3][8]: b_1..b_3[own]
+  float *b4, *b4_mom, *b4_grad;  // [10] (block 0)
+  float* row_loss;               // [128]
+  __device__ explicit Smem(std::uint8_t* s) {
+    ring = s + kRingOff;
+    master = reinterpret_cast<float*>(s + kMasterOff);
+    ws = reinterpret_cast<bf16*>(s + kWsOff);
+    xt = reinterpret_cast<bf16*>(s + kXtOff);
+    dl = reinterpret_cast<float*>(s + kDlOff);
+    dt = reinterpret_cast<float*>(s + kDtOff);
+    float* f = reinterpret_cast<float*>(s + kSmallOff);
+    w4 = f; w4_mom = f + 80; w4_grad = f + 160;
+    b_master = f + 240; b_mom = f + 264;
+    b4 = f + 288; b4_mom = f + 298; b4_grad = f + 308;
+    row_loss = f + 318;
+  }
+  __device__ float* master_of(int l) const { return master + (l - 1) * kOwn * kMasterStride; }
+  __device__ bf16* xt_of(int l) const { return xt + l * kOwn * kXtStride; }
+  __device__ std::uint8_t* ring_of(int warp) const { return ring + warp * kRing * kTileBytes; }
+};
+
+// Streams this warp's column tiles (w, w + 8, ...) of src [128][784] through its ring; body(tile,
+// slot) runs on each once it has landed. One commit group a tile (empty past the end), so the
+// wait counts stay exact.
+template <typename Body>
+__device__ __forceinline__ void stream_tiles(const bf16* src, std::uint8_t* ring, Body&& body) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int count = (kTiles - warp + kWarps - 1) / kWarps;
+  auto issue = [&](int i) {
+    if (i < count) {
+      const int tile = warp + i * kWarps;
+      std::uint8_t* slot = ring + (i % kRing) * kTileBytes;
+#pragma unroll
+      for (int c = lane; c < 2 * kBatch; c += 32) {
+        const int row = c >> 1, half = c & 1;
+        cp16(slot + slot_offset(row, half), src + row * kWidth + tile * 16 + half * 8);
+      }
+    }
+    commit();
+  };
+#pragma unroll
+  for (int i = 0; i < kRing; ++i) issue(i);
+  for (int i = 0; i < count; ++i) {
+    wait_groups<kRing - 1>();
+    __syncwarp();
+    body(warp + i * kWarps, ring + (i % kRing) * kTileBytes);
+    __syncwarp();  // every lane has read the slot before it is refilled
+    issue(i + kRing);
+  }
+  wait_groups<0>();
+}
+
+// A(16 rows from m0, the tile's 16 columns) for mma, from a ring slot.
+__device__ __forceinline__ void tile_a(std::uint32_t (&a)[4], const std::uint8_t* slot, int m0) {
+  const int lane = threadIdx.x & 31;
+  const int row = m0 + (lane & 15);
+  ldsm_x4(a, slot + slot_offset(row, lane >> 4));
+}
+// A = the slot's transpose: 16 columns (rows of A) x 16 rows from k0 (A's k).
+__device__ __forceinline__ void tile_a_trans(std::uint32_t (&a)[4], const std::uint8_t* slot, int k0) {
+  const int lane = threadIdx.x & 31;
+  const int row = k0 + ((lane >> 4) & 1) * 8 + (lane & 7);
+  ldsm_x4_trans(a, slot + slot_offset(row, (lane >> 3) & 1));
+}
+
+// Block-wide: red[warp][128][width] fp32 partials (aliasing the ring) summed in warp order.
+__device__ __forceinline__ float sum_warps(const float* red, int row, int col, int width) {
+  float s = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) s += red[(w * kBatch + row) * width + col];
+  return s;
+}
+
+__device__ void gather_own(const Params& p, const Smem& s, int step) {
+  const int r = blockIdx.x, b = threadIdx.x;
+  if (b >= kBatch) return;
+  const int sample = p.order[step * kBatch + b];
+  const std::uint8_t* src = p.images + static_cast<std::int64_t>(sample) * kIn + r * kOwn;
+  const uint2 raw = *reinterpret_cast<const uint2*>(src);
+  const std::uint8_t* u = reinterpret_cast<const std::uint8_t*>(&raw);
+  bf16 v[kOwn];
+#pragma unroll
+  for (int n = 0; n < kOwn; ++n) {
+    v[n] = __float2bfloat16_rn(static_cast<float>(u[n]) * p.scale + p.shift);
+    s.xt_of(0)[n * kXtStride + b] = v[n];
+  }
+  *reinterpret_cast<uint4*>(p.x[0] + b * kWidth + r * kOwn) = *reinterpret_cast<const uint4*>(v);
+}
+
+__device__ void forward(const Params& p, const Smem& s, int l) {
+  const int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // Stage the block's 8 weight rows, then the ring; wait for the rows only.
+  for (int c = threadIdx.x; c < kOwn * (kIn / 8); c += kThreads) {
+    const int n = c / (kIn / 8), k = (c % (kIn / 8)) * 8;
+    cp16(s.ws + n * kWStride + k, p.w[l] + (r * kOwn + n) * kIn + k);
+  }
+  commit();
+  float acc[8][4] = {};
+  bool rows_ready = false;
+  stream_tiles(p.x[l - 1], s.ring_of(warp), [&](int tile, const std::uint8_t* slot) {
+    if (!rows_ready) {  // the rows' group is the oldest: complete once the first tile's is
+      __syncthreads();
+      rows_ready = true;
+    }
+    std::uint32_t b[2];
+    ldsm_x2(b, s.ws + (lane & 7) * kWStride + tile * 16 + ((lane >> 3) & 1) * 8);
+#pragma unroll
+    for (int mt = 0; mt < 8; ++mt) {
+      std::uint32_t a[4];
+      tile_a(a, slot, mt * 16);
+      mma(acc[mt], a, b);
+    }
+  });
+  __syncthreads();
+  float* red = reinterpret_cast<float*>(s.ring);
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < 8; ++mt) {
+    *reinterpret_cast<float2*>(red + (warp * kBatch + mt * 16 + g) * kOwn + 2 * t) = make_float2(acc[mt][0], acc[mt][1]);
+    *reinterpret_cast<float2*>(red + (warp * kBatch + mt * 16 + g + 8) * kOwn + 2 * t) =
+        make_float2(acc[mt][2], acc[mt][3]);
+  }
+  __syncthreads();
+  const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
+  bf16 out[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int n = 4 * h + j;
+    const float v = sum_warps(red, row, n, kOwn) + s.b_master[(l - 1) * kOwn + n];
+    out[j] = __float2bfloat16_rn(fmaxf(v, 0.0f));
+    s.xt_of(l)[n * kXtStride + row] = out[j];
+  }
+  *reinterpret_cast<uint2*>(p.x[l] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+}
+
+__device__ void output_stage(const Params& p, const Smem& s, int step) {
+  const int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int c = threadIdx.x; c < kClasses * (kIn / 8); c += kThreads) {
+    const int n = c / (kIn / 8), k = (c % (kIn / 8)) * 8;
+    cp16(s.ws + n * kWStride + k, p.w[kHidden + 1] + n * kIn + k);
+  }
+  commit();
+  float acc[8][2][4] = {};
+  bool rows_ready = false;
+  stream_tiles(p.x[kHidden], s.ring_of(warp), [&](int tile, const std::uint8_t* slot) {
+    if (!rows_ready) {
+      __syncthreads();
+      rows_ready = true;
+    }
+    std::uint32_t bq[4];
+    ldsm_x4(bq, s.ws + ((lane & 7) + ((lane >> 4) << 3)) * kWStride + tile * 16 + ((lane >> 3) & 1) * 8);
+    const std::uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+#pragma unroll
+    for (int mt = 0; mt < 8; ++mt) {
+      std::uint32_t a[4];
+      tile_a(a, slot, mt * 16);
+      mma(acc[mt][0], a, b0);
+      mma(acc[mt][1], a, b1);
+    }
+  });
+  __syncthreads();
+  float* red = reinterpret_cast<float*>(s.ring);
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < 8; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      float* at = red + (warp * kBatch + mt * 16 + g) * 16 + nt * 8 + 2 * t;
+      *reinterpret_cast<float2*>(at) = make_float2(acc[mt][nt][0], acc[mt][nt][1]);
+      *reinterpret_cast<float2*>(at + 8 * 16) = make_float2(acc[mt][nt][2], acc[mt][nt][3]);
+    }
+  }
+  __syncthreads();
+  const float* b4 = p.bias[kHidden + 1];
+  if (threadIdx.x < kBatch) {
+    const int row = threadIdx.x;
+    float logit[kClasses], top = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < kClasses; ++c) {
+      logit[c] = sum_warps(red, row, c, 16) + __ldcg(b4 + c);
+      top = fmaxf(top, logit[c]);
+    }
+    float total = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kClasses; ++c) total += expf(logit[c] - top);
+    const int label = p.labels[p.order[step * kBatch + row]];
+    const float log_total = logf(total);
+    s.row_loss[row] = log_total + top - logit[label];
+#pragma unroll
+    for (int c = 0; c < kClasses; ++c) {
+      const float prob = expf(logit[c] - top - log_total);
+      s.dl[row * kClasses + c] = (prob - (c == label ? 1.0f : 0.0f)) / kBatch;
+    }
+  }
+  __syncthreads();
+  if (r == 0 && threadIdx.x == 0) {
+    float total = 0.0f;
+    for (int row = 0; row < kBatch; ++row) total += s.row_loss[row];
+    p.losses[step] = total / kBatch;
+  }
+  // D_3[:, own] = (dlogits · bf16(W_4[:, own])) ⊙ relu'(X_3[:, own]).
+  {
+    const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
+    bf16 out[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int n = 4 * h + j;
+      float v = 0.0f;
+#pragma unroll
+      for (int c = 0; c < kClasses; ++c) {
+        v += s.dl[row * kClasses + c] * __bfloat162float(__float2bfloat16_rn(s.w4[c * kOwn + n]));
+      }
+      if (!(__bfloat162float(s.xt_of(kHidden)[n * kXtStride + row]) > 0.0f)) v = 0.0f;
+      out[j] = __float2bfloat16_rn(v);
+      s.dt[n * kBatch + row] = __bfloat162float(out[j]);
+    }
+    *reinterpret_cast<uint2*>(p.d[kHidden] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+  }
+  if (threadIdx.x < kClasses * kOwn) {  // dW_4[c][own n] = Σ_b dlogits[b][c] X_3[b][n]
+    const int c = threadIdx.x / kOwn, n = threadIdx.x % kOwn;
+    float v = 0.0f;
+    for (int row = 0; row < kBatch; ++row) {
+      v += s.dl[row * kClasses + c] * __bfloat162float(s.xt_of(kHidden)[n * kXtStride + row]);
+    }
+    s.w4_grad[c * kOwn + n] = v;
+  } else if (r == 0 && threadIdx.x < kClasses * kOwn + kClasses) {
+    const int c = threadIdx.x - kClasses * kOwn;
+    float v = 0.0f;
+    for (int row = 0; row < kBatch; ++row) v += s.dl[row * kClasses + c];
+    s.b4_grad[c] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < kOwn) {  // b_3[own]
+    const int n = threadIdx.x;
+    float v = 0.0f;
+    for (int row = 0; row < kBatch; ++row) v += s.dt[n * kBatch + row];
+    float& m = s.b_mom[(kHidden - 1) * kOwn + n];
+    m = p.momentum * m + v;
+    s.b_master[(kHidden - 1) * kOwn + n] -= p.lr * m;
+  }
+}
+
+// Layer l's backward: the input gradient D_{l-1}[:, own] (l > 1), dW_l[:, own] applied at once.
+__device__ void backward(const Params& p, const Smem& s, int l) {
+  const int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  if (l == kHidden) {  // the output layer's update, now that every block has read W_4 and b_4
+    if (threadIdx.x < kClasses * kOwn) {
+      const int i = threadIdx.x;
+      s.w4_mom[i] = p.momentum * s.w4_mom[i] + s.w4_grad[i];
+      s.w4[i] -= p.lr * s.w4_mom[i];
+      p.w[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn] = __float2bfloat16_rn(s.w4[i]);
+    } else if (r == 0 && threadIdx.x < kClasses * kOwn + kClasses) {
+      const int c = threadIdx.x - kClasses * kOwn;
+      s.b4_mom[c] = p.momentum * s.b4_mom[c] + s.b4_grad[c];
+      s.b4[c] -= p.lr * s.b4_mom[c];
+      p.bias[kHidden + 1][c] = s.b4[c];
+    }
+  }
+  // dW's B fragments: X_{l-1}[:, own] for the 8 k-steps over the batch.
+  std::uint32_t xb[8][2];
+#pragma unroll
+  for (int kb = 0; kb < 8; ++kb) {
+    ldsm_x2(xb[kb], s.xt_of(l - 1) + (lane & 7) * kXtStride + kb * 16 + ((lane >> 3) & 1) * 8);
+  }
+  float* master = s.master_of(l);
+  float acc[8][4] = {};
+  const bool input_grad = l > 1;
+  stream_tiles(p.d[l], s.ring_of(warp), [&](int tile, const std::uint8_t* slot) {
+    const int o0 = tile * 16;
+    float4* mom_at = p.mom[l] + (r * kTiles + tile) * 32 + lane;
+    float4 mom = __ldcg(mom_at);
+    if (input_grad) {
+      std::uint32_t b[2];
+      const float2 lo = *reinterpret_cast<const float2*>(master + g * kMasterStride + o0 + 2 * t);
+      const float2 hi = *reinterpret_cast<const float2*>(master + g * kMasterStride + o0 + 2 * t + 8);
+      b[0] = pack(lo.x, lo.y);
+      b[1] = pack(hi.x, hi.y);
+#pragma unroll
+      for (int mt = 0; mt < 8; ++mt) {
+        std::uint32_t a[4];
+        tile_a(a, slot, mt * 16);
+        mma(acc[mt], a, b);
+      }
+    }
+    float dw[4] = {};
+#pragma unroll
+    for (int kb = 0; kb < 8; ++kb) {
+      std::uint32_t a[4];
+      tile_a_trans(a, slot, kb * 16);
+      mma(dw, a, xb[kb]);
+    }
+    __syncwarp();  // every lane's B fragment (the old weights) is read before any is updated
+    float* m = &mom.x;
+    bf16 fresh[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int o = o0 + g + (q >> 1) * 8, n = 2 * t + (q & 1);
+      float& w = master[n * kMasterStride + o];
+      m[q] = p.momentum * m[q] + dw[q];
+      w -= p.lr * m[q];
+      fresh[q] = __float2bfloat16_rn(w);
+    }
+    __stcg(mom_at, mom);
+    bf16* row = p.w[l] + (o0 + g) * kIn + r * kOwn + 2 * t;
+    *reinterpret_cast<__nv_bfloat162*>(row) = __halves2bfloat162(fresh[0], fresh[1]);
+    *reinterpret_cast<__nv_bfloat162*>(row + 8 * kIn) = __halves2bfloat162(fresh[2], fresh[3]);
+  });
+  __syncthreads();
+  if (!input_grad) return;
+  float* red = reinterpret_cast<float*>(s.ring);
+#pragma unroll
+  for (int mt = 0; mt < 8; ++mt) {
+    *reinterpret_cast<float2*>(red + (warp * kBatch + mt * 16 + g) * kOwn + 2 * t) = make_float2(acc[mt][0], acc[mt][1]);
+    *reinterpret_cast<float2*>(red + (warp * kBatch + mt * 16 + g + 8) * kOwn + 2 * t) =
+        make_float2(acc[mt][2], acc[mt][3]);
+  }
+  __syncthreads();
+  {
+    const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
+    bf16 out[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int n = 4 * h + j;
+      float v = sum_warps(red, row, n, kOwn);
+      if (!(__bfloat162float(s.xt_of(l - 1)[n * kXtStride + row]) > 0.0f)) v = 0.0f;
+      out[j] = __float2bfloat16_rn(v);
+      s.dt[n * kBatch + row] = __bfloat162float(out[j]);
+    }
+    *reinterpret_cast<uint2*>(p.d[l - 1] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+  }
+  __syncthreads();
+  if (threadIdx.x < kOwn) {  // b_{l-1}[own]
+    const int n = threadIdx.x;
+    float v = 0.0f;
+    for (int row = 0; row < kBatch; ++row) v += s.dt[n * kBatch + row];
+    float& m = s.b_mom[(l - 2) * kOwn + n];
+    m = p.momentum * m + v;
+    s.b_master[(l - 2) * kOwn + n] -= p.lr * m;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) resident_epoch(Params p) {
+  extern __shared__ __align__(128) std::uint8_t smem_raw[];
+  const Smem s(smem_raw);
+  const int r = blockIdx.x;
+  // Resident state: W_l[:, own] (l = 1..3) transposed, W_4[:, own], b_l[own]; W_4's padding rows zero.
+  for (int l = 1; l <= kHidden; ++l) {
+    for (int i = threadIdx.x; i < kOwn * kWidth; i += kThreads) {
+      const int o = i / kOwn, n = i % kOwn;
+      s.master_of(l)[n * kMasterStride + o] = p.master[l][o * kIn + r * kOwn + n];
+    }
+  }
+  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
+    s.w4[i] = p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn];
+    s.w4_mom[i] = 0.0f;
+  }
+  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) {
+    s.b_master[i] = p.bias[1 + i / kOwn][r * kOwn + i % kOwn];
+    s.b_mom[i] = 0.0f;
+  }
+  if (threadIdx.x < kClasses) {
+    s.b4[threadIdx.x] = p.bias[kHidden + 1][threadIdx.x];
+    s.b4_mom[threadIdx.x] = 0.0f;
+  }
+  for (int i = threadIdx.x; i < (16 - kClasses) * kWStride; i += kThreads) s.ws[kClasses * kWStride + i] = bf16(0.0f);
+  gather_own(p, s, 0);
+  sprintnet::cuda::GridBarrier barrier(p.barrier, p.clock, p.clock_capacity);
+  barrier.sync();
+  for (int step = 0; step < p.steps; ++step) {
+    for (int l = 1; l <= kHidden; ++l) {
+      forward(p, s, l);
+      barrier.sync();
+    }
+    output_stage(p, s, step);
+    barrier.sync();
+    for (int l = kHidden; l >= 1; --l) {
+      backward(p, s, l);
+      if (l == 1 && step + 1 < p.steps) {
+        __syncthreads();  // X_0's own columns are read (dW_1's fragments) before the next batch lands
+        gather_own(p, s, step + 1);
+      }
+      barrier.sync();
+    }
+  }
+  for (int l = 1; l <= kHidden; ++l) {
+    for (int i = threadIdx.x; i < kOwn * kWidth; i += kThreads) {
+      const int o = i / kOwn, n = i % kOwn;
+      p.master[l][o * kIn + r * kOwn + n] = s.master_of(l)[n * kMasterStride + o];
+    }
+  }
+  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
+    p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn] = s.w4[i];
+  }
+  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) p.bias[1 + i / kOwn][r * kOwn + i % kOwn] = s.b_master[i];
+}
+
+// ---- host: CPU reference, validation, timing ----
+
+float bf16_round(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+
+struct Model {
+  std::vector<float> w[kHidden + 2], b[kHidden + 2];
+  static int in_of(int l) { return l == 1 ? kIn : kWidth; }
+  static int out_of(int l) { return l == kHidden + 1 ? kClasses : kWidth; }
+};
+
+// The kernel's arithmetic on the CPU: bf16 operands, fp32 sums, bf16 activations and gradients.
+void reference_steps(Model& m, const std::vector<std::uint8_t>& images, const std::vector<int>& labels,
+                     const std::vector<int>& order, int steps, float scale, float shift, float lr, float mu,
+                     std::vector<float>& losses) {
+  std::vector<float> mw[kHidden + 2], mb[kHidden + 2];
+  for (int l = 1; l <= kHidden + 1; ++l) {
+    mw[l].assign(m.w[l].size(), 0.0f);
+    mb[l].assign(m.b[l].size(), 0.0f);
+  }
+  for (int step = 0; step < steps; ++step) {
+    std::vector<float> x[kHidden + 1], d[kHidden + 1], wq[kHidden + 2];
+    for (int l = 1; l <= kHidden + 1; ++l) {
+      wq[l].resize(m.w[l].size());
+      for (std::size_t i = 0; i < wq[l].size(); ++i) wq[l][i] = bf16_round(m.w[l][i]);
+    }
+    x[0].resize(kBatch * kIn);
+    for (int b = 0; b < kBatch; ++b) {
+      const int sample = order[step * kBatch + b];
+      for (int k = 0; k < kIn; ++k) x[0][b * kIn + k] = bf16_round(images[sample * kIn + k] * scale + shift);
+    }
+    for (int l = 1; l <= kHidden; ++l) {
+      const int in = Model::in_of(l);
+      x[l].resize(kBatch * kWidth);
+      for (int b = 0; b < kBatch; ++b) {
+        for (int o = 0; o < kWidth; ++o) {
+          float v = 0.0f;
+          for (int k = 0; k < in; ++k) v += x[l - 1][b * in + k] * wq[l][o * in + k];
+          x[l][b * kWidth + o] = bf16_round(std::max(v + m.b[l][o], 0.0f));
+        }
+      }
+    }
+    std::vector<float> dl(kBatch * kClasses);
+    double loss = 0.0;
+    for (int b = 0; b < kBatch; ++b) {
+      float logit[kClasses], top = -INFINITY;
+      for (int c = 0; c < kClasses; ++c) {
+        float v = 0.0f;
+        for (int k = 0; k < kWidth; ++k) v += x[kHidden][b * kWidth + k] * wq[kHidden + 1][c * kWidth + k];
+        logit[c] = v + m.b[kHidden + 1][c];
+        top = std::max(top, logit[c]);
+      }
+      float total = 0.0f;
+      for (float v : logit) total += std::exp(v - top);
+      const int label = labels[order[step * kBatch + b]];
+      loss += std::log(total) + top - logit[label];
+      for (int c = 0; c < kClasses; ++c) {
+        dl[b * kClasses + c] = (std::exp(logit[c] - top - std::log(total)) - (c == label ? 1.0f : 0.0f)) / kBatch;
+      }
+    }
+    losses.push_back(static_cast<float>(loss / kBatch));
+    // Gradients, all from the step's weights.
+    std::vector<float> gw[kHidden + 2], gb[kHidden + 2];
+    d[kHidden].resize(kBatch * kWidth);
+    for (int b = 0; b < kBatch; ++b) {
+      for (int k = 0; k < kWidth; ++k) {
+        float v = 0.0f;
+        for (int c = 0; c < kClasses; ++c) v += dl[b * kClasses + c] * wq[kHidden + 1][c * kWidth + k];
+        d[kHidden][b * kWidth + k] = x[kHidden][b * kWidth + k] > 0.0f ? bf16_round(v) : 0.0f;
+      }
+    }
+    gw[kHidden + 1].assign(kClasses * kWidth, 0.0f);
+    gb[kHidden + 1].assign(kClasses, 0.0f);
+    for (int c = 0; c < kClasses; ++c) {
+      for (int k = 0; k < kWidth; ++k) {
+        float v = 0.0f;
+        for (int b = 0; b < kBatch; ++b) v += dl[b * kClasses + c] * x[kHidden][b * kWidth + k];
+        gw[kHidden + 1][c * kWidth + k] = v;
+      }
+      for (int b = 0; b < kBatch; ++b) gb[kHidden + 1][c] += dl[b * kClasses + c];
+    }
+    for (int l = kHidden; l >= 1; --l) {
+      const int in = Model::in_of(l);
+      gw[l].assign(kWidth * in, 0.0f);
+      for (int o = 0; o < kWidth; ++o) {
+        for (int k = 0; k < in; ++k) {
+          float v = 0.0f;
+          for (int b = 0; b < kBatch; ++b) v += d[l][b * kWidth + o] * x[l - 1][b * in + k];
+          gw[l][o * in + k] = v;
+        }
+      }
+      gb[l].assign(kWidth, 0.0f);
+      for (int o = 0; o < kWidth; ++o) {
+        for (int b = 0; b < kBatch; ++b) gb[l][o] += d[l][b * kWidth + o];
+      }
+      if (l > 1) {
+        d[l - 1].resize(kBatch * kWidth);
+        for (int b = 0; b < kBatch; ++b) {
+          for (int k = 0; k < kWidth; ++k) {
+            float v = 0.0f;
+            for (int o = 0; o < kWidth; ++o) v += d[l][b * kWidth + o] * wq[l][o * kWidth + k];
+            d[l - 1][b * kWidth + k] = x[l - 1][b * kWidth + k] > 0.0f ? bf16_round(v) : 0.0f;
+          }
+        }
+      }
+    }
+    for (int l = 1; l <= kHidden + 1; ++l) {
+      for (std::size_t i = 0; i < m.w[l].size(); ++i) {
+        mw[l][i] = mu * mw[l][i] + gw[l][i];
+        m.w[l][i] -= lr * mw[l][i];
+      }
+      for (std::size_t i = 0; i < m.b[l].size(); ++i) {
+        mb[l][i] = mu * mb[l][i] + gb[l][i];
+        m.b[l][i] -= lr * mb[l][i];
+      }
+    }
+  }
+}
+
+// ‖(a - start) - (b - start)‖ / ‖b - start‖: how far the kernel's updates are from the reference's.
+double delta_error(const std::vector<float>& start, const std::vector<float>& gpu, const std::vector<float>& cpu) {
+  double num = 0.0, den = 0.0;
+  for (std::size_t i = 0; i < start.size(); ++i) {
+    const double dg = gpu[i] - start[i], dc = cpu[i] - start[i];
+    if (!std::isfinite(dg)) return INFINITY;
+    num += (dg - dc) * (dg - dc);
+    den += dc * dc;
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+struct Device {
+  Params p{};
+  std::vector<void*> owned;
+  template <typename T>
+  T* alloc(std::size_t count) {
+    void* q = nullptr;
+    CHECK(cudaMalloc(&q, count * sizeof(T)));
+    owned.push_back(q);
+    return static_cast<T*>(q);
+  }
+  ~Device() {
+    for (void* q : owned) cudaFree(q);
+  }
+};
+
+void upload_model(Device& dev, const Model& m) {
+  for (int l = 1; l <= kHidden + 1; ++l) {
+    std::vector<bf16> copy(m.w[l].size());
+    for (std::size_t i = 0; i < copy.size(); ++i) copy[i] = __float2bfloat16_rn(m.w[l][i]);
+    CHECK(cudaMemcpy(dev.p.w[l], copy.data(), copy.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dev.p.master[l], m.w[l].data(), m.w[l].size() * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dev.p.bias[l], m.b[l].data(), m.b[l].size() * 4, cudaMemcpyHostToDevice));
+    if (l <= kHidden) CHECK(cudaMemset(dev.p.mom[l], 0, static_cast<std::size_t>(kWidth) * Model::in_of(l) * 4));
+  }
+  // Poison the activation and gradient buffers: an element the kernel reads unwritten is NaN.
+  for (int l = 0; l <= kHidden; ++l) {
+    CHECK(cudaMemset(dev.p.x[l], 0xff, kBatch * kWidth * sizeof(bf16)));
+    CHECK(cudaMemset(dev.p.d[l], 0xff, kBatch * kWidth * sizeof(bf16)));
+  }
+}
+
+float launch(Device& dev, int steps, cudaEvent_t start, cudaEvent_t stop) {
+  dev.p.steps = steps;
+  CHECK(cudaMemset(dev.p.barrier, 0, 4));
+  void* args[] = {&dev.p};
+  CHECK(cudaEventRecord(start));
+  CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(resident_epoch), kBlocks, kThreads, args, kSmemBytes));
+  CHECK(cudaEventRecord(stop));
+  CHECK(cudaGetLastError());
+  CHECK(cudaEventSynchronize(stop));
+  float ms = 0.0f;
+  CHECK(cudaEventElapsedTime(&ms, start, stop));
+  return ms;
+}
+
+int main(int argc, char** argv) {
+  // resident_epoch [check steps, default 3] [check: stop after the check]
+  const int steps_per_epoch = 468, check_steps = argc > 1 ? std::atoi(argv[1]) : 3;
+  const int samples = steps_per_epoch * kBatch;
+  const float lr = 0.05f, mu = 0.9f, scale = 1.0f / (255.0f * 0.3081f), shift = -0.1307f / 0.3081f;
+  std::mt19937 rng(1234);
+  // Random images with class-dependent brightness so the loss moves; random labels.
+  std::vector<std::uint8_t> images(static_cast<std::size_t>(samples) * kIn);
+  std::vector<int> labels(samples), order(samples);
+  for (int i = 0; i < samples; ++i) labels[i] = static_cast<int>(rng() % kClasses);
+  for (int i = 0; i < samples; ++i) {
+    for (int k = 0; k < kIn; ++k) {
+      const bool lit = (k / 78) == labels[i] ? rng() % 2 == 0 : rng() % 8 == 0;
+      images[static_cast<std::size_t>(i) * kIn + k] = lit ? static_cast<std::uint8_t>(128 + rng() % 128) : 0;
+    }
+  }
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  Model model;
+  for (int l = 1; l <= kHidden + 1; ++l) {
+    const int in = Model::in_of(l), out = Model::out_of(l);
+    const float bound = 1.0f / std::sqrt(static_cast<float>(in));
+    std::uniform_real_distribution<float> u(-bound, bound);
+    model.w[l].resize(static_cast<std::size_t>(out) * in);
+    model.b[l].resize(out);
+    for (float& v : model.w[l]) v = u(rng);
+    for (float& v : model.b[l]) v = u(rng);
+  }
+
+  Device dev;
+  Params& p = dev.p;
+  p.images = dev.alloc<std::uint8_t>(images.size());
+  p.labels = dev.alloc<std::int32_t>(samples);
+  p.order = dev.alloc<std::int32_t>(samples);
+  CHECK(cudaMemcpy(const_cast<std::uint8_t*>(p.images), images.data(), images.size(), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(const_cast<std::int32_t*>(p.labels), labels.data(), samples * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(const_cast<std::int32_t*>(p.order), order.data(), samples * 4, cudaMemcpyHostToDevice));
+  p.scale = scale;
+  p.shift = shift;
+  p.lr = lr;
+  p.momentum = mu;
+  for (int l = 0; l <= kHidden; ++l) {
+    p.x[l] = dev.alloc<bf16>(kBatch * kWidth);
+    p.d[l] = dev.alloc<bf16>(kBatch * kWidth);
+  }
+  for (int l = 1; l <= kHidden + 1; ++l) {
+    const std::size_t n = static_cast<std::size_t>(Model::out_of(l)) * Model::in_of(l);
+    p.w[l] = dev.alloc<bf16>(n);
+    p.master[l] = dev.alloc<float>(n);
+    p.bias[l] = dev.alloc<float>(Model::out_of(l));
+    if (l <= kHidden) p.mom[l] = dev.alloc<float4>(n / 4);
+  }
+  p.barrier = dev.alloc<unsigned>(1);
+  p.losses = dev.alloc<float>(steps_per_epoch);
+  CHECK(cudaFuncSetAttribute(resident_epoch, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("resident_epoch: %s, %d blocks x %d threads, %d B shared memory a block\n", prop.name, kBlocks, kThreads,
+              kSmemBytes);
+
+  // 1. Correctness: check_steps steps against the CPU reference.
+  upload_model(dev, model);
+  launch(dev, check_steps, start, stop);
+  Model gpu = model, cpu = model;
+  for (int l = 1; l <= kHidden + 1; ++l) {
+    CHECK(cudaMemcpy(gpu.w[l].data(), p.master[l], gpu.w[l].size() * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(gpu.b[l].data(), p.bias[l], gpu.b[l].size() * 4, cudaMemcpyDeviceToHost));
+  }
+  std::vector<float> gpu_losses(check_steps), cpu_losses;
+  CHECK(cudaMemcpy(gpu_losses.data(), p.losses, check_steps * 4, cudaMemcpyDeviceToHost));
+  reference_steps(cpu, images, labels, order, check_steps, scale, shift, lr, mu, cpu_losses);
+  // Tolerances: both sides use the same bf16 operands and fp32 sums in another order (~1e-6
+  // relative); what differs is where a bf16 rounding of an activation or gradient falls the other
+  // way (one bf16 ulp, 2^-8, on a few elements), which moves the next products by ~1e-3 of a step's
+  // update. 2 % of the update's norm and 1e-3 of the loss leave room for that and for nothing else
+  // (a wrong tile, lane or order shows as O(1)).
+  bool ok = true;
+  for (int s = 0; s < check_steps; ++s) {
+    const double rel = std::fabs(gpu_losses[s] - cpu_losses[s]) / std::fabs(cpu_losses[s]);
+    std::printf("step %d loss gpu %.6f cpu %.6f rel %.2e\n", s, gpu_losses[s], cpu_losses[s], rel);
+    ok = ok && rel < 1e-3;
+  }
+  for (int l = 1; l <= kHidden + 1; ++l) {
+    const double ew = delta_error(model.w[l], gpu.w[l], cpu.w[l]);
+    const double eb = delta_error(model.b[l], gpu.b[l], cpu.b[l]);
+    std::printf("layer %d: update error weights %.2e bias %.2e\n", l, ew, eb);
+    ok = ok && ew < 2e-2 && eb < 2e-2;
+  }
+  std::printf("check: %s\n", ok ? "PASSED" : "FAILED");
+  if (argc > 2 && std::strcmp(argv[2], "check") == 0) return ok ? 0 : 1;  // under compute-sanitizer
+
+  // 2. Bit-identical reruns, then speed: whole epochs, one launch each.
+  upload_model(dev, model);
+  launch(dev, check_steps, start, stop);
+  std::vector<float> again(gpu.w[1].size());
+  CHECK(cudaMemcpy(again.data(), p.master[1], again.size() * 4, cudaMemcpyDeviceToHost));
+  const bool identical = std::memcmp(again.data(), gpu.w[1].data(), again.size() * 4) == 0;
+  std::printf("rerun bit-identical: %s\n", identical ? "yes" : "NO");
+  ok = ok && identical;
+  upload_model(dev, model);
+  std::vector<float> epochs;
+  for (int e = 0; e < 6; ++e) epochs.push_back(launch(dev, steps_per_epoch, start, stop));
+  std::vector<float> losses(steps_per_epoch);
+  CHECK(cudaMemcpy(losses.data(), p.losses, steps_per_epoch * 4, cudaMemcpyDeviceToHost));
+  std::vector<float> timed(epochs.begin() + 1, epochs.end());
+  std::sort(timed.begin(), timed.end());
+  const float median = timed[timed.size() / 2];
+  std::printf("epoch ms:");
+  for (float e : epochs) std::printf(" %.2f", e);
+  std::printf("\nmedian %.2f ms/epoch (%.1f us/step); last epoch's loss %.4f -> %.4f\n", median,
+              1000.0f * median / steps_per_epoch, losses.front(), losses.back());
+
+  // 3. Per-stage profile: block 0's clock at every barrier, averaged over steps 10..467.
+  const int capacity = 2 + kStages * steps_per_epoch;
+  p.clock = dev.alloc<std::uint64_t>(capacity);
+  p.clock_capacity = capacity;
+  launch(dev, steps_per_epoch, start, stop);
+  std::vector<std::uint64_t> clock(capacity);
+  CHECK(cudaMemcpy(clock.data(), p.clock, capacity * 8, cudaMemcpyDeviceToHost));
+  const char* names[kStages] = {"F1", "F2", "F3", "out", "B3", "B2", "B1+gather"};
+  std::printf("per stage, us (block 0's clock, steps 10..%d):", steps_per_epoch - 1);
+  for (int st = 0; st < kStages; ++st) {
+    double total = 0.0;
+    for (int s = 10; s < steps_per_epoch; ++s) {
+      const int i = 2 + s * kStages + st;
+      total += static_cast<double>(clock[i] - clock[i - 1]);
+    }
+    std::printf(" %s %.2f", names[st], total / (steps_per_epoch - 10) / 1000.0);
+  }
+  std::printf("\n");
+  p.clock = nullptr;
+  return ok ? 0 : 1;
+}
