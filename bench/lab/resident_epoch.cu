@@ -55,12 +55,29 @@ constexpr int kOwn = 8;                        // neurons (and pixel columns) a 
 constexpr int kBlocks = kWidth / kOwn;         // 98
 constexpr int kWarps = 8, kThreads = 32 * kWarps;
 constexpr int kTiles = kWidth / 16;            // 49 column tiles of 16
-constexpr int kRing = 3;                       // tiles in flight a warp
+#ifndef LAB_RING
+#define LAB_RING 3
+#endif
+constexpr int kRing = LAB_RING;                // tiles in flight a warp
 constexpr int kTileBytes = kBatch * 32;        // 128 rows x 16 bf16
 constexpr int kMasterStride = kWidth + 8;      // floats: conflict-free float2 B-fragment loads
 constexpr int kWStride = kIn + 8;              // bf16: 1584 B, conflict-free ldmatrix rows
 constexpr int kXtStride = kBatch + 8;          // bf16: 272 B
 constexpr int kStages = 2 * kHidden + 1;       // barriers a step
+
+// Lab switches (-D...=1), for timing the parts: LAB_ROTATE=0 walks every block's tiles in the same
+// order (all SMs asking L2 for the same lines at once); LAB_NO_MMA leaves the products out (data
+// movement, ldmatrix and the epilogues only); LAB_NO_BARRIER replaces the grid barriers by block
+// barriers (each block's own work, no waiting for the others). The last two compute nonsense.
+#ifndef LAB_ROTATE
+#define LAB_ROTATE 1
+#endif
+#ifndef LAB_NO_MMA
+#define LAB_NO_MMA 0
+#endif
+#ifndef LAB_NO_BARRIER
+#define LAB_NO_BARRIER 0
+#endif
 
 // Shared memory, bytes.
 constexpr int kRingOff = 0;
@@ -98,7 +115,16 @@ struct Params {
   float* losses;              // [steps]
   std::uint64_t* clock;       // per-barrier times (block 0), or null
   int clock_capacity;
+  std::uint64_t* trace;       // LAB_TRACE: block 0's times inside each stage, 4 a stage, or null
 };
+
+// Block 0, thread 0 stamps point 0..3 of (step, stage): the stage's start, warp 0's first tile
+// landed, warp 0's tiles done, the stage's end (before its grid barrier).
+__device__ __forceinline__ void mark(const Params& p, int step, int stage, int point) {
+  if (p.trace != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+    p.trace[(step * kStages + stage) * 4 + point] = sprintnet::cuda::global_nanoseconds();
+  }
+}
 
 __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -112,6 +138,10 @@ __device__ __forceinline__ void wait_groups() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void mma(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  if (LAB_NO_MMA) {
+    d[0] += __uint_as_float(a[0] ^ b[0]);  // keeps the fragments live
+    return;
+  }
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};"
@@ -173,13 +203,20 @@ struct Smem {
 // Streams this warp's column tiles (w, w + 8, ...) of src [128][784] through its ring; body(tile,
 // slot) runs on each once it has landed. One commit group a tile (empty past the end), so the
 // wait counts stay exact.
+// Blocks start their walk at different tiles (LAB_ROTATE), so the 98 SMs spread their requests over
+// L2 instead of all asking for the same lines at once. Which tiles a warp takes stays fixed (the
+// momentum's layout depends on it).
+__device__ __forceinline__ int tile_of(int warp, int i) {
+  return (warp + i * kWarps + (LAB_ROTATE ? static_cast<int>(blockIdx.x) * 5 : 0)) % kTiles;
+}
+
 template <typename Body>
 __device__ __forceinline__ void stream_tiles(const bf16* src, std::uint8_t* ring, Body&& body) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int count = (kTiles - warp + kWarps - 1) / kWarps;
   auto issue = [&](int i) {
     if (i < count) {
-      const int tile = warp + i * kWarps;
+      const int tile = tile_of(warp, i);
       std::uint8_t* slot = ring + (i % kRing) * kTileBytes;
 #pragma unroll
       for (int c = lane; c < 2 * kBatch; c += 32) {
@@ -194,7 +231,7 @@ __device__ __forceinline__ void stream_tiles(const bf16* src, std::uint8_t* ring
   for (int i = 0; i < count; ++i) {
     wait_groups<kRing - 1>();
     __syncwarp();
-    body(warp + i * kWarps, ring + (i % kRing) * kTileBytes);
+    body(tile_of(warp, i), ring + (i % kRing) * kTileBytes);
     __syncwarp();  // every lane has read the slot before it is refilled
     issue(i + kRing);
   }
@@ -238,8 +275,10 @@ __device__ void gather_own(const Params& p, const Smem& s, int step) {
   *reinterpret_cast<uint4*>(p.x[0] + b * kWidth + r * kOwn) = *reinterpret_cast<const uint4*>(v);
 }
 
-__device__ void forward(const Params& p, const Smem& s, int l) {
+__device__ void forward(const Params& p, const Smem& s, int l, int step) {
   const int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int stage = l - 1;
+  mark(p, step, stage, 0);
   // Stage the block's 8 weight rows, then the ring; wait for the rows only.
   for (int c = threadIdx.x; c < kOwn * (kIn / 8); c += kThreads) {
     const int n = c / (kIn / 8), k = (c % (kIn / 8)) * 8;
@@ -252,6 +291,7 @@ __device__ void forward(const Params& p, const Smem& s, int l) {
     if (!rows_ready) {  // the rows' group is the oldest: complete once the first tile's is
       __syncthreads();
       rows_ready = true;
+      mark(p, step, stage, 1);
     }
     std::uint32_t b[2];
     ldsm_x2(b, s.ws + (lane & 7) * kWStride + tile * 16 + ((lane >> 3) & 1) * 8);
@@ -262,6 +302,7 @@ __device__ void forward(const Params& p, const Smem& s, int l) {
       mma(acc[mt], a, b);
     }
   });
+  mark(p, step, stage, 2);
   __syncthreads();
   float* red = reinterpret_cast<float*>(s.ring);
   const int g = lane >> 2, t = lane & 3;
@@ -282,10 +323,12 @@ __device__ void forward(const Params& p, const Smem& s, int l) {
     s.xt_of(l)[n * kXtStride + row] = out[j];
   }
   *reinterpret_cast<uint2*>(p.x[l] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+  mark(p, step, stage, 3);
 }
 
 __device__ void output_stage(const Params& p, const Smem& s, int step) {
   const int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  mark(p, step, 3, 0);
   for (int c = threadIdx.x; c < kClasses * (kIn / 8); c += kThreads) {
     const int n = c / (kIn / 8), k = (c % (kIn / 8)) * 8;
     cp16(s.ws + n * kWStride + k, p.w[kHidden + 1] + n * kIn + k);
@@ -297,6 +340,7 @@ __device__ void output_stage(const Params& p, const Smem& s, int step) {
     if (!rows_ready) {
       __syncthreads();
       rows_ready = true;
+      mark(p, step, 3, 1);
     }
     std::uint32_t bq[4];
     ldsm_x4(bq, s.ws + ((lane & 7) + ((lane >> 4) << 3)) * kWStride + tile * 16 + ((lane >> 3) & 1) * 8);
@@ -309,6 +353,7 @@ __device__ void output_stage(const Params& p, const Smem& s, int step) {
       mma(acc[mt][1], a, b1);
     }
   });
+  mark(p, step, 3, 2);
   __syncthreads();
   float* red = reinterpret_cast<float*>(s.ring);
   const int g = lane >> 2, t = lane & 3;
@@ -389,11 +434,15 @@ __device__ void output_stage(const Params& p, const Smem& s, int step) {
     m = p.momentum * m + v;
     s.b_master[(kHidden - 1) * kOwn + n] -= p.lr * m;
   }
+  mark(p, step, 3, 3);
 }
 
 // Layer l's backward: the input gradient D_{l-1}[:, own] (l > 1), dW_l[:, own] applied at once.
-__device__ void backward(const Params& p, const Smem& s, int l) {
+__device__ void backward(const Params& p, const Smem& s, int l, int step) {
   const int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int stage = kStages - l;
+  mark(p, step, stage, 0);
+  bool first = true;
   const int g = lane >> 2, t = lane & 3;
   if (l == kHidden) {  // the output layer's update, now that every block has read W_4 and b_4
     if (threadIdx.x < kClasses * kOwn) {
@@ -418,6 +467,10 @@ __device__ void backward(const Params& p, const Smem& s, int l) {
   float acc[8][4] = {};
   const bool input_grad = l > 1;
   stream_tiles(p.d[l], s.ring_of(warp), [&](int tile, const std::uint8_t* slot) {
+    if (first) {
+      mark(p, step, stage, 1);
+      first = false;
+    }
     const int o0 = tile * 16;
     float4* mom_at = p.mom[l] + (r * kTiles + tile) * 32 + lane;
     float4 mom = __ldcg(mom_at);
@@ -457,8 +510,12 @@ __device__ void backward(const Params& p, const Smem& s, int l) {
     *reinterpret_cast<__nv_bfloat162*>(row) = __halves2bfloat162(fresh[0], fresh[1]);
     *reinterpret_cast<__nv_bfloat162*>(row + 8 * kIn) = __halves2bfloat162(fresh[2], fresh[3]);
   });
+  mark(p, step, stage, 2);
   __syncthreads();
-  if (!input_grad) return;
+  if (!input_grad) {
+    mark(p, step, stage, 3);
+    return;
+  }
   float* red = reinterpret_cast<float*>(s.ring);
 #pragma unroll
   for (int mt = 0; mt < 8; ++mt) {
@@ -489,6 +546,7 @@ __device__ void backward(const Params& p, const Smem& s, int l) {
     m = p.momentum * m + v;
     s.b_master[(l - 2) * kOwn + n] -= p.lr * m;
   }
+  mark(p, step, stage, 3);
 }
 
 __global__ void __launch_bounds__(kThreads, 1) resident_epoch(Params p) {
@@ -516,17 +574,23 @@ __global__ void __launch_bounds__(kThreads, 1) resident_epoch(Params p) {
   }
   for (int i = threadIdx.x; i < (16 - kClasses) * kWStride; i += kThreads) s.ws[kClasses * kWStride + i] = bf16(0.0f);
   gather_own(p, s, 0);
+#if LAB_NO_BARRIER
+  struct {
+    __device__ void sync() { __syncthreads(); }
+  } barrier;
+#else
   sprintnet::cuda::GridBarrier barrier(p.barrier, p.clock, p.clock_capacity);
+#endif
   barrier.sync();
   for (int step = 0; step < p.steps; ++step) {
     for (int l = 1; l <= kHidden; ++l) {
-      forward(p, s, l);
+      forward(p, s, l, step);
       barrier.sync();
     }
     output_stage(p, s, step);
     barrier.sync();
     for (int l = kHidden; l >= 1; --l) {
-      backward(p, s, l);
+      backward(p, s, l, step);
       if (l == 1 && step + 1 < p.steps) {
         __syncthreads();  // X_0's own columns are read (dW_1's fragments) before the next batch lands
         gather_own(p, s, step + 1);
@@ -628,12 +692,11 @@ void reference_steps(Model& m, const std::vector<std::uint8_t>& images, const st
     }
     for (int l = kHidden; l >= 1; --l) {
       const int in = Model::in_of(l);
-      gw[l].assign(kWidth * in, 0.0f);
-      for (int o = 0; o < kWidth; ++o) {
-        for (int k = 0; k < in; ++k) {
-          float v = 0.0f;
-          for (int b = 0; b < kBatch; ++b) v += d[l][b * kWidth + o] * x[l - 1][b * in + k];
-          gw[l][o * in + k] = v;
+      gw[l].assign(kWidth * in, 0.0f);  // summed over the batch in row order; the loops keep k innermost
+      for (int b = 0; b < kBatch; ++b) {
+        for (int o = 0; o < kWidth; ++o) {
+          const float dv = d[l][b * kWidth + o];
+          for (int k = 0; k < in; ++k) gw[l][o * in + k] += dv * x[l - 1][b * in + k];
         }
       }
       gb[l].assign(kWidth, 0.0f);
@@ -642,11 +705,15 @@ void reference_steps(Model& m, const std::vector<std::uint8_t>& images, const st
       }
       if (l > 1) {
         d[l - 1].resize(kBatch * kWidth);
+        std::vector<float> v(kWidth);
         for (int b = 0; b < kBatch; ++b) {
+          std::fill(v.begin(), v.end(), 0.0f);
+          for (int o = 0; o < kWidth; ++o) {
+            const float dv = d[l][b * kWidth + o];
+            for (int k = 0; k < kWidth; ++k) v[k] += dv * wq[l][o * kWidth + k];
+          }
           for (int k = 0; k < kWidth; ++k) {
-            float v = 0.0f;
-            for (int o = 0; o < kWidth; ++o) v += d[l][b * kWidth + o] * wq[l][o * kWidth + k];
-            d[l - 1][b * kWidth + k] = x[l - 1][b * kWidth + k] > 0.0f ? bf16_round(v) : 0.0f;
+            d[l - 1][b * kWidth + k] = x[l - 1][b * kWidth + k] > 0.0f ? bf16_round(v[k]) : 0.0f;
           }
         }
       }
@@ -712,7 +779,11 @@ float launch(Device& dev, int steps, cudaEvent_t start, cudaEvent_t stop) {
   CHECK(cudaMemset(dev.p.barrier, 0, 4));
   void* args[] = {&dev.p};
   CHECK(cudaEventRecord(start));
-  CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(resident_epoch), kBlocks, kThreads, args, kSmemBytes));
+  // LAB_BLOCKS=N (with LAB_NO_BARRIER): fewer blocks, each doing its usual stage work: how fast one
+  // SM streams when fewer share L2.
+  const char* blocks = std::getenv("LAB_BLOCKS");
+  const int grid = blocks != nullptr ? std::atoi(blocks) : kBlocks;
+  CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(resident_epoch), grid, kThreads, args, kSmemBytes));
   CHECK(cudaEventRecord(stop));
   CHECK(cudaGetLastError());
   CHECK(cudaEventSynchronize(stop));
@@ -855,5 +926,29 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
   p.clock = nullptr;
+
+  // 4. Inside the stages (block 0): start -> warp 0's first tile -> warp 0's last tile -> stage end
+  // -> the next stage's start (the grid barrier and the wait for the slowest block).
+  const int points = 4 * kStages * steps_per_epoch;
+  p.trace = dev.alloc<std::uint64_t>(points);
+  CHECK(cudaMemset(p.trace, 0, points * 8));
+  launch(dev, steps_per_epoch, start, stop);
+  std::vector<std::uint64_t> trace(points);
+  CHECK(cudaMemcpy(trace.data(), p.trace, points * 8, cudaMemcpyDeviceToHost));
+  std::printf("inside stages, us (first tile | tiles | epilogue | barrier):\n");
+  for (int st = 0; st < kStages; ++st) {
+    double part[4] = {};
+    for (int s = 10; s + 1 < steps_per_epoch; ++s) {
+      const std::uint64_t* m = &trace[(s * kStages + st) * 4];
+      const std::uint64_t next = st + 1 < kStages ? m[4] : trace[((s + 1) * kStages) * 4];
+      part[0] += static_cast<double>(m[1] - m[0]);
+      part[1] += static_cast<double>(m[2] - m[1]);
+      part[2] += static_cast<double>(m[3] - m[2]);
+      part[3] += static_cast<double>(next - m[3]);
+    }
+    const double n = 1000.0 * (steps_per_epoch - 11);
+    std::printf("  %-10s %6.2f | %6.2f | %6.2f | %6.2f\n", names[st], part[0] / n, part[1] / n, part[2] / n, part[3] / n);
+  }
+  p.trace = nullptr;
   return ok ? 0 : 1;
 }
