@@ -259,7 +259,107 @@ __device__ __forceinline__ float sum_warps(const float* red, int row, int col, i
   return s;
 }
 
-__device__ void gather_own(const Params& p, const Smem& s, int step) {
+// b_{j+1}[own] from D_{j+1}[:, own] in s.dt (hidden layer j + 1's bias, j = 0..2).
+template <class S>
+__device__ void apply_bias(const Params& p, const S& s, int j) {
+  if (threadIdx.x < kOwn) {
+    const int n = threadIdx.x;
+    float v = 0.0f;
+    for (int row = 0; row < kBatch; ++row) v += s.dt[n * kBatch + row];
+    float& m = s.b_mom[j * kOwn + n];
+    m = p.momentum * m + v;
+    s.b_master[j * kOwn + n] -= p.lr * m;
+  }
+}
+
+// W_4[:, own] and (block 0) b_4, from the gradients the output stage kept, once every block has
+// read them for its logits.
+template <class S>
+__device__ void apply_output_update(const Params& p, const S& s) {
+  const int r = blockIdx.x;
+  if (threadIdx.x < kClasses * kOwn) {
+    const int i = threadIdx.x;
+    s.w4_mom[i] = p.momentum * s.w4_mom[i] + s.w4_grad[i];
+    s.w4[i] -= p.lr * s.w4_mom[i];
+    p.w[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn] = __float2bfloat16_rn(s.w4[i]);
+  } else if (r == 0 && threadIdx.x < kClasses * kOwn + kClasses) {
+    const int c = threadIdx.x - kClasses * kOwn;
+    s.b4_mom[c] = p.momentum * s.b4_mom[c] + s.b4_grad[c];
+    s.b4[c] -= p.lr * s.b4_mom[c];
+    p.bias[kHidden + 1][c] = s.b4[c];
+  }
+}
+
+// The output layer after its logits: softmax cross-entropy, dlogits, the step's loss (block 0),
+// D_3[:, own], the gradients of W_4[:, own] and b_4 (applied in the next stage, once every block
+// has read W_4), and b_3[own]'s update. logit_of(row, c): the product's logit, without the bias.
+template <class S, class Logit>
+__device__ void output_loss(const Params& p, const S& s, int step, Logit&& logit_of) {
+  const int r = blockIdx.x;
+  const float* b4 = p.bias[kHidden + 1];
+  if (threadIdx.x < kBatch) {
+    const int row = threadIdx.x;
+    float logit[kClasses], top = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < kClasses; ++c) {
+      logit[c] = logit_of(row, c) + __ldcg(b4 + c);
+      top = fmaxf(top, logit[c]);
+    }
+    float total = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kClasses; ++c) total += expf(logit[c] - top);
+    const int label = p.labels[p.order[step * kBatch + row]];
+    const float log_total = logf(total);
+    s.row_loss[row] = log_total + top - logit[label];
+#pragma unroll
+    for (int c = 0; c < kClasses; ++c) {
+      const float prob = expf(logit[c] - top - log_total);
+      s.dl[row * kClasses + c] = (prob - (c == label ? 1.0f : 0.0f)) / kBatch;
+    }
+  }
+  __syncthreads();
+  if (r == 0 && threadIdx.x == 0) {
+    float total = 0.0f;
+    for (int row = 0; row < kBatch; ++row) total += s.row_loss[row];
+    p.losses[step] = total / kBatch;
+  }
+  // D_3[:, own] = (dlogits · bf16(W_4[:, own])) ⊙ relu'(X_3[:, own]).
+  {
+    const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
+    bf16 out[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int n = 4 * h + j;
+      float v = 0.0f;
+#pragma unroll
+      for (int c = 0; c < kClasses; ++c) {
+        v += s.dl[row * kClasses + c] * __bfloat162float(__float2bfloat16_rn(s.w4[c * kOwn + n]));
+      }
+      if (!(__bfloat162float(s.xt_of(kHidden)[n * kXtStride + row]) > 0.0f)) v = 0.0f;
+      out[j] = __float2bfloat16_rn(v);
+      s.dt[n * kBatch + row] = __bfloat162float(out[j]);
+    }
+    *reinterpret_cast<uint2*>(p.d[kHidden] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+  }
+  if (threadIdx.x < kClasses * kOwn) {  // dW_4[c][own n] = Σ_b dlogits[b][c] X_3[b][n]
+    const int c = threadIdx.x / kOwn, n = threadIdx.x % kOwn;
+    float v = 0.0f;
+    for (int row = 0; row < kBatch; ++row) {
+      v += s.dl[row * kClasses + c] * __bfloat162float(s.xt_of(kHidden)[n * kXtStride + row]);
+    }
+    s.w4_grad[c * kOwn + n] = v;
+  } else if (r == 0 && threadIdx.x < kClasses * kOwn + kClasses) {
+    const int c = threadIdx.x - kClasses * kOwn;
+    float v = 0.0f;
+    for (int row = 0; row < kBatch; ++row) v += s.dl[row * kClasses + c];
+    s.b4_grad[c] = v;
+  }
+  __syncthreads();
+  apply_bias(p, s, kHidden - 1);  // b_3[own]
+}
+
+template <class S>
+__device__ void gather_own(const Params& p, const S& s, int step) {
   const int r = blockIdx.x, b = threadIdx.x;
   if (b >= kBatch) return;
   const int sample = p.order[step * kBatch + b];
@@ -367,73 +467,7 @@ __device__ void output_stage(const Params& p, const Smem& s, int step) {
     }
   }
   __syncthreads();
-  const float* b4 = p.bias[kHidden + 1];
-  if (threadIdx.x < kBatch) {
-    const int row = threadIdx.x;
-    float logit[kClasses], top = -INFINITY;
-#pragma unroll
-    for (int c = 0; c < kClasses; ++c) {
-      logit[c] = sum_warps(red, row, c, 16) + __ldcg(b4 + c);
-      top = fmaxf(top, logit[c]);
-    }
-    float total = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kClasses; ++c) total += expf(logit[c] - top);
-    const int label = p.labels[p.order[step * kBatch + row]];
-    const float log_total = logf(total);
-    s.row_loss[row] = log_total + top - logit[label];
-#pragma unroll
-    for (int c = 0; c < kClasses; ++c) {
-      const float prob = expf(logit[c] - top - log_total);
-      s.dl[row * kClasses + c] = (prob - (c == label ? 1.0f : 0.0f)) / kBatch;
-    }
-  }
-  __syncthreads();
-  if (r == 0 && threadIdx.x == 0) {
-    float total = 0.0f;
-    for (int row = 0; row < kBatch; ++row) total += s.row_loss[row];
-    p.losses[step] = total / kBatch;
-  }
-  // D_3[:, own] = (dlogits · bf16(W_4[:, own])) ⊙ relu'(X_3[:, own]).
-  {
-    const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
-    bf16 out[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int n = 4 * h + j;
-      float v = 0.0f;
-#pragma unroll
-      for (int c = 0; c < kClasses; ++c) {
-        v += s.dl[row * kClasses + c] * __bfloat162float(__float2bfloat16_rn(s.w4[c * kOwn + n]));
-      }
-      if (!(__bfloat162float(s.xt_of(kHidden)[n * kXtStride + row]) > 0.0f)) v = 0.0f;
-      out[j] = __float2bfloat16_rn(v);
-      s.dt[n * kBatch + row] = __bfloat162float(out[j]);
-    }
-    *reinterpret_cast<uint2*>(p.d[kHidden] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
-  }
-  if (threadIdx.x < kClasses * kOwn) {  // dW_4[c][own n] = Σ_b dlogits[b][c] X_3[b][n]
-    const int c = threadIdx.x / kOwn, n = threadIdx.x % kOwn;
-    float v = 0.0f;
-    for (int row = 0; row < kBatch; ++row) {
-      v += s.dl[row * kClasses + c] * __bfloat162float(s.xt_of(kHidden)[n * kXtStride + row]);
-    }
-    s.w4_grad[c * kOwn + n] = v;
-  } else if (r == 0 && threadIdx.x < kClasses * kOwn + kClasses) {
-    const int c = threadIdx.x - kClasses * kOwn;
-    float v = 0.0f;
-    for (int row = 0; row < kBatch; ++row) v += s.dl[row * kClasses + c];
-    s.b4_grad[c] = v;
-  }
-  __syncthreads();
-  if (threadIdx.x < kOwn) {  // b_3[own]
-    const int n = threadIdx.x;
-    float v = 0.0f;
-    for (int row = 0; row < kBatch; ++row) v += s.dt[n * kBatch + row];
-    float& m = s.b_mom[(kHidden - 1) * kOwn + n];
-    m = p.momentum * m + v;
-    s.b_master[(kHidden - 1) * kOwn + n] -= p.lr * m;
-  }
+  output_loss(p, s, step, [&](int row, int c) { return sum_warps(red, row, c, 16); });
   mark(p, step, 3, 3);
 }
 
@@ -444,19 +478,7 @@ __device__ void backward(const Params& p, const Smem& s, int l, int step) {
   mark(p, step, stage, 0);
   bool first = true;
   const int g = lane >> 2, t = lane & 3;
-  if (l == kHidden) {  // the output layer's update, now that every block has read W_4 and b_4
-    if (threadIdx.x < kClasses * kOwn) {
-      const int i = threadIdx.x;
-      s.w4_mom[i] = p.momentum * s.w4_mom[i] + s.w4_grad[i];
-      s.w4[i] -= p.lr * s.w4_mom[i];
-      p.w[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn] = __float2bfloat16_rn(s.w4[i]);
-    } else if (r == 0 && threadIdx.x < kClasses * kOwn + kClasses) {
-      const int c = threadIdx.x - kClasses * kOwn;
-      s.b4_mom[c] = p.momentum * s.b4_mom[c] + s.b4_grad[c];
-      s.b4[c] -= p.lr * s.b4_mom[c];
-      p.bias[kHidden + 1][c] = s.b4[c];
-    }
-  }
+  if (l == kHidden) apply_output_update(p, s);
   // dW's B fragments: X_{l-1}[:, own] for the 8 k-steps over the batch.
   std::uint32_t xb[8][2];
 #pragma unroll
@@ -538,14 +560,7 @@ __device__ void backward(const Params& p, const Smem& s, int l, int step) {
     *reinterpret_cast<uint2*>(p.d[l - 1] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
   }
   __syncthreads();
-  if (threadIdx.x < kOwn) {  // b_{l-1}[own]
-    const int n = threadIdx.x;
-    float v = 0.0f;
-    for (int row = 0; row < kBatch; ++row) v += s.dt[n * kBatch + row];
-    float& m = s.b_mom[(l - 2) * kOwn + n];
-    m = p.momentum * m + v;
-    s.b_master[(l - 2) * kOwn + n] -= p.lr * m;
-  }
+  apply_bias(p, s, l - 2);  // b_{l-1}[own]
   mark(p, step, stage, 3);
 }
 
@@ -602,6 +617,396 @@ __global__ void __launch_bounds__(kThreads, 1) resident_epoch(Params p) {
     for (int i = threadIdx.x; i < kOwn * kWidth; i += kThreads) {
       const int o = i / kOwn, n = i % kOwn;
       p.master[l][o * kIn + r * kOwn + n] = s.master_of(l)[n * kMasterStride + o];
+    }
+  }
+  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
+    p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn] = s.w4[i];
+  }
+  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) p.bias[1 + i / kOwn][r * kOwn + i % kOwn] = s.b_master[i];
+}
+
+
+// ---- v7b: the k split over a cluster of 7 ----
+//
+// v7a's blocks each pull a whole 128 x 784 activation from L2 in every stage (200 KB an SM), and
+// its per-stage trace says that stream, not the arithmetic, is the stage. v7b cuts what an SM pulls
+// by 7: 14 clusters of 7 blocks; cluster c owns neurons 56c..56c+55 (its 7 blocks' own 8 each, as
+// in v7a), and rank k of the cluster takes k (or o) range 112k..112k+111 of every product:
+//   forward l:  partial X_l[:, cluster's 56] over inputs in the rank's range: X_{l-1}'s 128 x 112
+//               slice (28 KB) and W_l's 56 x 112 tile (the bf16 copy); the 7 partials of each
+//               block's own 8 columns are added by their owner over DSMEM, in rank order
+//   output:     partial logits over the rank's range; every block adds all 7 (DSMEM) and runs
+//               v7a's loss tail
+//   backward l: partial D_{l-1}[:, cluster's 56] = D_l[:, range] · W_l[range, 56] (added like the
+//               forward's), and dW_l[range, 56] = D_l[:, range]ᵀ · X_{l-1}[:, 56] applied at once
+//               to the rank's fp32 master tile (112 x 56 = v7a's 784 x 8 parameters a block)
+// A block pulls ~40-55 KB from L2 a stage (all in flight at once: no ring) and 24 KB over DSMEM.
+// The backward's cluster barrier is split around the weight gradient's products.
+constexpr int kCluster = 7, kClusters = kBlocks / kCluster;  // 14
+constexpr int kSpan = kCluster * kOwn;                        // 56 neurons a cluster
+constexpr int kRange = kWidth / kCluster;                     // 112: a rank's share of k (or o)
+constexpr int kRangeTiles = kRange / 16;                      // 7
+constexpr int kSpanTiles = kSpan / 8;                         // 7 n-tiles
+constexpr int kGradTiles = kRangeTiles * kSpanTiles;          // 49 weight-gradient tiles of 16 x 8
+constexpr int kGradTilesPerWarp = (kGradTiles + kWarps - 1) / kWarps;
+constexpr int kTileStride = kRange + 8;                       // MT's floats a row, WT's bf16 a row
+static_assert(kRange % 16 == 0 && kCluster * kRange == kWidth, "7 ranks of whole tiles");
+
+constexpr int kSliceOff = 0;
+constexpr int kSliceBytes = kRangeTiles * kTileBytes;                        // 28 KB
+constexpr int kWtOff = kSliceOff + kSliceBytes;
+constexpr int kWtBytes = kSpan * kTileStride * 2;                            // 13 KB (16 rows in the output stage)
+constexpr int kXcOff = kWtOff + kWtBytes;
+constexpr int kXcBytes = kBatch * kSpan * 2;                                 // 14 KB: X_{l-1}[:, cluster's 56]
+constexpr int kPartOff = kXcOff + kXcBytes;
+constexpr int kPartBytes = kCluster * kBatch * kOwn * 4;                     // 28 KB: [owner][128][8]
+constexpr int kTileMasterOff = kPartOff + kPartBytes;
+constexpr int kTileMasterBytes = kHidden * kSpan * kTileStride * 4;          // 79 KB: [layer][56][120]
+constexpr int kXt2Off = kTileMasterOff + kTileMasterBytes;
+constexpr int kLogitOff = kXt2Off + kXtBytes;
+constexpr int kLogitBytes = kBatch * 16 * 4;
+constexpr int kDl2Off = kLogitOff + kLogitBytes;
+constexpr int kDt2Off = kDl2Off + kDlBytes;
+constexpr int kSmall2Off = kDt2Off + kDtBytes;
+constexpr int kSplitSmemBytes = kSmall2Off + kSmallFloats * 4;
+static_assert(kSplitSmemBytes <= 227 * 1024, "one block an SM");
+static_assert(kBatch * 16 * 4 <= kPartBytes, "the partial logits fit the partials' buffer");
+static_assert(16 * kTileStride * 2 <= kWtBytes, "W_4's 16 padded rows fit W's tile");
+
+struct SplitSmem {
+  std::uint8_t* slice;  // 7 swizzled 128 x 16 tiles: the rank's columns of X_{l-1} or D_l
+  bf16* wt;             // [56 or 16][kTileStride]: W_l[cluster's 56, range] (forward), W_4[:, range]
+  bf16* xc;             // [128][56]: X_{l-1}[:, cluster's 56] (backward)
+  float* part;          // [owner][128][8] partial sums, or [128][16] partial logits
+  float* master;        // [layer 1..3][56][kTileStride]: W_l[range, cluster's 56] transposed
+  bf16* xt;
+  float *logit, *dl, *dt;
+  float *w4, *w4_mom, *w4_grad, *b_master, *b_mom, *b4, *b4_mom, *b4_grad, *row_loss;
+  __device__ explicit SplitSmem(std::uint8_t* s) {
+    slice = s + kSliceOff;
+    wt = reinterpret_cast<bf16*>(s + kWtOff);
+    xc = reinterpret_cast<bf16*>(s + kXcOff);
+    part = reinterpret_cast<float*>(s + kPartOff);
+    master = reinterpret_cast<float*>(s + kTileMasterOff);
+    xt = reinterpret_cast<bf16*>(s + kXt2Off);
+    logit = reinterpret_cast<float*>(s + kLogitOff);
+    dl = reinterpret_cast<float*>(s + kDl2Off);
+    dt = reinterpret_cast<float*>(s + kDt2Off);
+    float* f = reinterpret_cast<float*>(s + kSmall2Off);
+    w4 = f; w4_mom = f + 80; w4_grad = f + 160;
+    b_master = f + 240; b_mom = f + 264;
+    b4 = f + 288; b4_mom = f + 298; b4_grad = f + 308;
+    row_loss = f + 318;
+  }
+  __device__ float* master_of(int l) const { return master + (l - 1) * kSpan * kTileStride; }
+  __device__ bf16* xt_of(int l) const { return xt + l * kOwn * kXtStride; }
+};
+
+__device__ __forceinline__ int cluster_rank() { return static_cast<int>(blockIdx.x) % kCluster; }
+__device__ __forceinline__ int cluster_index() { return static_cast<int>(blockIdx.x) / kCluster; }
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+__device__ __forceinline__ float4 load_cluster(const float* local, int rank) {
+  std::uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(local)), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ void ldsm_x2_trans(std::uint32_t (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_u32(p)));
+}
+
+// src[:, 112k .. 112k+111] into the slice's 7 tiles: a thread's 7 copies share its row and half.
+__device__ __forceinline__ void load_slice(const bf16* src, std::uint8_t* slice, int k) {
+  const int row = threadIdx.x >> 1, half = threadIdx.x & 1;
+#pragma unroll
+  for (int tile = 0; tile < kRangeTiles; ++tile) {
+    cp16(slice + tile * kTileBytes + slot_offset(row, half), src + row * kWidth + k * kRange + tile * 16 + half * 8);
+  }
+}
+
+// W[row0 .. row0 + rows - 1, the rank's range] of a row-major [..][kIn] bf16 matrix into wt.
+__device__ __forceinline__ void load_weight_tile(const bf16* w, int row0, int rows, bf16* wt, int k) {
+  for (int q = threadIdx.x; q < rows * (kRange / 8); q += kThreads) {
+    const int n = q / (kRange / 8), j = q % (kRange / 8);
+    cp16(wt + n * kTileStride + j * 8, w + (row0 + n) * kIn + k * kRange + j * 8);
+  }
+}
+
+// Warp w's 16 rows of the cluster's 7 n-tiles, stored for their owners ([owner = n-tile][row][8]).
+__device__ __forceinline__ void store_partials(float* part, const float (&acc)[kSpanTiles][4]) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < kSpanTiles; ++nt) {
+    float* at = part + (nt * kBatch + warp * 16 + g) * kOwn + 2 * t;
+    *reinterpret_cast<float2*>(at) = make_float2(acc[nt][0], acc[nt][1]);
+    *reinterpret_cast<float2*>(at + 8 * kOwn) = make_float2(acc[nt][2], acc[nt][3]);
+  }
+}
+
+// This block's own 8 columns of the cluster's partials, added over the 7 ranks in rank order:
+// thread i takes row i / 2, columns 4 (i % 2) .. +3.
+__device__ __forceinline__ float4 sum_ranks(const float* part) {
+  const int row = threadIdx.x >> 1, h = threadIdx.x & 1, k = cluster_rank();
+  float4 v[kCluster];
+#pragma unroll
+  for (int q = 0; q < kCluster; ++q) v[q] = load_cluster(part + (k * kBatch + row) * kOwn + 4 * h, q);
+  float4 sum = v[0];
+#pragma unroll
+  for (int q = 1; q < kCluster; ++q) {
+    sum.x += v[q].x;
+    sum.y += v[q].y;
+    sum.z += v[q].z;
+    sum.w += v[q].w;
+  }
+  return sum;
+}
+
+__device__ void split_forward(const Params& p, const SplitSmem& s, int l, int step) {
+  const int r = blockIdx.x, c = cluster_index(), k = cluster_rank();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int stage = l - 1;
+  mark(p, step, stage, 0);
+  load_weight_tile(p.w[l], c * kSpan, kSpan, s.wt, k);
+  load_slice(p.x[l - 1], s.slice, k);
+  commit();
+  wait_groups<0>();
+  __syncthreads();
+  mark(p, step, stage, 1);
+  float acc[kSpanTiles][4] = {};
+#pragma unroll
+  for (int ks = 0; ks < kRangeTiles; ++ks) {
+    std::uint32_t a[4];
+    tile_a(a, s.slice + ks * kTileBytes, warp * 16);
+#pragma unroll
+    for (int nt = 0; nt < kSpanTiles; ++nt) {
+      std::uint32_t b[2];
+      ldsm_x2(b, s.wt + (nt * 8 + (lane & 7)) * kTileStride + ks * 16 + ((lane >> 3) & 1) * 8);
+      mma(acc[nt], a, b);
+    }
+  }
+  store_partials(s.part, acc);
+  mark(p, step, stage, 2);
+  cluster_arrive();
+  cluster_wait();
+  const float4 v = sum_ranks(s.part);
+  const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
+  const float sum[4] = {v.x, v.y, v.z, v.w};
+  bf16 out[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int n = 4 * h + j;
+    out[j] = __float2bfloat16_rn(fmaxf(sum[j] + s.b_master[(l - 1) * kOwn + n], 0.0f));
+    s.xt_of(l)[n * kXtStride + row] = out[j];
+  }
+  *reinterpret_cast<uint2*>(p.x[l] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+  mark(p, step, stage, 3);
+}
+
+__device__ void split_output(const Params& p, const SplitSmem& s, int step) {
+  const int k = cluster_rank();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  mark(p, step, 3, 0);
+  load_weight_tile(p.w[kHidden + 1], 0, kClasses, s.wt, k);
+  for (int i = threadIdx.x; i < (16 - kClasses) * kTileStride; i += kThreads) s.wt[kClasses * kTileStride + i] = bf16(0.0f);
+  load_slice(p.x[kHidden], s.slice, k);
+  commit();
+  wait_groups<0>();
+  __syncthreads();
+  mark(p, step, 3, 1);
+  float acc[2][4] = {};
+#pragma unroll
+  for (int ks = 0; ks < kRangeTiles; ++ks) {
+    std::uint32_t a[4], bq[4];
+    tile_a(a, s.slice + ks * kTileBytes, warp * 16);
+    ldsm_x4(bq, s.wt + ((lane & 7) + ((lane >> 4) << 3)) * kTileStride + ks * 16 + ((lane >> 3) & 1) * 8);
+    const std::uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+    mma(acc[0], a, b0);
+    mma(acc[1], a, b1);
+  }
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+    float* at = s.part + (warp * 16 + g) * 16 + nt * 8 + 2 * t;
+    *reinterpret_cast<float2*>(at) = make_float2(acc[nt][0], acc[nt][1]);
+    *reinterpret_cast<float2*>(at + 8 * 16) = make_float2(acc[nt][2], acc[nt][3]);
+  }
+  mark(p, step, 3, 2);
+  cluster_arrive();
+  cluster_wait();
+  {  // every block adds the 7 ranks' partial logits in rank order: thread i, row i / 2, classes 8 (i % 2) ..
+    const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
+    float4 lo[kCluster], hi[kCluster];
+#pragma unroll
+    for (int q = 0; q < kCluster; ++q) {
+      lo[q] = load_cluster(s.part + row * 16 + 8 * h, q);
+      hi[q] = load_cluster(s.part + row * 16 + 8 * h + 4, q);
+    }
+    float4 a = lo[0], b = hi[0];
+#pragma unroll
+    for (int q = 1; q < kCluster; ++q) {
+      a.x += lo[q].x; a.y += lo[q].y; a.z += lo[q].z; a.w += lo[q].w;
+      b.x += hi[q].x; b.y += hi[q].y; b.z += hi[q].z; b.w += hi[q].w;
+    }
+    *reinterpret_cast<float4*>(s.logit + row * 16 + 8 * h) = a;
+    *reinterpret_cast<float4*>(s.logit + row * 16 + 8 * h + 4) = b;
+  }
+  __syncthreads();
+  output_loss(p, s, step, [&](int row, int cls) { return s.logit[row * 16 + cls]; });
+  mark(p, step, 3, 3);
+}
+
+__device__ void split_backward(const Params& p, const SplitSmem& s, int l, int step) {
+  const int r = blockIdx.x, c = cluster_index(), k = cluster_rank();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int stage = kStages - l;
+  const int in = l == 1 ? kIn : kWidth;
+  mark(p, step, stage, 0);
+  if (l == kHidden) apply_output_update(p, s);
+  load_slice(p.d[l], s.slice, k);
+  for (int q = threadIdx.x; q < kBatch * (kSpan / 8); q += kThreads) {  // X_{l-1}[:, cluster's 56]
+    const int row = q / (kSpan / 8), j = q % (kSpan / 8);
+    cp16(s.xc + row * kSpan + j * 8, p.x[l - 1] + row * kWidth + c * kSpan + j * 8);
+  }
+  commit();
+  // This warp's weight-gradient tiles (warp, warp + 8, ...) and their momentum, a float4 a lane.
+  float4 mom[kGradTilesPerWarp];
+#pragma unroll
+  for (int j = 0; j < kGradTilesPerWarp; ++j) {
+    const int tile = warp + j * kWarps;
+    if (tile < kGradTiles) mom[j] = __ldcg(p.mom[l] + (r * kGradTiles + tile) * 32 + lane);
+  }
+  wait_groups<0>();
+  __syncthreads();
+  mark(p, step, stage, 1);
+  float* master = s.master_of(l);
+  const bool input_grad = l > 1;
+  if (input_grad) {  // partial D_{l-1}[:, cluster's 56] over the rank's o range, from the old weights
+    float acc[kSpanTiles][4] = {};
+#pragma unroll
+    for (int ks = 0; ks < kRangeTiles; ++ks) {
+      std::uint32_t a[4];
+      tile_a(a, s.slice + ks * kTileBytes, warp * 16);
+#pragma unroll
+      for (int nt = 0; nt < kSpanTiles; ++nt) {
+        const float* m = master + (nt * 8 + g) * kTileStride + ks * 16 + 2 * t;
+        const float2 lo = *reinterpret_cast<const float2*>(m);
+        const float2 hi = *reinterpret_cast<const float2*>(m + 8);
+        const std::uint32_t b[2] = {pack(lo.x, lo.y), pack(hi.x, hi.y)};
+        mma(acc[nt], a, b);
+      }
+    }
+    store_partials(s.part, acc);
+  }
+  __syncthreads();  // every warp has read the old weights before any is updated
+  if (input_grad) cluster_arrive();
+  // dW_l[range, cluster's 56] = D_l[:, range]ᵀ · X_{l-1}[:, 56], applied at once.
+#pragma unroll
+  for (int j = 0; j < kGradTilesPerWarp; ++j) {
+    const int tile = warp + j * kWarps;
+    if (tile < kGradTiles) {
+      const int mo = tile / kSpanTiles, ni = tile % kSpanTiles;
+      float dw[4] = {};
+#pragma unroll
+      for (int kb = 0; kb < kBatch / 16; ++kb) {
+        std::uint32_t a[4], b[2];
+        tile_a_trans(a, s.slice + mo * kTileBytes, kb * 16);
+        ldsm_x2_trans(b, s.xc + (kb * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kSpan + ni * 8);
+        mma(dw, a, b);
+      }
+      float* mq = &mom[j].x;
+      bf16 fresh[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int o = mo * 16 + g + (q >> 1) * 8, i = ni * 8 + 2 * t + (q & 1);
+        float& w = master[i * kTileStride + o];
+        mq[q] = p.momentum * mq[q] + dw[q];
+        w -= p.lr * mq[q];
+        fresh[q] = __float2bfloat16_rn(w);
+      }
+      __stcg(p.mom[l] + (r * kGradTiles + tile) * 32 + lane, mom[j]);
+      bf16* row = p.w[l] + (k * kRange + mo * 16 + g) * in + c * kSpan + ni * 8 + 2 * t;
+      *reinterpret_cast<__nv_bfloat162*>(row) = __halves2bfloat162(fresh[0], fresh[1]);
+      *reinterpret_cast<__nv_bfloat162*>(row + 8 * in) = __halves2bfloat162(fresh[2], fresh[3]);
+    }
+  }
+  mark(p, step, stage, 2);
+  if (input_grad) {
+    cluster_wait();
+    const float4 v = sum_ranks(s.part);
+    const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
+    const float sum[4] = {v.x, v.y, v.z, v.w};
+    bf16 out[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int n = 4 * h + j;
+      const float d = __bfloat162float(s.xt_of(l - 1)[n * kXtStride + row]) > 0.0f ? sum[j] : 0.0f;
+      out[j] = __float2bfloat16_rn(d);
+      s.dt[n * kBatch + row] = __bfloat162float(out[j]);
+    }
+    *reinterpret_cast<uint2*>(p.d[l - 1] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+    __syncthreads();
+    apply_bias(p, s, l - 2);  // b_{l-1}[own]
+  }
+  mark(p, step, stage, 3);
+}
+
+__global__ void __launch_bounds__(kThreads, 1) split_epoch(Params p) {
+  extern __shared__ __align__(128) std::uint8_t smem_raw[];
+  const SplitSmem s(smem_raw);
+  const int r = blockIdx.x, c = cluster_index(), k = cluster_rank();
+  for (int l = 1; l <= kHidden; ++l) {  // W_l[range, cluster's 56], transposed
+    const int in = l == 1 ? kIn : kWidth;
+    for (int i = threadIdx.x; i < kSpan * kRange; i += kThreads) {
+      const int o = i / kSpan, n = i % kSpan;
+      s.master_of(l)[n * kTileStride + o] = p.master[l][(k * kRange + o) * in + c * kSpan + n];
+    }
+  }
+  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
+    s.w4[i] = p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn];
+    s.w4_mom[i] = 0.0f;
+  }
+  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) {
+    s.b_master[i] = p.bias[1 + i / kOwn][r * kOwn + i % kOwn];
+    s.b_mom[i] = 0.0f;
+  }
+  if (threadIdx.x < kClasses) {
+    s.b4[threadIdx.x] = p.bias[kHidden + 1][threadIdx.x];
+    s.b4_mom[threadIdx.x] = 0.0f;
+  }
+  gather_own(p, s, 0);
+#if LAB_NO_BARRIER
+  struct {
+    __device__ void sync() { __syncthreads(); }
+  } barrier;
+#else
+  sprintnet::cuda::GridBarrier barrier(p.barrier, p.clock, p.clock_capacity);
+#endif
+  barrier.sync();
+  for (int step = 0; step < p.steps; ++step) {
+    for (int l = 1; l <= kHidden; ++l) {
+      split_forward(p, s, l, step);
+      barrier.sync();
+    }
+    split_output(p, s, step);
+    barrier.sync();
+    for (int l = kHidden; l >= 1; --l) {
+      split_backward(p, s, l, step);
+      if (l == 1 && step + 1 < p.steps) {
+        __syncthreads();
+        gather_own(p, s, step + 1);
+      }
+      barrier.sync();
+    }
+  }
+  for (int l = 1; l <= kHidden; ++l) {
+    const int in = l == 1 ? kIn : kWidth;
+    for (int i = threadIdx.x; i < kSpan * kRange; i += kThreads) {
+      const int o = i / kSpan, n = i % kSpan;
+      p.master[l][(k * kRange + o) * in + c * kSpan + n] = s.master_of(l)[n * kTileStride + o];
     }
   }
   for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
@@ -774,6 +1179,12 @@ void upload_model(Device& dev, const Model& m) {
   }
 }
 
+// LAB_KERNEL=split runs v7b (the k split over clusters of 7); otherwise v7a.
+bool split_kernel() {
+  const char* kernel = std::getenv("LAB_KERNEL");
+  return kernel != nullptr && std::strcmp(kernel, "split") == 0;
+}
+
 float launch(Device& dev, int steps, cudaEvent_t start, cudaEvent_t stop) {
   dev.p.steps = steps;
   CHECK(cudaMemset(dev.p.barrier, 0, 4));
@@ -783,7 +1194,24 @@ float launch(Device& dev, int steps, cudaEvent_t start, cudaEvent_t stop) {
   // SM streams when fewer share L2.
   const char* blocks = std::getenv("LAB_BLOCKS");
   const int grid = blocks != nullptr ? std::atoi(blocks) : kBlocks;
-  CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(resident_epoch), grid, kThreads, args, kSmemBytes));
+  if (split_kernel()) {  // v7b: clusters of 7, co-resident (cooperative) for the grid barrier
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = kSplitSmemBytes;
+    cudaLaunchAttribute attrs[2];
+    attrs[0].id = cudaLaunchAttributeClusterDimension;
+    attrs[0].val.clusterDim.x = kCluster;
+    attrs[0].val.clusterDim.y = 1;
+    attrs[0].val.clusterDim.z = 1;
+    attrs[1].id = cudaLaunchAttributeCooperative;
+    attrs[1].val.cooperative = 1;
+    config.attrs = attrs;
+    config.numAttrs = 2;
+    CHECK(cudaLaunchKernelEx(&config, split_epoch, dev.p));
+  } else {
+    CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(resident_epoch), grid, kThreads, args, kSmemBytes));
+  }
   CHECK(cudaEventRecord(stop));
   CHECK(cudaGetLastError());
   CHECK(cudaEventSynchronize(stop));
@@ -847,13 +1275,15 @@ int main(int argc, char** argv) {
   p.barrier = dev.alloc<unsigned>(1);
   p.losses = dev.alloc<float>(steps_per_epoch);
   CHECK(cudaFuncSetAttribute(resident_epoch, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  CHECK(cudaFuncSetAttribute(split_epoch, cudaFuncAttributeMaxDynamicSharedMemorySize, kSplitSmemBytes));
   cudaEvent_t start, stop;
   CHECK(cudaEventCreate(&start));
   CHECK(cudaEventCreate(&stop));
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("resident_epoch: %s, %d blocks x %d threads, %d B shared memory a block\n", prop.name, kBlocks, kThreads,
-              kSmemBytes);
+  std::printf("resident_epoch (%s): %s, %d blocks x %d threads, %d B shared memory a block\n",
+              split_kernel() ? "v7b, k split over clusters of 7" : "v7a", prop.name, kBlocks, kThreads,
+              split_kernel() ? kSplitSmemBytes : kSmemBytes);
 
   // 1. Correctness: check_steps steps against the CPU reference.
   upload_model(dev, model);
