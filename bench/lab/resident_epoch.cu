@@ -116,6 +116,7 @@ struct Params {
   std::uint64_t* clock;       // per-barrier times (block 0), or null
   int clock_capacity;
   std::uint64_t* trace;       // LAB_TRACE: block 0's times inside each stage, 4 a stage, or null
+  std::uint64_t* trace_out;   // block 0's times inside the output stage's epilogue, 8 a step, or null
 };
 
 // Block 0, thread 0 stamps point 0..3 of (step, stage): the stage's start, warp 0's first tile
@@ -123,6 +124,12 @@ struct Params {
 __device__ __forceinline__ void mark(const Params& p, int step, int stage, int point) {
   if (p.trace != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
     p.trace[(step * kStages + stage) * 4 + point] = sprintnet::cuda::global_nanoseconds();
+  }
+}
+
+__device__ __forceinline__ void mark_out(const Params& p, int step, int point) {
+  if (p.trace_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+    p.trace_out[step * 8 + point] = sprintnet::cuda::global_nanoseconds();
   }
 }
 
@@ -353,6 +360,7 @@ __device__ void output_loss(const Params& p, const S& s, int step, LossInputs in
     }
   }
   __syncthreads();
+  mark_out(p, step, 2);
   if (r == 0 && threadIdx.x < 32) {
     const float total = batch_sum([&](int row) { return s.row_loss[row]; });
     if (threadIdx.x == 0) p.losses[step] = total / kBatch;
@@ -376,6 +384,7 @@ __device__ void output_loss(const Params& p, const S& s, int step, LossInputs in
     *reinterpret_cast<uint2*>(p.d[kHidden] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
   }
   __syncthreads();
+  mark_out(p, step, 3);
   // Sums over the batch: dW_4[c][own n] (80), b_3[own] (8), and on block 0 b_4 (10); two threads
   // an item, 64 rows each, the halves added by a shuffle (a fixed order).
   {
@@ -921,6 +930,7 @@ __device__ void split_output(const Params& p, const SplitSmem& s, int step, int 
   mark(p, step, 3, 2);
   cluster_arrive();
   cluster_wait();
+  mark_out(p, step, 0);
   {  // every block adds the 7 ranks' partial logits in rank order: thread i, row i / 2, classes 8 (i % 2) ..
     const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
     float4 lo[kCluster], hi[kCluster];
@@ -939,6 +949,7 @@ __device__ void split_output(const Params& p, const SplitSmem& s, int step, int 
     *reinterpret_cast<float4*>(s.logit + row * 16 + 8 * h + 4) = b;
   }
   __syncthreads();
+  mark_out(p, step, 1);
   output_loss(p, s, step, loss_inputs, [&](int row, int cls) { return s.logit[row * 16 + cls]; });
   mark(p, step, 3, 3);
 }
@@ -1474,5 +1485,28 @@ int main(int argc, char** argv) {
     std::printf("  %-10s %6.2f | %6.2f | %6.2f | %6.2f\n", names[st], part[0] / n, part[1] / n, part[2] / n, part[3] / n);
   }
   p.trace = nullptr;
+
+  // 5. The output stage's epilogue (block 0; v7b's points): its products done -> the cluster
+  // barrier passed -> the 7 ranks' logits added -> softmax -> D_3 -> the batch sums done.
+  if (split_kernel()) {
+    p.trace_out = dev.alloc<std::uint64_t>(8 * steps_per_epoch);
+    p.trace = dev.alloc<std::uint64_t>(points);
+    launch(dev, steps_per_epoch, start, stop);
+    std::vector<std::uint64_t> detail(8 * steps_per_epoch);
+    CHECK(cudaMemcpy(detail.data(), p.trace_out, detail.size() * 8, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(trace.data(), p.trace, points * 8, cudaMemcpyDeviceToHost));
+    double part[5] = {};
+    for (int s = 10; s + 1 < steps_per_epoch; ++s) {
+      const std::uint64_t* m = &trace[(s * kStages + 3) * 4];
+      const std::uint64_t* d = &detail[s * 8];
+      const std::uint64_t at[6] = {m[2], d[0], d[1], d[2], d[3], m[3]};
+      for (int i = 0; i + 1 < 6; ++i) part[i] += static_cast<double>(at[i + 1] - at[i]);
+    }
+    const double n = 1000.0 * (steps_per_epoch - 11);
+    std::printf("output epilogue, us: cluster barrier %.2f | logits added %.2f | softmax %.2f | D_3 %.2f | batch sums %.2f\n",
+                part[0] / n, part[1] / n, part[2] / n, part[3] / n, part[4] / n);
+    p.trace_out = nullptr;
+    p.trace = nullptr;
+  }
   return ok ? 0 : 1;
 }
