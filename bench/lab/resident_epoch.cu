@@ -740,8 +740,10 @@ constexpr int kWtOff = kSliceOff + kSliceBytes;
 constexpr int kWtBytes = kSpan * kTileStride * 2;                            // 13 KB (16 rows in the output stage)
 constexpr int kXcOff = kWtOff + kWtBytes;
 constexpr int kXcBytes = kBatch * kSpan * 2;                                 // 14 KB: X_{l-1}[:, cluster's 56]
-constexpr int kPartOff = kXcOff + kXcBytes;
-constexpr int kPartBytes = kCluster * kBatch * kOwn * 4;                     // 28 KB: [owner][128][8]
+constexpr int kRecvOff = kXcOff + kXcBytes;
+constexpr int kRecvBytes = kCluster * kBatch * kOwn * 4;                     // 28 KB: [source][128][8]
+constexpr int kPartOff = kRecvOff + kRecvBytes;
+constexpr int kPartBytes = kCluster * kBatch * kOwn * 4;                     // 28 KB: [owner][128][8], sent
 constexpr int kTileMasterOff = kPartOff + kPartBytes;
 constexpr int kTileMasterBytes = kHidden * kSpan * kTileStride * 4;          // 79 KB: [layer][56][120]
 constexpr int kXt2Off = kTileMasterOff + kTileMasterBytes;
@@ -750,16 +752,21 @@ constexpr int kLogitBytes = kBatch * 16 * 4;
 constexpr int kDl2Off = kLogitOff + kLogitBytes;
 constexpr int kDt2Off = kDl2Off + kDlBytes;
 constexpr int kSmall2Off = kDt2Off + kDtBytes;
-constexpr int kSplitSmemBytes = kSmall2Off + kSmallFloats * 4;
+constexpr int kBarOff = kSmall2Off + kSmallFloats * 4;                      // the exchange's mbarrier
+constexpr int kSplitSmemBytes = kBarOff + 8;
 static_assert(kSplitSmemBytes <= 227 * 1024, "one block an SM");
-static_assert(kBatch * 16 * 4 <= kPartBytes, "the partial logits fit the partials' buffer");
+static_assert(kBatch * kClasses * 4 <= kPartBytes, "the partial logits fit the partials' buffer");
+static_assert(kCluster * kBatch * kClasses * 4 <= kXcBytes + kRecvBytes && kRecvOff == kXcOff + kXcBytes,
+              "the 7 ranks' partial logits land over XC and the receive buffer");
 static_assert(16 * kTileStride * 2 <= kWtBytes, "W_4's 16 padded rows fit W's tile");
 
 struct SplitSmem {
   std::uint8_t* slice;  // 7 swizzled 128 x 16 tiles: the rank's columns of X_{l-1} or D_l
   bf16* wt;             // [56 or 16][kTileStride]: W_l[cluster's 56, range] (forward), W_4[:, range]
   bf16* xc;             // [128][56]: X_{l-1}[:, cluster's 56] (backward)
-  float* part;          // [source rank][128][8] partial sums pushed here, or [128][16] partial logits
+  float* recv;          // [source rank][128][8]: the partial sums of this block's own 8 columns
+  float* part;          // [owner rank][128][8]: this block's partial sums, sent; or [128][10] logits
+  std::uint64_t* bar;   // completes when the 7 ranks' copies of a stage have landed
   float* master;        // [layer 1..3][56][kTileStride]: W_l[range, cluster's 56] transposed
   bf16* xt;
   float *logit, *dl, *dt;
@@ -768,7 +775,9 @@ struct SplitSmem {
     slice = s + kSliceOff;
     wt = reinterpret_cast<bf16*>(s + kWtOff);
     xc = reinterpret_cast<bf16*>(s + kXcOff);
+    recv = reinterpret_cast<float*>(s + kRecvOff);
     part = reinterpret_cast<float*>(s + kPartOff);
+    bar = reinterpret_cast<std::uint64_t*>(s + kBarOff);
     master = reinterpret_cast<float*>(s + kTileMasterOff);
     xt = reinterpret_cast<bf16*>(s + kXt2Off);
     logit = reinterpret_cast<float*>(s + kLogitOff);
@@ -820,27 +829,75 @@ __device__ __forceinline__ void load_weight_tile(const bf16* w, int row0, int ro
   }
 }
 
-__device__ __forceinline__ void store_cluster(float* local, int rank, float x, float y) {
-  std::uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(local)), "r"(rank));
-  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(remote), "f"(x), "f"(y) : "memory");
-}
-
-// Warp w's 16 rows of the cluster's 7 n-tiles, pushed to their owners (n-tile nt belongs to rank
-// nt) before the cluster barrier, into recv[this rank][row][8] there: after the barrier every
-// block reads its partials locally.
-__device__ __forceinline__ void push_partials(float* recv, const float (&acc)[kSpanTiles][4]) {
+// Warp w's 16 rows of the cluster's 7 n-tiles into part ([owner = n-tile][row][8]), to be sent.
+__device__ __forceinline__ void store_partials(float* part, const float (&acc)[kSpanTiles][4]) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  float* at = recv + (cluster_rank() * kBatch + warp * 16 + g) * kOwn + 2 * t;
 #pragma unroll
   for (int nt = 0; nt < kSpanTiles; ++nt) {
-    store_cluster(at, nt, acc[nt][0], acc[nt][1]);
-    store_cluster(at + 8 * kOwn, nt, acc[nt][2], acc[nt][3]);
+    float* at = part + (nt * kBatch + warp * 16 + g) * kOwn + 2 * t;
+    *reinterpret_cast<float2*>(at) = make_float2(acc[nt][0], acc[nt][1]);
+    *reinterpret_cast<float2*>(at + 8 * kOwn) = make_float2(acc[nt][2], acc[nt][3]);
   }
 }
 
-// This block's own 8 columns, the 7 ranks' partials added in rank order: thread i takes row i / 2,
-// columns 4 (i % 2) .. +3.
+// The exchange (v7g): a block's pieces go to the 7 ranks (itself included) by one bulk copy each
+// (cp.async.bulk, the TMA engine's DSMEM path), completing on the destination's mbarrier, which
+// its block waits on: no cluster barrier, no generic remote loads or stores (v7f's measured
+// ~12-17 GB/s an SM). A stage's copies can only start after every block has passed the grid
+// barrier that ends the previous stage, so an mbarrier phase never holds two stages' bytes and no
+// copy lands in a buffer its block still reads; the sources are read before their receivers'
+// waits end, so before the next grid barrier.
+__device__ __forceinline__ std::uint32_t in_rank(std::uint32_t address, int rank) {
+  std::uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ void init_exchange(const SplitSmem& s) {
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(s.bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // published by the next cluster barrier
+  }
+}
+// The whole block calls it once its pieces are written: piece q (bytes long, at source + q * stride)
+// goes to rank q, at dest + rank * bytes there (dest: a local address, mapped into rank q). The
+// block's own piece is copied by its threads (memcheck rejects a bulk copy to the block itself as
+// "not located in remote CTA"); the 6 others by one bulk copy each.
+__device__ __forceinline__ void send_pieces(const SplitSmem& s, const void* source, int stride, const void* dest, int bytes) {
+  const int k = cluster_rank();
+  __syncthreads();  // the pieces are written
+  {
+    const float4* from = reinterpret_cast<const float4*>(static_cast<const char*>(source) + k * stride);
+    float4* to = reinterpret_cast<float4*>(static_cast<char*>(const_cast<void*>(dest)) + k * bytes);
+    for (int i = threadIdx.x; i < bytes / 16; i += kThreads) to[i] = from[i];
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // this thread's writes, before the copies read them
+  __syncthreads();
+  if (threadIdx.x >= kCluster - 1) return;
+  const int q = static_cast<int>(threadIdx.x) >= k ? static_cast<int>(threadIdx.x) + 1 : static_cast<int>(threadIdx.x);
+  const std::uint32_t from = smem_u32(source) + q * stride;
+  const std::uint32_t to = in_rank(smem_u32(dest) + k * bytes, q);
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(to),
+               "r"(from), "r"(bytes), "r"(in_rank(smem_u32(s.bar), q))
+               : "memory");
+}
+// The whole block waits for the 6 other ranks' pieces (bytes each) of this stage.
+__device__ __forceinline__ void receive_pieces(const SplitSmem& s, int bytes, std::uint32_t& phase) {
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(s.bar)),
+                 "r"((kCluster - 1) * bytes)
+                 : "memory");
+  }
+  asm volatile(
+      "{\n .reg .pred done;\n wait:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      " @!done bra wait;\n}" ::"r"(smem_u32(s.bar)),
+      "r"(phase)
+      : "memory");
+  phase ^= 1u;
+}
+
+// This block's own 8 columns, the 7 ranks' partials (recv) added in rank order: thread i takes
+// row i / 2, columns 4 (i % 2) .. +3.
 __device__ __forceinline__ float4 sum_ranks(const float* recv) {
   const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
   float4 v[kCluster];
@@ -857,7 +914,7 @@ __device__ __forceinline__ float4 sum_ranks(const float* recv) {
   return sum;
 }
 
-__device__ void split_forward(const Params& p, const SplitSmem& s, int l, int step) {
+__device__ void split_forward(const Params& p, const SplitSmem& s, int l, int step, std::uint32_t& phase) {
   const int r = blockIdx.x, c = cluster_index(), k = cluster_rank();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int stage = l - 1;
@@ -880,11 +937,12 @@ __device__ void split_forward(const Params& p, const SplitSmem& s, int l, int st
       mma(acc[nt], a, b);
     }
   }
-  push_partials(s.part, acc);
+  store_partials(s.part, acc);
   mark(p, step, stage, 2);
-  cluster_arrive();
-  cluster_wait();
-  const float4 v = sum_ranks(s.part);
+  constexpr int kPiece = kBatch * kOwn * 4;
+  send_pieces(s, s.part, kPiece, s.recv, kPiece);
+  receive_pieces(s, kPiece, phase);
+  const float4 v = sum_ranks(s.recv);
   const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
   const float sum[4] = {v.x, v.y, v.z, v.w};
   bf16 out[4];
@@ -898,7 +956,7 @@ __device__ void split_forward(const Params& p, const SplitSmem& s, int l, int st
   mark(p, step, stage, 3);
 }
 
-__device__ void split_output(const Params& p, const SplitSmem& s, int step, int label) {
+__device__ void split_output(const Params& p, const SplitSmem& s, int step, int label, std::uint32_t& phase) {
   const int k = cluster_rank();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   mark(p, step, 3, 0);
@@ -921,32 +979,33 @@ __device__ void split_output(const Params& p, const SplitSmem& s, int step, int 
     mma(acc[0], a, b0);
     mma(acc[1], a, b1);
   }
-#pragma unroll
-  for (int nt = 0; nt < 2; ++nt) {
-    float* at = s.part + (warp * 16 + g) * 16 + nt * 8 + 2 * t;
-    *reinterpret_cast<float2*>(at) = make_float2(acc[nt][0], acc[nt][1]);
-    *reinterpret_cast<float2*>(at + 8 * 16) = make_float2(acc[nt][2], acc[nt][3]);
+  // The partial logits ([128][10]) to every rank, landing at [source][128][10] over XC and the
+  // receive buffer (neither is used in this stage).
+  {
+    float* at = s.part + (warp * 16 + g) * kClasses + 2 * t;
+    *reinterpret_cast<float2*>(at) = make_float2(acc[0][0], acc[0][1]);
+    *reinterpret_cast<float2*>(at + 8 * kClasses) = make_float2(acc[0][2], acc[0][3]);
+    if (t == 0) {  // classes 8 and 9
+      *reinterpret_cast<float2*>(at + 8) = make_float2(acc[1][0], acc[1][1]);
+      *reinterpret_cast<float2*>(at + 8 * kClasses + 8) = make_float2(acc[1][2], acc[1][3]);
+    }
   }
   mark(p, step, 3, 2);
-  cluster_arrive();
-  cluster_wait();
+  constexpr int kPiece = kBatch * kClasses * 4;
+  float* logits_in = reinterpret_cast<float*>(s.xc);
+  send_pieces(s, s.part, 0, logits_in, kPiece);  // the same piece to every rank
+  receive_pieces(s, kPiece, phase);
   mark_out(p, step, 0);
-  {  // every block adds the 7 ranks' partial logits in rank order: thread i, row i / 2, classes 8 (i % 2) ..
+  {  // every block adds the 7 ranks' partial logits in rank order: thread i, row i / 2, classes 5 (i % 2) ..
     const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
-    float4 lo[kCluster], hi[kCluster];
 #pragma unroll
-    for (int q = 0; q < kCluster; ++q) {
-      lo[q] = load_cluster(s.part + row * 16 + 8 * h, q);
-      hi[q] = load_cluster(s.part + row * 16 + 8 * h + 4, q);
-    }
-    float4 a = lo[0], b = hi[0];
+    for (int j = 0; j < kClasses / 2; ++j) {
+      const int cls = 5 * h + j;
+      float v = logits_in[row * kClasses + cls];
 #pragma unroll
-    for (int q = 1; q < kCluster; ++q) {
-      a.x += lo[q].x; a.y += lo[q].y; a.z += lo[q].z; a.w += lo[q].w;
-      b.x += hi[q].x; b.y += hi[q].y; b.z += hi[q].z; b.w += hi[q].w;
+      for (int q = 1; q < kCluster; ++q) v += logits_in[(q * kBatch + row) * kClasses + cls];
+      s.logit[row * 16 + cls] = v;
     }
-    *reinterpret_cast<float4*>(s.logit + row * 16 + 8 * h) = a;
-    *reinterpret_cast<float4*>(s.logit + row * 16 + 8 * h + 4) = b;
   }
   __syncthreads();
   mark_out(p, step, 1);
@@ -954,7 +1013,7 @@ __device__ void split_output(const Params& p, const SplitSmem& s, int step, int 
   mark(p, step, 3, 3);
 }
 
-__device__ void split_backward(const Params& p, const SplitSmem& s, int l, int step) {
+__device__ void split_backward(const Params& p, const SplitSmem& s, int l, int step, std::uint32_t& phase) {
   const int r = blockIdx.x, c = cluster_index(), k = cluster_rank();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int stage = kStages - l;
@@ -994,10 +1053,14 @@ __device__ void split_backward(const Params& p, const SplitSmem& s, int l, int s
         mma(acc[nt], a, b);
       }
     }
-    push_partials(s.part, acc);
+    store_partials(s.part, acc);
   }
-  __syncthreads();  // every warp has read the old weights before any is updated
-  if (input_grad) cluster_arrive();
+  constexpr int kPiece = kBatch * kOwn * 4;
+  if (input_grad) {
+    send_pieces(s, s.part, kPiece, s.recv, kPiece);  // its __syncthreads: every warp has read the old weights
+  } else {
+    __syncthreads();  // every warp has read the old weights before any is updated
+  }
   // dW_l[range, cluster's 56] = D_l[:, range]ᵀ · X_{l-1}[:, 56], applied at once; the warp's tiles'
   // 8-step chains interleaved, so consecutive mma's are independent.
   // dW_l[range, cluster's 56] = D_l[:, range]ᵀ · X_{l-1}[:, 56], applied at once, a tile at a time
@@ -1032,8 +1095,8 @@ __device__ void split_backward(const Params& p, const SplitSmem& s, int l, int s
   }
   mark(p, step, stage, 2);
   if (input_grad) {
-    cluster_wait();
-    const float4 v = sum_ranks(s.part);
+    receive_pieces(s, kPiece, phase);
+    const float4 v = sum_ranks(s.recv);
     const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
     const float sum[4] = {v.x, v.y, v.z, v.w};
     bf16 out[4];
@@ -1075,8 +1138,11 @@ __global__ void __launch_bounds__(kThreads, 1) split_epoch(Params p) {
     s.b4_mom[threadIdx.x] = 0.0f;
   }
   int label = gather_own(p, s, 0);  // row threadIdx.x's label of the step's batch
-  // Every block of the cluster has started before any writes into another's shared memory (the
-  // grid barrier implies it too, but only a cluster barrier says so to compute-sanitizer).
+  init_exchange(s);
+  std::uint32_t phase = 0;  // the parity the exchange's mbarrier completes next
+  // Every block of the cluster has started, and its mbarrier is initialised, before any copy into
+  // another's shared memory (the grid barrier implies the first, but only a cluster barrier says so
+  // to compute-sanitizer, and publishes the second).
   cluster_arrive();
   cluster_wait();
 #if LAB_NO_BARRIER
@@ -1089,14 +1155,14 @@ __global__ void __launch_bounds__(kThreads, 1) split_epoch(Params p) {
   barrier.sync();
   for (int step = 0; step < p.steps; ++step) {
     for (int l = 1; l <= kHidden; ++l) {
-      split_forward(p, s, l, step);
+      split_forward(p, s, l, step, phase);
       barrier.sync();
     }
-    split_output(p, s, step, label);
+    split_output(p, s, step, label, phase);
     barrier.sync();
     for (int l = kHidden; l >= 1; --l) {
       const OwnRow next = l == 1 ? fetch_own(p, step + 1) : OwnRow{};  // lands during the stage
-      split_backward(p, s, l, step);
+      split_backward(p, s, l, step, phase);
       if (l == 1 && step + 1 < p.steps) {
         __syncthreads();
         store_own(p, s, next);
