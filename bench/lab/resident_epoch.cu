@@ -177,35 +177,41 @@ __device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
 // bit 2 of b is set, so the 8 rows an ldmatrix phase reads fall in distinct banks.
 __device__ __forceinline__ int slot_offset(int row, int half) { return row * 32 + ((half ^ ((row >> 2) & 1)) << 4); }
 
-// The block's shared memory, carved once.
-struct Smem {
-  std::uint8_t* ring;
-  float* master;  // [layer 1..3][8][kMasterStride]: W_l[:, own] transposed
-  bf16* ws;       // [16][kWStride]
-  bf16* xt;       // [layer 0..3][8][kXtStride]: X_l[:, own] transposed
-  float* dl;      // [128][10]
-  float* dt;      // [8][128]
+// What both kernels keep of a block's own 8 neurons (and of the output layer) in shared memory.
+struct OwnState {
+  bf16* xt;                      // [layer 0..3][8][kXtStride]: X_l[:, own] transposed
+  float* dl;                     // [128][10]: dlogits
+  float* dt;                     // [8][128]: D[:, own] (the bias gradients)
   float *w4, *w4_mom, *w4_grad;  // [10][8]: W_4[:, own]
   float *b_master, *b_mom;       // [3][8]: b_1..b_3[own]
   float *b4, *b4_mom, *b4_grad;  // [10] (block 0)
   float* row_loss;               // [128]
   float* b4_live;                // [16]: b_4 as every block reads it in the output stage
-  __device__ explicit Smem(std::uint8_t* s) {
-    ring = s + kRingOff;
-    master = reinterpret_cast<float*>(s + kMasterOff);
-    ws = reinterpret_cast<bf16*>(s + kWsOff);
-    xt = reinterpret_cast<bf16*>(s + kXtOff);
-    dl = reinterpret_cast<float*>(s + kDlOff);
-    dt = reinterpret_cast<float*>(s + kDtOff);
-    float* f = reinterpret_cast<float*>(s + kSmallOff);
+  __device__ OwnState(std::uint8_t* s, int xt_off, int dl_off, int dt_off, int small_off) {
+    xt = reinterpret_cast<bf16*>(s + xt_off);
+    dl = reinterpret_cast<float*>(s + dl_off);
+    dt = reinterpret_cast<float*>(s + dt_off);
+    float* f = reinterpret_cast<float*>(s + small_off);
     w4 = f; w4_mom = f + 80; w4_grad = f + 160;
     b_master = f + 240; b_mom = f + 264;
     b4 = f + 288; b4_mom = f + 298; b4_grad = f + 308;
     row_loss = f + 318;
     b4_live = f + 448;  // 16-byte aligned: the cp.async destination
   }
-  __device__ float* master_of(int l) const { return master + (l - 1) * kOwn * kMasterStride; }
   __device__ bf16* xt_of(int l) const { return xt + l * kOwn * kXtStride; }
+};
+
+// v7a's shared memory, carved once.
+struct Smem : OwnState {
+  std::uint8_t* ring;
+  float* master;  // [layer 1..3][8][kMasterStride]: W_l[:, own] transposed
+  bf16* ws;       // [16][kWStride]
+  __device__ explicit Smem(std::uint8_t* s) : OwnState(s, kXtOff, kDlOff, kDtOff, kSmallOff) {
+    ring = s + kRingOff;
+    master = reinterpret_cast<float*>(s + kMasterOff);
+    ws = reinterpret_cast<bf16*>(s + kWsOff);
+  }
+  __device__ float* master_of(int l) const { return master + (l - 1) * kOwn * kMasterStride; }
   __device__ std::uint8_t* ring_of(int warp) const { return ring + warp * kRing * kTileBytes; }
 };
 
@@ -258,6 +264,17 @@ __device__ __forceinline__ void tile_a_trans(std::uint32_t (&a)[4], const std::u
   const int lane = threadIdx.x & 31;
   const int row = k0 + ((lane >> 4) & 1) * 8 + (lane & 7);
   ldsm_x4_trans(a, slot + slot_offset(row, (lane >> 3) & 1));
+}
+
+// v7a: this warp's partial product of the block's 8 columns (all 128 rows) into red[warp][128][8].
+__device__ __forceinline__ void store_warp_partials(float* red, const float (&acc)[8][4]) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < 8; ++mt) {
+    *reinterpret_cast<float2*>(red + (warp * kBatch + mt * 16 + g) * kOwn + 2 * t) = make_float2(acc[mt][0], acc[mt][1]);
+    *reinterpret_cast<float2*>(red + (warp * kBatch + mt * 16 + g + 8) * kOwn + 2 * t) =
+        make_float2(acc[mt][2], acc[mt][3]);
+  }
 }
 
 // Block-wide: red[warp][128][width] fp32 partials (aliasing the ring) summed in warp order.
@@ -315,6 +332,30 @@ __device__ void apply_output_update(const Params& p, const S& s) {
   }
 }
 
+// The end of a stage's own 8 columns, shared by both kernels: thread i holds the sums of row i / 2,
+// columns 4 (i % 2) .. +3. Forward: bias and ReLU into X_layer (global, for the next stage's
+// readers) and its own transposed copy. Input gradient: relu'(X_layer) into D_layer and the fp32
+// copy the bias gradient sums.
+template <bool kForward, class S>
+__device__ __forceinline__ void finish_own(const Params& p, const S& s, int layer, const float (&sum)[4]) {
+  const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
+  bf16 out[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int n = 4 * h + j;
+    bf16& own = s.xt_of(layer)[n * kXtStride + row];
+    if (kForward) {
+      out[j] = __float2bfloat16_rn(fmaxf(sum[j] + s.b_master[(layer - 1) * kOwn + n], 0.0f));
+      own = out[j];
+    } else {
+      out[j] = __float2bfloat16_rn(__bfloat162float(own) > 0.0f ? sum[j] : 0.0f);
+      s.dt[n * kBatch + row] = __bfloat162float(out[j]);
+    }
+  }
+  bf16* dst = kForward ? p.x[layer] : p.d[layer];
+  *reinterpret_cast<uint2*>(dst + row * kWidth + blockIdx.x * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+}
+
 // The output layer after its logits: softmax cross-entropy, dlogits, the step's loss (block 0),
 // D_3[:, own], the gradients of W_4[:, own] and b_4 (applied in the next stage, once every block
 // has read W_4), and b_3[own]'s update. logit_of(row, c): the product's logit, without the bias.
@@ -368,20 +409,16 @@ __device__ void output_loss(const Params& p, const S& s, int step, LossInputs in
   // D_3[:, own] = (dlogits · bf16(W_4[:, own])) ⊙ relu'(X_3[:, own]).
   {
     const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
-    bf16 out[4];
+    float sum[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int n = 4 * h + j;
-      float v = 0.0f;
+      sum[j] = 0.0f;
 #pragma unroll
       for (int c = 0; c < kClasses; ++c) {
-        v += s.dl[row * kClasses + c] * __bfloat162float(__float2bfloat16_rn(s.w4[c * kOwn + n]));
+        sum[j] += s.dl[row * kClasses + c] * __bfloat162float(__float2bfloat16_rn(s.w4[c * kOwn + 4 * h + j]));
       }
-      if (!(__bfloat162float(s.xt_of(kHidden)[n * kXtStride + row]) > 0.0f)) v = 0.0f;
-      out[j] = __float2bfloat16_rn(v);
-      s.dt[n * kBatch + row] = __bfloat162float(out[j]);
     }
-    *reinterpret_cast<uint2*>(p.d[kHidden] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+    finish_own<false>(p, s, kHidden, sum);
   }
   __syncthreads();
   mark_out(p, step, 3);
@@ -455,6 +492,20 @@ __device__ int gather_own(const Params& p, const S& s, int step) {  // returns r
   return own.label;
 }
 
+// v7a: the 8 warps' partial products of the block's 8 columns added in warp order, then finished
+// (the caller's barrier has every warp past its tiles: the sums alias the ring).
+template <bool kForward>
+__device__ void finish_warps(const Params& p, const Smem& s, const float (&acc)[8][4], int layer) {
+  float* red = reinterpret_cast<float*>(s.ring);
+  store_warp_partials(red, acc);
+  __syncthreads();
+  const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
+  float sum[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) sum[j] = sum_warps(red, row, 4 * h + j, kOwn);
+  finish_own<kForward>(p, s, layer, sum);
+}
+
 __device__ void forward(const Params& p, const Smem& s, int l, int step) {
   const int r = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int stage = l - 1;
@@ -484,25 +535,7 @@ __device__ void forward(const Params& p, const Smem& s, int l, int step) {
   });
   mark(p, step, stage, 2);
   __syncthreads();
-  float* red = reinterpret_cast<float*>(s.ring);
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mt = 0; mt < 8; ++mt) {
-    *reinterpret_cast<float2*>(red + (warp * kBatch + mt * 16 + g) * kOwn + 2 * t) = make_float2(acc[mt][0], acc[mt][1]);
-    *reinterpret_cast<float2*>(red + (warp * kBatch + mt * 16 + g + 8) * kOwn + 2 * t) =
-        make_float2(acc[mt][2], acc[mt][3]);
-  }
-  __syncthreads();
-  const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
-  bf16 out[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int n = 4 * h + j;
-    const float v = sum_warps(red, row, n, kOwn) + s.b_master[(l - 1) * kOwn + n];
-    out[j] = __float2bfloat16_rn(fmaxf(v, 0.0f));
-    s.xt_of(l)[n * kXtStride + row] = out[j];
-  }
-  *reinterpret_cast<uint2*>(p.x[l] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+  finish_warps<true>(p, s, acc, l);
   mark(p, step, stage, 3);
 }
 
@@ -620,30 +653,72 @@ __device__ void backward(const Params& p, const Smem& s, int l, int step) {
     mark(p, step, stage, 3);
     return;
   }
-  float* red = reinterpret_cast<float*>(s.ring);
-#pragma unroll
-  for (int mt = 0; mt < 8; ++mt) {
-    *reinterpret_cast<float2*>(red + (warp * kBatch + mt * 16 + g) * kOwn + 2 * t) = make_float2(acc[mt][0], acc[mt][1]);
-    *reinterpret_cast<float2*>(red + (warp * kBatch + mt * 16 + g + 8) * kOwn + 2 * t) =
-        make_float2(acc[mt][2], acc[mt][3]);
-  }
-  __syncthreads();
-  {
-    const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
-    bf16 out[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int n = 4 * h + j;
-      float v = sum_warps(red, row, n, kOwn);
-      if (!(__bfloat162float(s.xt_of(l - 1)[n * kXtStride + row]) > 0.0f)) v = 0.0f;
-      out[j] = __float2bfloat16_rn(v);
-      s.dt[n * kBatch + row] = __bfloat162float(out[j]);
-    }
-    *reinterpret_cast<uint2*>(p.d[l - 1] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
-  }
+  finish_warps<false>(p, s, acc, l - 1);
   __syncthreads();
   apply_bias(p, s, l - 2);  // b_{l-1}[own]
   mark(p, step, stage, 3);
+}
+
+// W_4[:, own], b_1..b_3[own] and (every block's copy of) b_4 from the global master, momentum zero.
+template <class S>
+__device__ void load_own_state(const Params& p, const S& s) {
+  const int r = blockIdx.x;
+  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
+    s.w4[i] = p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn];
+    s.w4_mom[i] = 0.0f;
+  }
+  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) {
+    s.b_master[i] = p.bias[1 + i / kOwn][r * kOwn + i % kOwn];
+    s.b_mom[i] = 0.0f;
+  }
+  if (threadIdx.x < kClasses) {
+    s.b4[threadIdx.x] = p.bias[kHidden + 1][threadIdx.x];
+    s.b4_mom[threadIdx.x] = 0.0f;
+  }
+}
+
+// The epoch's end: W_4[:, own] and b_1..b_3[own] back to the global master (b_4 is there already).
+template <class S>
+__device__ void store_own_state(const Params& p, const S& s) {
+  const int r = blockIdx.x;
+  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
+    p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn] = s.w4[i];
+  }
+  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) p.bias[1 + i / kOwn][r * kOwn + i % kOwn] = s.b_master[i];
+}
+
+// The epoch's steps, the same for both kernels: the first batch, then each step's forward stages,
+// output stage and backward stages, each ended by the grid barrier (LAB_NO_BARRIER: by a block
+// barrier); the next batch is fetched as the last backward stage starts and stored when it ends.
+template <class S, class Forward, class Output, class Backward>
+__device__ void run_steps(const Params& p, const S& s, Forward&& forward, Output&& output, Backward&& backward) {
+  int label = gather_own(p, s, 0);  // row threadIdx.x's label of the step's batch
+#if LAB_NO_BARRIER
+  struct {
+    __device__ void sync() { __syncthreads(); }
+  } barrier;
+#else
+  sprintnet::cuda::GridBarrier barrier(p.barrier, p.clock, p.clock_capacity);
+#endif
+  barrier.sync();
+  for (int step = 0; step < p.steps; ++step) {
+    for (int l = 1; l <= kHidden; ++l) {
+      forward(l, step);
+      barrier.sync();
+    }
+    output(step, label);
+    barrier.sync();
+    for (int l = kHidden; l >= 1; --l) {
+      const OwnRow next = l == 1 ? fetch_own(p, step + 1) : OwnRow{};  // lands during the stage
+      backward(l, step);
+      if (l == 1 && step + 1 < p.steps) {
+        __syncthreads();  // X_0's own columns are read (dW_1's fragments) before the next batch lands
+        store_own(p, s, next);
+        label = next.label;
+      }
+      barrier.sync();
+    }
+  }
 }
 
 __global__ void __launch_bounds__(kThreads, 1) resident_epoch(Params p) {
@@ -657,54 +732,18 @@ __global__ void __launch_bounds__(kThreads, 1) resident_epoch(Params p) {
       s.master_of(l)[n * kMasterStride + o] = p.master[l][o * kIn + r * kOwn + n];
     }
   }
-  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
-    s.w4[i] = p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn];
-    s.w4_mom[i] = 0.0f;
-  }
-  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) {
-    s.b_master[i] = p.bias[1 + i / kOwn][r * kOwn + i % kOwn];
-    s.b_mom[i] = 0.0f;
-  }
-  if (threadIdx.x < kClasses) {
-    s.b4[threadIdx.x] = p.bias[kHidden + 1][threadIdx.x];
-    s.b4_mom[threadIdx.x] = 0.0f;
-  }
+  load_own_state(p, s);
   for (int i = threadIdx.x; i < (16 - kClasses) * kWStride; i += kThreads) s.ws[kClasses * kWStride + i] = bf16(0.0f);
-  int label = gather_own(p, s, 0);  // row threadIdx.x's label of the step's batch
-#if LAB_NO_BARRIER
-  struct {
-    __device__ void sync() { __syncthreads(); }
-  } barrier;
-#else
-  sprintnet::cuda::GridBarrier barrier(p.barrier, p.clock, p.clock_capacity);
-#endif
-  barrier.sync();
-  for (int step = 0; step < p.steps; ++step) {
-    for (int l = 1; l <= kHidden; ++l) {
-      forward(p, s, l, step);
-      barrier.sync();
-    }
-    output_stage(p, s, step, label);
-    barrier.sync();
-    for (int l = kHidden; l >= 1; --l) {
-      backward(p, s, l, step);
-      if (l == 1 && step + 1 < p.steps) {
-        __syncthreads();  // X_0's own columns are read (dW_1's fragments) before the next batch lands
-        label = gather_own(p, s, step + 1);
-      }
-      barrier.sync();
-    }
-  }
+  run_steps(
+      p, s, [&](int l, int step) { forward(p, s, l, step); },
+      [&](int step, int label) { output_stage(p, s, step, label); }, [&](int l, int step) { backward(p, s, l, step); });
   for (int l = 1; l <= kHidden; ++l) {
     for (int i = threadIdx.x; i < kOwn * kWidth; i += kThreads) {
       const int o = i / kOwn, n = i % kOwn;
       p.master[l][o * kIn + r * kOwn + n] = s.master_of(l)[n * kMasterStride + o];
     }
   }
-  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
-    p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn] = s.w4[i];
-  }
-  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) p.bias[1 + i / kOwn][r * kOwn + i % kOwn] = s.b_master[i];
+  store_own_state(p, s);
 }
 
 
@@ -760,7 +799,7 @@ static_assert(kCluster * kBatch * kClasses * 4 <= kXcBytes + kRecvBytes && kRecv
               "the 7 ranks' partial logits land over XC and the receive buffer");
 static_assert(16 * kTileStride * 2 <= kWtBytes, "W_4's 16 padded rows fit W's tile");
 
-struct SplitSmem {
+struct SplitSmem : OwnState {
   std::uint8_t* slice;  // 7 swizzled 128 x 16 tiles: the rank's columns of X_{l-1} or D_l
   bf16* wt;             // [56 or 16][kTileStride]: W_l[cluster's 56, range] (forward), W_4[:, range]
   bf16* xc;             // [128][56]: X_{l-1}[:, cluster's 56] (backward)
@@ -768,10 +807,8 @@ struct SplitSmem {
   float* part;          // [owner rank][128][8]: this block's partial sums, sent; or [128][10] logits
   std::uint64_t* bar;   // completes when the 7 ranks' copies of a stage have landed
   float* master;        // [layer 1..3][56][kTileStride]: W_l[range, cluster's 56] transposed
-  bf16* xt;
-  float *logit, *dl, *dt;
-  float *w4, *w4_mom, *w4_grad, *b_master, *b_mom, *b4, *b4_mom, *b4_grad, *row_loss, *b4_live;
-  __device__ explicit SplitSmem(std::uint8_t* s) {
+  float* logit;         // [128][16]: the summed logits
+  __device__ explicit SplitSmem(std::uint8_t* s) : OwnState(s, kXt2Off, kDl2Off, kDt2Off, kSmall2Off) {
     slice = s + kSliceOff;
     wt = reinterpret_cast<bf16*>(s + kWtOff);
     xc = reinterpret_cast<bf16*>(s + kXcOff);
@@ -779,19 +816,9 @@ struct SplitSmem {
     part = reinterpret_cast<float*>(s + kPartOff);
     bar = reinterpret_cast<std::uint64_t*>(s + kBarOff);
     master = reinterpret_cast<float*>(s + kTileMasterOff);
-    xt = reinterpret_cast<bf16*>(s + kXt2Off);
     logit = reinterpret_cast<float*>(s + kLogitOff);
-    dl = reinterpret_cast<float*>(s + kDl2Off);
-    dt = reinterpret_cast<float*>(s + kDt2Off);
-    float* f = reinterpret_cast<float*>(s + kSmall2Off);
-    w4 = f; w4_mom = f + 80; w4_grad = f + 160;
-    b_master = f + 240; b_mom = f + 264;
-    b4 = f + 288; b4_mom = f + 298; b4_grad = f + 308;
-    row_loss = f + 318;
-    b4_live = f + 448;  // 16-byte aligned: the cp.async destination
   }
   __device__ float* master_of(int l) const { return master + (l - 1) * kSpan * kTileStride; }
-  __device__ bf16* xt_of(int l) const { return xt + l * kOwn * kXtStride; }
 };
 
 __device__ __forceinline__ int cluster_rank() { return static_cast<int>(blockIdx.x) % kCluster; }
@@ -826,6 +853,24 @@ __device__ __forceinline__ void load_weight_tile(const bf16* w, int row0, int ro
   for (int q = threadIdx.x; q < rows * (kRange / 8); q += kThreads) {
     const int n = q / (kRange / 8), j = q % (kRange / 8);
     cp16(wt + n * kTileStride + j * 8, w + (row0 + n) * kIn + k * kRange + j * 8);
+  }
+}
+
+// acc[nt] += this warp's 16 rows of the slice · B(nt), over the slice's 7 k-steps; b_of(ks, nt, b)
+// loads B's fragment.
+template <class BFragment>
+__device__ __forceinline__ void slice_product(const SplitSmem& s, float (&acc)[kSpanTiles][4], BFragment&& b_of) {
+  const int warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int ks = 0; ks < kRangeTiles; ++ks) {
+    std::uint32_t a[4];
+    tile_a(a, s.slice + ks * kTileBytes, warp * 16);
+#pragma unroll
+    for (int nt = 0; nt < kSpanTiles; ++nt) {
+      std::uint32_t b[2];
+      b_of(ks, nt, b);
+      mma(acc[nt], a, b);
+    }
   }
 }
 
@@ -915,8 +960,8 @@ __device__ __forceinline__ float4 sum_ranks(const float* recv) {
 }
 
 __device__ void split_forward(const Params& p, const SplitSmem& s, int l, int step, std::uint32_t& phase) {
-  const int r = blockIdx.x, c = cluster_index(), k = cluster_rank();
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int c = cluster_index(), k = cluster_rank();
+  const int lane = threadIdx.x & 31;
   const int stage = l - 1;
   mark(p, step, stage, 0);
   load_weight_tile(p.w[l], c * kSpan, kSpan, s.wt, k);
@@ -926,33 +971,16 @@ __device__ void split_forward(const Params& p, const SplitSmem& s, int l, int st
   __syncthreads();
   mark(p, step, stage, 1);
   float acc[kSpanTiles][4] = {};
-#pragma unroll
-  for (int ks = 0; ks < kRangeTiles; ++ks) {
-    std::uint32_t a[4];
-    tile_a(a, s.slice + ks * kTileBytes, warp * 16);
-#pragma unroll
-    for (int nt = 0; nt < kSpanTiles; ++nt) {
-      std::uint32_t b[2];
-      ldsm_x2(b, s.wt + (nt * 8 + (lane & 7)) * kTileStride + ks * 16 + ((lane >> 3) & 1) * 8);
-      mma(acc[nt], a, b);
-    }
-  }
+  slice_product(s, acc, [&](int ks, int nt, std::uint32_t(&b)[2]) {
+    ldsm_x2(b, s.wt + (nt * 8 + (lane & 7)) * kTileStride + ks * 16 + ((lane >> 3) & 1) * 8);
+  });
   store_partials(s.part, acc);
   mark(p, step, stage, 2);
   constexpr int kPiece = kBatch * kOwn * 4;
   send_pieces(s, s.part, kPiece, s.recv, kPiece);
   receive_pieces(s, kPiece, phase);
   const float4 v = sum_ranks(s.recv);
-  const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
-  const float sum[4] = {v.x, v.y, v.z, v.w};
-  bf16 out[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int n = 4 * h + j;
-    out[j] = __float2bfloat16_rn(fmaxf(sum[j] + s.b_master[(l - 1) * kOwn + n], 0.0f));
-    s.xt_of(l)[n * kXtStride + row] = out[j];
-  }
-  *reinterpret_cast<uint2*>(p.x[l] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+  finish_own<true>(p, s, l, {v.x, v.y, v.z, v.w});
   mark(p, step, stage, 3);
 }
 
@@ -1040,19 +1068,13 @@ __device__ void split_backward(const Params& p, const SplitSmem& s, int l, int s
   const bool input_grad = l > 1;
   if (input_grad) {  // partial D_{l-1}[:, cluster's 56] over the rank's o range, from the old weights
     float acc[kSpanTiles][4] = {};
-#pragma unroll
-    for (int ks = 0; ks < kRangeTiles; ++ks) {
-      std::uint32_t a[4];
-      tile_a(a, s.slice + ks * kTileBytes, warp * 16);
-#pragma unroll
-      for (int nt = 0; nt < kSpanTiles; ++nt) {
-        const float* m = master + (nt * 8 + g) * kTileStride + ks * 16 + 2 * t;
-        const float2 lo = *reinterpret_cast<const float2*>(m);
-        const float2 hi = *reinterpret_cast<const float2*>(m + 8);
-        const std::uint32_t b[2] = {pack(lo.x, lo.y), pack(hi.x, hi.y)};
-        mma(acc[nt], a, b);
-      }
-    }
+    slice_product(s, acc, [&](int ks, int nt, std::uint32_t(&b)[2]) {  // bf16 of the fp32 master
+      const float* m = master + (nt * 8 + g) * kTileStride + ks * 16 + 2 * t;
+      const float2 lo = *reinterpret_cast<const float2*>(m);
+      const float2 hi = *reinterpret_cast<const float2*>(m + 8);
+      b[0] = pack(lo.x, lo.y);
+      b[1] = pack(hi.x, hi.y);
+    });
     store_partials(s.part, acc);
   }
   constexpr int kPiece = kBatch * kOwn * 4;
@@ -1097,17 +1119,7 @@ __device__ void split_backward(const Params& p, const SplitSmem& s, int l, int s
   if (input_grad) {
     receive_pieces(s, kPiece, phase);
     const float4 v = sum_ranks(s.recv);
-    const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
-    const float sum[4] = {v.x, v.y, v.z, v.w};
-    bf16 out[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int n = 4 * h + j;
-      const float d = __bfloat162float(s.xt_of(l - 1)[n * kXtStride + row]) > 0.0f ? sum[j] : 0.0f;
-      out[j] = __float2bfloat16_rn(d);
-      s.dt[n * kBatch + row] = __bfloat162float(out[j]);
-    }
-    *reinterpret_cast<uint2*>(p.d[l - 1] + row * kWidth + r * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
+    finish_own<false>(p, s, l - 1, {v.x, v.y, v.z, v.w});
     __syncthreads();
     apply_bias(p, s, l - 2);  // b_{l-1}[own]
   }
@@ -1117,7 +1129,7 @@ __device__ void split_backward(const Params& p, const SplitSmem& s, int l, int s
 __global__ void __launch_bounds__(kThreads, 1) split_epoch(Params p) {
   extern __shared__ __align__(128) std::uint8_t smem_raw[];
   const SplitSmem s(smem_raw);
-  const int r = blockIdx.x, c = cluster_index(), k = cluster_rank();
+  const int c = cluster_index(), k = cluster_rank();
   for (int l = 1; l <= kHidden; ++l) {  // W_l[range, cluster's 56], transposed
     const int in = l == 1 ? kIn : kWidth;
     for (int i = threadIdx.x; i < kSpan * kRange; i += kThreads) {
@@ -1125,19 +1137,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_epoch(Params p) {
       s.master_of(l)[n * kTileStride + o] = p.master[l][(k * kRange + o) * in + c * kSpan + n];
     }
   }
-  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
-    s.w4[i] = p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn];
-    s.w4_mom[i] = 0.0f;
-  }
-  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) {
-    s.b_master[i] = p.bias[1 + i / kOwn][r * kOwn + i % kOwn];
-    s.b_mom[i] = 0.0f;
-  }
-  if (threadIdx.x < kClasses) {
-    s.b4[threadIdx.x] = p.bias[kHidden + 1][threadIdx.x];
-    s.b4_mom[threadIdx.x] = 0.0f;
-  }
-  int label = gather_own(p, s, 0);  // row threadIdx.x's label of the step's batch
+  load_own_state(p, s);
   init_exchange(s);
   std::uint32_t phase = 0;  // the parity the exchange's mbarrier completes next
   // Every block of the cluster has started, and its mbarrier is initialised, before any copy into
@@ -1145,32 +1145,10 @@ __global__ void __launch_bounds__(kThreads, 1) split_epoch(Params p) {
   // to compute-sanitizer, and publishes the second).
   cluster_arrive();
   cluster_wait();
-#if LAB_NO_BARRIER
-  struct {
-    __device__ void sync() { __syncthreads(); }
-  } barrier;
-#else
-  sprintnet::cuda::GridBarrier barrier(p.barrier, p.clock, p.clock_capacity);
-#endif
-  barrier.sync();
-  for (int step = 0; step < p.steps; ++step) {
-    for (int l = 1; l <= kHidden; ++l) {
-      split_forward(p, s, l, step, phase);
-      barrier.sync();
-    }
-    split_output(p, s, step, label, phase);
-    barrier.sync();
-    for (int l = kHidden; l >= 1; --l) {
-      const OwnRow next = l == 1 ? fetch_own(p, step + 1) : OwnRow{};  // lands during the stage
-      split_backward(p, s, l, step, phase);
-      if (l == 1 && step + 1 < p.steps) {
-        __syncthreads();
-        store_own(p, s, next);
-        label = next.label;
-      }
-      barrier.sync();
-    }
-  }
+  run_steps(
+      p, s, [&](int l, int step) { split_forward(p, s, l, step, phase); },
+      [&](int step, int label) { split_output(p, s, step, label, phase); },
+      [&](int l, int step) { split_backward(p, s, l, step, phase); });
   for (int l = 1; l <= kHidden; ++l) {
     const int in = l == 1 ? kIn : kWidth;
     for (int i = threadIdx.x; i < kSpan * kRange; i += kThreads) {
@@ -1178,10 +1156,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_epoch(Params p) {
       p.master[l][(k * kRange + o) * in + c * kSpan + n] = s.master_of(l)[n * kTileStride + o];
     }
   }
-  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
-    p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn] = s.w4[i];
-  }
-  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) p.bias[1 + i / kOwn][r * kOwn + i % kOwn] = s.b_master[i];
+  store_own_state(p, s);
   cluster_arrive();  // no block leaves while another may still read its shared memory
   cluster_wait();
 }
@@ -1569,7 +1544,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i + 1 < 6; ++i) part[i] += static_cast<double>(at[i + 1] - at[i]);
     }
     const double n = 1000.0 * (steps_per_epoch - 11);
-    std::printf("output epilogue, us: cluster barrier %.2f | logits added %.2f | softmax %.2f | D_3 %.2f | batch sums %.2f\n",
+    std::printf("output epilogue, us: the 6 other ranks' logits landed %.2f | added %.2f | softmax %.2f | D_3 %.2f | batch sums %.2f\n",
                 part[0] / n, part[1] / n, part[2] / n, part[3] / n, part[4] / n);
     p.trace_out = nullptr;
     p.trace = nullptr;
