@@ -1527,8 +1527,8 @@ int main(int argc, char** argv) {
   }
   p.trace = nullptr;
 
-  // 5. The output stage's epilogue (block 0; v7b's points): its products done -> the cluster
-  // barrier passed -> the 7 ranks' logits added -> softmax -> D_3 -> the batch sums done.
+  // 5. The output stage's epilogue (block 0; v7b's points): its products done -> the other ranks'
+  // partial logits landed -> the 7 added -> softmax -> D_3 -> the batch sums done.
   if (split_kernel()) {
     p.trace_out = dev.alloc<std::uint64_t>(8 * steps_per_epoch);
     p.trace = dev.alloc<std::uint64_t>(points);
