@@ -64,6 +64,9 @@ constexpr int kMasterStride = kWidth + 8;      // floats: conflict-free float2 B
 constexpr int kWStride = kIn + 8;              // bf16: 1584 B, conflict-free ldmatrix rows
 constexpr int kXtStride = kBatch + 8;          // bf16: 272 B
 constexpr int kStages = 2 * kHidden + 1;       // barriers a step
+static_assert(kThreads == 2 * kBatch && kBatch == 16 * kWarps && kWarps == kOwn,
+              "a thread pair a row in the epilogues, a warp's 16 rows in the products, a warp a bias");
+static_assert(kClasses == 10, "the output stage's pieces carry classes 0-7 from every lane and 8-9 from t = 0");
 
 // Lab switches (-D...=1), for timing the parts: LAB_ROTATE=0 walks every block's tiles in the same
 // order (all SMs asking L2 for the same lines at once); LAB_NO_MMA leaves the products out (data
@@ -105,7 +108,9 @@ struct Params {
   int steps;
   float scale, shift;         // x = u8 * scale + shift
   float lr, momentum;
-  bf16* x[kHidden + 1];       // [128][784]: x[0] the gathered batch, x[l] hidden layer l's output
+  bf16* x[kHidden + 1];       // [128][784]: x[0] the gathered batch of even steps, x[l] hidden layer l's output
+  bf16* x0_odd;               // the gathered batch of odd steps (the split kernel's B1 reads the cluster's
+                              // 56 columns of X_0 while its peers gather the next batch into theirs)
   bf16* d[kHidden + 1];       // [128][784]: d[l] the gradient of hidden layer l's pre-activation
   bf16* w[kHidden + 2];       // w[1..4]: the bf16 copy, row-major [out][in]
   float* master[kHidden + 2]; // w[1..4]'s fp32 master, row-major: read at the start, written at the end
@@ -131,6 +136,13 @@ __device__ __forceinline__ void mark_out(const Params& p, int step, int point) {
   if (p.trace_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
     p.trace_out[step * 8 + point] = sprintnet::cuda::global_nanoseconds();
   }
+}
+
+// The gathered batch of step `step` (two buffers by parity: see Params::x0_odd).
+__device__ __forceinline__ bf16* input_of(const Params& p, int step) { return (step & 1) != 0 ? p.x0_odd : p.x[0]; }
+// What layer l's products read: the step's batch for the first layer, else the layer below's output.
+__device__ __forceinline__ const bf16* below_of(const Params& p, int l, int step) {
+  return l == 1 ? input_of(p, step) : p.x[l - 1];
 }
 
 __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
@@ -472,7 +484,7 @@ __device__ __forceinline__ OwnRow fetch_own(const Params& p, int step) {
 }
 
 template <class S>
-__device__ void store_own(const Params& p, const S& s, const OwnRow& own) {
+__device__ void store_own(const Params& p, const S& s, const OwnRow& own, int step) {
   const int r = blockIdx.x, b = threadIdx.x;
   if (b >= kBatch) return;
   const std::uint8_t* u = reinterpret_cast<const std::uint8_t*>(&own.bytes);
@@ -482,13 +494,13 @@ __device__ void store_own(const Params& p, const S& s, const OwnRow& own) {
     v[n] = __float2bfloat16_rn(static_cast<float>(u[n]) * p.scale + p.shift);
     s.xt_of(0)[n * kXtStride + b] = v[n];
   }
-  *reinterpret_cast<uint4*>(p.x[0] + b * kWidth + r * kOwn) = *reinterpret_cast<const uint4*>(v);
+  *reinterpret_cast<uint4*>(input_of(p, step) + b * kWidth + r * kOwn) = *reinterpret_cast<const uint4*>(v);
 }
 
 template <class S>
 __device__ int gather_own(const Params& p, const S& s, int step) {  // returns row threadIdx.x's label
   const OwnRow own = fetch_own(p, step);
-  store_own(p, s, own);
+  store_own(p, s, own, step);
   return own.label;
 }
 
@@ -518,7 +530,7 @@ __device__ void forward(const Params& p, const Smem& s, int l, int step) {
   commit();
   float acc[8][4] = {};
   bool rows_ready = false;
-  stream_tiles(p.x[l - 1], s.ring_of(warp), [&](int tile, const std::uint8_t* slot) {
+  stream_tiles(below_of(p, l, step), s.ring_of(warp), [&](int tile, const std::uint8_t* slot) {
     if (!rows_ready) {  // the rows' group is the oldest: complete once the first tile's is
       __syncthreads();
       rows_ready = true;
@@ -713,7 +725,7 @@ __device__ void run_steps(const Params& p, const S& s, Forward&& forward, Output
       backward(l, step);
       if (l == 1 && step + 1 < p.steps) {
         __syncthreads();  // X_0's own columns are read (dW_1's fragments) before the next batch lands
-        store_own(p, s, next);
+        store_own(p, s, next, step + 1);
         label = next.label;
       }
       barrier.sync();
@@ -761,8 +773,9 @@ __global__ void __launch_bounds__(kThreads, 1) resident_epoch(Params p) {
 //   backward l: partial D_{l-1}[:, cluster's 56] = D_l[:, range] · W_l[range, 56] (added like the
 //               forward's), and dW_l[range, 56] = D_l[:, range]ᵀ · X_{l-1}[:, 56] applied at once
 //               to the rank's fp32 master tile (112 x 56 = v7a's 784 x 8 parameters a block)
-// A block pulls ~40-55 KB from L2 a stage (all in flight at once: no ring) and 24 KB over DSMEM.
-// The backward's cluster barrier is split around the weight gradient's products.
+// A block pulls ~40-55 KB from L2 a stage (all in flight at once: no ring) and 24 KB over DSMEM,
+// since v7g as bulk copies on each block's mbarrier (send_pieces / receive_pieces), the backward's
+// sent before its weight-gradient products and received after them.
 constexpr int kCluster = 7, kClusters = kBlocks / kCluster;  // 14
 constexpr int kSpan = kCluster * kOwn;                        // 56 neurons a cluster
 constexpr int kRange = kWidth / kCluster;                     // 112: a rank's share of k (or o)
@@ -888,7 +901,7 @@ __device__ __forceinline__ void store_partials(float* part, const float (&acc)[k
 // The exchange (v7g): a block's pieces go to the 7 ranks (itself included) by one bulk copy each
 // (cp.async.bulk, the TMA engine's DSMEM path), completing on the destination's mbarrier, which
 // its block waits on: no cluster barrier, no generic remote loads or stores (v7f's measured
-// ~12-17 GB/s an SM). A stage's copies can only start after every block has passed the grid
+// ~12-17 GB/s an SM). A stage's copies can only start after every block has arrived at the grid
 // barrier that ends the previous stage, so an mbarrier phase never holds two stages' bytes and no
 // copy lands in a buffer its block still reads; the sources are read before their receivers'
 // waits end, so before the next grid barrier.
@@ -965,7 +978,7 @@ __device__ void split_forward(const Params& p, const SplitSmem& s, int l, int st
   const int stage = l - 1;
   mark(p, step, stage, 0);
   load_weight_tile(p.w[l], c * kSpan, kSpan, s.wt, k);
-  load_slice(p.x[l - 1], s.slice, k);
+  load_slice(below_of(p, l, step), s.slice, k);
   commit();
   wait_groups<0>();
   __syncthreads();
@@ -1051,7 +1064,7 @@ __device__ void split_backward(const Params& p, const SplitSmem& s, int l, int s
   load_slice(p.d[l], s.slice, k);
   for (int q = threadIdx.x; q < kBatch * (kSpan / 8); q += kThreads) {  // X_{l-1}[:, cluster's 56]
     const int row = q / (kSpan / 8), j = q % (kSpan / 8);
-    cp16(s.xc + row * kSpan + j * 8, p.x[l - 1] + row * kWidth + c * kSpan + j * 8);
+    cp16(s.xc + row * kSpan + j * 8, below_of(p, l, step) + row * kWidth + c * kSpan + j * 8);
   }
   commit();
   // This warp's weight-gradient tiles (warp, warp + 8, ...) and their momentum, a float4 a lane.
@@ -1323,6 +1336,7 @@ void upload_model(Device& dev, const Model& m) {
     CHECK(cudaMemset(dev.p.x[l], 0xff, kBatch * kWidth * sizeof(bf16)));
     CHECK(cudaMemset(dev.p.d[l], 0xff, kBatch * kWidth * sizeof(bf16)));
   }
+  CHECK(cudaMemset(dev.p.x0_odd, 0xff, kBatch * kWidth * sizeof(bf16)));
 }
 
 // LAB_KERNEL=split runs v7b (the k split over clusters of 7); otherwise v7a.
@@ -1341,6 +1355,10 @@ float launch(Device& dev, int steps, cudaEvent_t start, cudaEvent_t stop) {
   const char* blocks = std::getenv("LAB_BLOCKS");
   const int grid = blocks != nullptr ? std::atoi(blocks) : kBlocks;
   if (split_kernel()) {  // v7b: clusters of 7, co-resident (cooperative) for the grid barrier
+    if (LAB_NO_BARRIER) {  // a block a stage ahead would land its pieces in a peer's current phase
+      std::fprintf(stderr, "LAB_NO_BARRIER runs v7a only: the split kernel's exchange needs the grid barrier\n");
+      std::exit(2);
+    }
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(grid);
     config.blockDim = dim3(kThreads);
@@ -1411,6 +1429,7 @@ int main(int argc, char** argv) {
     p.x[l] = dev.alloc<bf16>(kBatch * kWidth);
     p.d[l] = dev.alloc<bf16>(kBatch * kWidth);
   }
+  p.x0_odd = dev.alloc<bf16>(kBatch * kWidth);
   for (int l = 1; l <= kHidden + 1; ++l) {
     const std::size_t n = static_cast<std::size_t>(Model::out_of(l)) * Model::in_of(l);
     p.w[l] = dev.alloc<bf16>(n);
@@ -1459,15 +1478,33 @@ int main(int argc, char** argv) {
     std::printf("layer %d: update error weights %.2e bias %.2e\n", l, ew, eb);
     ok = ok && ew < 2e-2 && eb < 2e-2;
   }
+  // The bf16 copy the forwards read is the fp32 master rounded, element for element (a column or
+  // row written to the wrong place would not show in the master).
+  for (int l = 1; l <= kHidden + 1; ++l) {
+    std::vector<bf16> copy(gpu.w[l].size());
+    CHECK(cudaMemcpy(copy.data(), p.w[l], copy.size() * sizeof(bf16), cudaMemcpyDeviceToHost));
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < copy.size(); ++i) {
+      wrong += __bfloat162float(copy[i]) != bf16_round(gpu.w[l][i]) ? 1 : 0;
+    }
+    if (wrong != 0) std::printf("layer %d: %zu elements of the bf16 copy are not the master rounded\n", l, wrong);
+    ok = ok && wrong == 0;
+  }
   std::printf("check: %s\n", ok ? "PASSED" : "FAILED");
   if (argc > 2 && std::strcmp(argv[2], "check") == 0) return ok ? 0 : 1;  // under compute-sanitizer
 
   // 2. Bit-identical reruns, then speed: whole epochs, one launch each.
   upload_model(dev, model);
   launch(dev, check_steps, start, stop);
-  std::vector<float> again(gpu.w[1].size());
-  CHECK(cudaMemcpy(again.data(), p.master[1], again.size() * 4, cudaMemcpyDeviceToHost));
-  const bool identical = std::memcmp(again.data(), gpu.w[1].data(), again.size() * 4) == 0;
+  bool identical = true;
+  for (int l = 1; l <= kHidden + 1; ++l) {
+    const auto same = [&](const float* device, const std::vector<float>& first) {
+      std::vector<float> again(first.size());
+      CHECK(cudaMemcpy(again.data(), device, again.size() * 4, cudaMemcpyDeviceToHost));
+      return std::memcmp(again.data(), first.data(), again.size() * 4) == 0;
+    };
+    identical = identical && same(p.master[l], gpu.w[l]) && same(p.bias[l], gpu.b[l]);
+  }
   std::printf("rerun bit-identical: %s\n", identical ? "yes" : "NO");
   ok = ok && identical;
   upload_model(dev, model);
