@@ -320,8 +320,8 @@ __device__ __forceinline__ void step_bias(const Params& p, float& master, float&
 // b_{j+1}[own] from D_{j+1}[:, own] in s.dt (hidden layer j + 1's bias, j = 0..2): warp n sums column n.
 template <class S>
 __device__ void apply_bias(const Params& p, const S& s, int j) {
-  const int n = threadIdx.x >> 5;
-  static_assert(kWarps == kOwn, "a warp a bias");
+  const int n = threadIdx.x >> 5;  // a warp a bias; the split kernel's other 8 warps sit out
+  if (n >= kOwn) return;
   const float v = batch_sum([&](int row) { return s.dt[n * kBatch + row]; });
   if ((threadIdx.x & 31) == 0) step_bias(p, s.b_master[j * kOwn + n], s.b_mom[j * kOwn + n], v);
 }
@@ -419,7 +419,7 @@ __device__ void output_loss(const Params& p, const S& s, int step, LossInputs in
     if (threadIdx.x == 0) p.losses[step] = total / kBatch;
   }
   // D_3[:, own] = (dlogits · bf16(W_4[:, own])) ⊙ relu'(X_3[:, own]).
-  {
+  if (threadIdx.x < 2 * kBatch) {
     const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
     float sum[4];
 #pragma unroll
@@ -675,11 +675,11 @@ __device__ void backward(const Params& p, const Smem& s, int l, int step) {
 template <class S>
 __device__ void load_own_state(const Params& p, const S& s) {
   const int r = blockIdx.x;
-  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
+  for (int i = threadIdx.x; i < kClasses * kOwn; i += blockDim.x) {
     s.w4[i] = p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn];
     s.w4_mom[i] = 0.0f;
   }
-  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) {
+  for (int i = threadIdx.x; i < kHidden * kOwn; i += blockDim.x) {
     s.b_master[i] = p.bias[1 + i / kOwn][r * kOwn + i % kOwn];
     s.b_mom[i] = 0.0f;
   }
@@ -693,10 +693,10 @@ __device__ void load_own_state(const Params& p, const S& s) {
 template <class S>
 __device__ void store_own_state(const Params& p, const S& s) {
   const int r = blockIdx.x;
-  for (int i = threadIdx.x; i < kClasses * kOwn; i += kThreads) {
+  for (int i = threadIdx.x; i < kClasses * kOwn; i += blockDim.x) {
     p.master[kHidden + 1][(i / kOwn) * kIn + r * kOwn + i % kOwn] = s.w4[i];
   }
-  for (int i = threadIdx.x; i < kHidden * kOwn; i += kThreads) p.bias[1 + i / kOwn][r * kOwn + i % kOwn] = s.b_master[i];
+  for (int i = threadIdx.x; i < kHidden * kOwn; i += blockDim.x) p.bias[1 + i / kOwn][r * kOwn + i % kOwn] = s.b_master[i];
 }
 
 // The epoch's steps, the same for both kernels: the first batch, then each step's forward stages,
@@ -782,7 +782,16 @@ constexpr int kRange = kWidth / kCluster;                     // 112: a rank's s
 constexpr int kRangeTiles = kRange / 16;                      // 7
 constexpr int kSpanTiles = kSpan / 8;                         // 7 n-tiles
 constexpr int kGradTiles = kRangeTiles * kSpanTiles;          // 49 weight-gradient tiles of 16 x 8
-constexpr int kGradTilesPerWarp = (kGradTiles + kWarps - 1) / kWarps;
+// Warps a block (LAB_SPLIT_WARPS, 8 or 16): with 16, two warps share each 16-row m-tile of the
+// products, one its n-tiles 0-3, the other 4-6, and the 49 weight-gradient tiles go 3-4 a warp
+// (128 registers a thread). Measured slower (H100: 19.85-20.01 against 19.16-19.28 ms an epoch),
+// so 8 stays the default.
+#ifndef LAB_SPLIT_WARPS
+#define LAB_SPLIT_WARPS 8
+#endif
+constexpr int kSplitWarps = LAB_SPLIT_WARPS, kSplitThreads = 32 * kSplitWarps;
+static_assert(kSplitWarps == 8 || kSplitWarps == 16, "a warp (or two) an m-tile");
+constexpr int kGradTilesPerWarp = (kGradTiles + kSplitWarps - 1) / kSplitWarps;
 constexpr int kTileStride = kRange + 8;                       // MT's floats a row, WT's bf16 a row
 static_assert(kRange % 16 == 0 && kCluster * kRange == kWidth && kClusters * kCluster == kBlocks, "7 ranks of whole tiles");
 
@@ -854,6 +863,7 @@ __device__ __forceinline__ void ldsm_x2_trans(std::uint32_t (&r)[2], const void*
 
 // src[:, 112k .. 112k+111] into the slice's 7 tiles: a thread's 7 copies share its row and half.
 __device__ __forceinline__ void load_slice(const bf16* src, std::uint8_t* slice, int k) {
+  if (threadIdx.x >= 2 * kBatch) return;
   const int row = threadIdx.x >> 1, half = threadIdx.x & 1;
 #pragma unroll
   for (int tile = 0; tile < kRangeTiles; ++tile) {
@@ -863,38 +873,50 @@ __device__ __forceinline__ void load_slice(const bf16* src, std::uint8_t* slice,
 
 // W[row0 .. row0 + rows - 1, the rank's range] of a row-major [..][kIn] bf16 matrix into wt.
 __device__ __forceinline__ void load_weight_tile(const bf16* w, int row0, int rows, bf16* wt, int k) {
-  for (int q = threadIdx.x; q < rows * (kRange / 8); q += kThreads) {
+  for (int q = threadIdx.x; q < rows * (kRange / 8); q += blockDim.x) {
     const int n = q / (kRange / 8), j = q % (kRange / 8);
     cp16(wt + n * kTileStride + j * 8, w + (row0 + n) * kIn + k * kRange + j * 8);
   }
 }
 
-// acc[nt] += this warp's 16 rows of the slice · B(nt), over the slice's 7 k-steps; b_of(ks, nt, b)
-// loads B's fragment.
-template <class BFragment>
-__device__ __forceinline__ void slice_product(const SplitSmem& s, float (&acc)[kSpanTiles][4], BFragment&& b_of) {
-  const int warp = threadIdx.x >> 5;
+// This warp's m-tile (16 rows) of a product, and which of the cluster's 7 n-tiles it takes.
+__device__ __forceinline__ int my_mtile() { return (threadIdx.x >> 5) & 7; }
+
+// part[owner][rows][8] += this warp's 16 rows of the slice · B(n-tile), for n-tiles kFirst ..
+// kFirst + kCount - 1, over the slice's 7 k-steps; b_of(ks, nt, b) loads B's fragment. The sums go
+// to part by owner (n-tile nt belongs to rank nt), to be sent.
+template <int kFirst, int kCount, class BFragment>
+__device__ __forceinline__ void slice_product(const SplitSmem& s, float* part, BFragment&& b_of) {
+  const int m0 = my_mtile() * 16, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  float acc[kCount][4] = {};
 #pragma unroll
   for (int ks = 0; ks < kRangeTiles; ++ks) {
     std::uint32_t a[4];
-    tile_a(a, s.slice + ks * kTileBytes, warp * 16);
+    tile_a(a, s.slice + ks * kTileBytes, m0);
 #pragma unroll
-    for (int nt = 0; nt < kSpanTiles; ++nt) {
+    for (int j = 0; j < kCount; ++j) {
       std::uint32_t b[2];
-      b_of(ks, nt, b);
-      mma(acc[nt], a, b);
+      b_of(ks, kFirst + j, b);
+      mma(acc[j], a, b);
     }
+  }
+#pragma unroll
+  for (int j = 0; j < kCount; ++j) {
+    float* at = part + ((kFirst + j) * kBatch + m0 + g) * kOwn + 2 * t;
+    *reinterpret_cast<float2*>(at) = make_float2(acc[j][0], acc[j][1]);
+    *reinterpret_cast<float2*>(at + 8 * kOwn) = make_float2(acc[j][2], acc[j][3]);
   }
 }
 
-// Warp w's 16 rows of the cluster's 7 n-tiles into part ([owner = n-tile][row][8]), to be sent.
-__device__ __forceinline__ void store_partials(float* part, const float (&acc)[kSpanTiles][4]) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int nt = 0; nt < kSpanTiles; ++nt) {
-    float* at = part + (nt * kBatch + warp * 16 + g) * kOwn + 2 * t;
-    *reinterpret_cast<float2*>(at) = make_float2(acc[nt][0], acc[nt][1]);
-    *reinterpret_cast<float2*>(at + 8 * kOwn) = make_float2(acc[nt][2], acc[nt][3]);
+// The slice product over this warp's share of the n-tiles: all 7 (8 warps), or 0-3 / 4-6 (16).
+template <class BFragment>
+__device__ __forceinline__ void slice_product_to_part(const SplitSmem& s, BFragment&& b_of) {
+  if (kSplitWarps == 8) {
+    slice_product<0, kSpanTiles>(s, s.part, b_of);
+  } else if ((threadIdx.x >> 5) < 8) {
+    slice_product<0, 4>(s, s.part, b_of);
+  } else {
+    slice_product<4, kSpanTiles - 4>(s, s.part, b_of);
   }
 }
 
@@ -926,7 +948,7 @@ __device__ __forceinline__ void send_pieces(const SplitSmem& s, const void* sour
   {
     const float4* from = reinterpret_cast<const float4*>(static_cast<const char*>(source) + k * stride);
     float4* to = reinterpret_cast<float4*>(static_cast<char*>(const_cast<void*>(dest)) + k * bytes);
-    for (int i = threadIdx.x; i < bytes / 16; i += kThreads) to[i] = from[i];
+    for (int i = threadIdx.x; i < bytes / 16; i += blockDim.x) to[i] = from[i];
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // this thread's writes, before the copies read them
   __syncthreads();
@@ -983,17 +1005,17 @@ __device__ void split_forward(const Params& p, const SplitSmem& s, int l, int st
   wait_groups<0>();
   __syncthreads();
   mark(p, step, stage, 1);
-  float acc[kSpanTiles][4] = {};
-  slice_product(s, acc, [&](int ks, int nt, std::uint32_t(&b)[2]) {
+  slice_product_to_part(s, [&](int ks, int nt, std::uint32_t(&b)[2]) {
     ldsm_x2(b, s.wt + (nt * 8 + (lane & 7)) * kTileStride + ks * 16 + ((lane >> 3) & 1) * 8);
   });
-  store_partials(s.part, acc);
   mark(p, step, stage, 2);
   constexpr int kPiece = kBatch * kOwn * 4;
   send_pieces(s, s.part, kPiece, s.recv, kPiece);
   receive_pieces(s, kPiece, phase);
-  const float4 v = sum_ranks(s.recv);
-  finish_own<true>(p, s, l, {v.x, v.y, v.z, v.w});
+  if (threadIdx.x < 2 * kBatch) {
+    const float4 v = sum_ranks(s.recv);
+    finish_own<true>(p, s, l, {v.x, v.y, v.z, v.w});
+  }
   mark(p, step, stage, 3);
 }
 
@@ -1004,25 +1026,25 @@ __device__ void split_output(const Params& p, const SplitSmem& s, int step, int 
   const LossInputs loss_inputs = fetch_loss_inputs(p, step, label);
   copy_b4(p, s);
   load_weight_tile(p.w[kHidden + 1], 0, kClasses, s.wt, k);
-  for (int i = threadIdx.x; i < (16 - kClasses) * kTileStride; i += kThreads) s.wt[kClasses * kTileStride + i] = bf16(0.0f);
+  for (int i = threadIdx.x; i < (16 - kClasses) * kTileStride; i += blockDim.x) s.wt[kClasses * kTileStride + i] = bf16(0.0f);
   load_slice(p.x[kHidden], s.slice, k);
   commit();
   wait_groups<0>();
   __syncthreads();
   mark(p, step, 3, 1);
-  float acc[2][4] = {};
-#pragma unroll
-  for (int ks = 0; ks < kRangeTiles; ++ks) {
-    std::uint32_t a[4], bq[4];
-    tile_a(a, s.slice + ks * kTileBytes, warp * 16);
-    ldsm_x4(bq, s.wt + ((lane & 7) + ((lane >> 4) << 3)) * kTileStride + ks * 16 + ((lane >> 3) & 1) * 8);
-    const std::uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
-    mma(acc[0], a, b0);
-    mma(acc[1], a, b1);
-  }
   // The partial logits ([128][10]) to every rank, landing at [source][128][10] over XC and the
-  // receive buffer (neither is used in this stage).
-  {
+  // receive buffer (neither is used in this stage); the first 8 warps, a 16-row m-tile each.
+  if (warp < 8) {
+    float acc[2][4] = {};
+#pragma unroll
+    for (int ks = 0; ks < kRangeTiles; ++ks) {
+      std::uint32_t a[4], bq[4];
+      tile_a(a, s.slice + ks * kTileBytes, warp * 16);
+      ldsm_x4(bq, s.wt + ((lane & 7) + ((lane >> 4) << 3)) * kTileStride + ks * 16 + ((lane >> 3) & 1) * 8);
+      const std::uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+      mma(acc[0], a, b0);
+      mma(acc[1], a, b1);
+    }
     float* at = s.part + (warp * 16 + g) * kClasses + 2 * t;
     *reinterpret_cast<float2*>(at) = make_float2(acc[0][0], acc[0][1]);
     *reinterpret_cast<float2*>(at + 8 * kClasses) = make_float2(acc[0][2], acc[0][3]);
@@ -1037,7 +1059,8 @@ __device__ void split_output(const Params& p, const SplitSmem& s, int step, int 
   send_pieces(s, s.part, 0, logits_in, kPiece);  // the same piece to every rank
   receive_pieces(s, kPiece, phase);
   mark_out(p, step, 0);
-  {  // every block adds the 7 ranks' partial logits in rank order: thread i, row i / 2, classes 5 (i % 2) ..
+  if (threadIdx.x < 2 * kBatch) {  // every block adds the 7 ranks' partial logits in rank order:
+    // thread i, row i / 2, classes 5 (i % 2) ..
     const int row = threadIdx.x >> 1, h = threadIdx.x & 1;
 #pragma unroll
     for (int j = 0; j < kClasses / 2; ++j) {
@@ -1062,16 +1085,16 @@ __device__ void split_backward(const Params& p, const SplitSmem& s, int l, int s
   mark(p, step, stage, 0);
   if (l == kHidden) apply_output_update(p, s);
   load_slice(p.d[l], s.slice, k);
-  for (int q = threadIdx.x; q < kBatch * (kSpan / 8); q += kThreads) {  // X_{l-1}[:, cluster's 56]
+  for (int q = threadIdx.x; q < kBatch * (kSpan / 8); q += blockDim.x) {  // X_{l-1}[:, cluster's 56]
     const int row = q / (kSpan / 8), j = q % (kSpan / 8);
     cp16(s.xc + row * kSpan + j * 8, below_of(p, l, step) + row * kWidth + c * kSpan + j * 8);
   }
   commit();
-  // This warp's weight-gradient tiles (warp, warp + 8, ...) and their momentum, a float4 a lane.
+  // This warp's weight-gradient tiles (warp, warp + kSplitWarps, ...) and their momentum, a float4 a lane.
   float4 mom[kGradTilesPerWarp];
 #pragma unroll
   for (int j = 0; j < kGradTilesPerWarp; ++j) {
-    const int tile = warp + j * kWarps;
+    const int tile = warp + j * kSplitWarps;
     if (tile < kGradTiles) mom[j] = __ldcg(p.mom[l] + (r * kGradTiles + tile) * 32 + lane);
   }
   wait_groups<0>();
@@ -1080,15 +1103,13 @@ __device__ void split_backward(const Params& p, const SplitSmem& s, int l, int s
   float* master = s.master_of(l);
   const bool input_grad = l > 1;
   if (input_grad) {  // partial D_{l-1}[:, cluster's 56] over the rank's o range, from the old weights
-    float acc[kSpanTiles][4] = {};
-    slice_product(s, acc, [&](int ks, int nt, std::uint32_t(&b)[2]) {  // bf16 of the fp32 master
+    slice_product_to_part(s, [&](int ks, int nt, std::uint32_t(&b)[2]) {  // bf16 of the fp32 master
       const float* m = master + (nt * 8 + g) * kTileStride + ks * 16 + 2 * t;
       const float2 lo = *reinterpret_cast<const float2*>(m);
       const float2 hi = *reinterpret_cast<const float2*>(m + 8);
       b[0] = pack(lo.x, lo.y);
       b[1] = pack(hi.x, hi.y);
     });
-    store_partials(s.part, acc);
   }
   constexpr int kPiece = kBatch * kOwn * 4;
   if (input_grad) {
@@ -1102,7 +1123,7 @@ __device__ void split_backward(const Params& p, const SplitSmem& s, int l, int s
   // (interleaving the warp's 6-7 tiles' chains measured slower: 4.4 -> 5.5 us a stage).
 #pragma unroll
   for (int j = 0; j < kGradTilesPerWarp; ++j) {
-    const int tile = warp + j * kWarps;
+    const int tile = warp + j * kSplitWarps;
     if (tile >= kGradTiles) break;
     const int mo = tile / kSpanTiles, ni = tile % kSpanTiles;
     float dw[4] = {};
@@ -1131,21 +1152,23 @@ __device__ void split_backward(const Params& p, const SplitSmem& s, int l, int s
   mark(p, step, stage, 2);
   if (input_grad) {
     receive_pieces(s, kPiece, phase);
-    const float4 v = sum_ranks(s.recv);
-    finish_own<false>(p, s, l - 1, {v.x, v.y, v.z, v.w});
+    if (threadIdx.x < 2 * kBatch) {
+      const float4 v = sum_ranks(s.recv);
+      finish_own<false>(p, s, l - 1, {v.x, v.y, v.z, v.w});
+    }
     __syncthreads();
     apply_bias(p, s, l - 2);  // b_{l-1}[own]
   }
   mark(p, step, stage, 3);
 }
 
-__global__ void __launch_bounds__(kThreads, 1) split_epoch(Params p) {
+__global__ void __launch_bounds__(kSplitThreads, 1) split_epoch(Params p) {
   extern __shared__ __align__(128) std::uint8_t smem_raw[];
   const SplitSmem s(smem_raw);
   const int c = cluster_index(), k = cluster_rank();
   for (int l = 1; l <= kHidden; ++l) {  // W_l[range, cluster's 56], transposed
     const int in = l == 1 ? kIn : kWidth;
-    for (int i = threadIdx.x; i < kSpan * kRange; i += kThreads) {
+    for (int i = threadIdx.x; i < kSpan * kRange; i += blockDim.x) {
       const int o = i / kSpan, n = i % kSpan;
       s.master_of(l)[n * kTileStride + o] = p.master[l][(k * kRange + o) * in + c * kSpan + n];
     }
@@ -1164,7 +1187,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_epoch(Params p) {
       [&](int l, int step) { split_backward(p, s, l, step, phase); });
   for (int l = 1; l <= kHidden; ++l) {
     const int in = l == 1 ? kIn : kWidth;
-    for (int i = threadIdx.x; i < kSpan * kRange; i += kThreads) {
+    for (int i = threadIdx.x; i < kSpan * kRange; i += blockDim.x) {
       const int o = i / kSpan, n = i % kSpan;
       p.master[l][(k * kRange + o) * in + c * kSpan + n] = s.master_of(l)[n * kTileStride + o];
     }
@@ -1361,7 +1384,7 @@ float launch(Device& dev, int steps, cudaEvent_t start, cudaEvent_t stop) {
     }
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(grid);
-    config.blockDim = dim3(kThreads);
+    config.blockDim = dim3(kSplitThreads);
     config.dynamicSmemBytes = kSplitSmemBytes;
     cudaLaunchAttribute attrs[2];
     attrs[0].id = cudaLaunchAttributeClusterDimension;
@@ -1447,7 +1470,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("resident_epoch (%s): %s, %d blocks x %d threads, %d B shared memory a block\n",
-              split_kernel() ? "v7b, k split over clusters of 7" : "v7a", prop.name, kBlocks, kThreads,
+              split_kernel() ? "v7b, k split over clusters of 7" : "v7a", prop.name, kBlocks,
+              split_kernel() ? kSplitThreads : kThreads,
               split_kernel() ? kSplitSmemBytes : kSmemBytes);
 
   // 1. Correctness: check_steps steps against the CPU reference.
