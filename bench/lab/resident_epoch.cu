@@ -368,29 +368,21 @@ __device__ __forceinline__ void finish_own(const Params& p, const S& s, int laye
   *reinterpret_cast<uint2*>(dst + row * kWidth + blockIdx.x * kOwn + 4 * h) = *reinterpret_cast<const uint2*>(out);
 }
 
-// The output layer after its logits: softmax cross-entropy, dlogits, the step's loss (block 0),
-// D_3[:, own], the gradients of W_4[:, own] and b_4 (applied in the next stage, once every block
-// has read W_4), and b_3[own]'s update. logit_of(row, c): the product's logit, without the bias.
-// What the loss needs from L2: row threadIdx.x's label, fetched a step ahead with the batch's bytes
-// (its two dependent loads stall the thread that issues them), and b_4, copied into shared memory
-// (s.b4_live) with the stage's other cp.async copies (held in registers, the values measured a
-// 1.6 us stall: the struct that carried them went to local memory).
-struct LossInputs {
-  int label = 0;
-};
-__device__ __forceinline__ LossInputs fetch_loss_inputs(const Params& p, int step, int label) {
-  (void)p;
-  (void)step;
-  return LossInputs{label};
-}
+// b_4 into shared memory (s.b4_live) with the output stage's other cp.async copies (held in
+// registers, the values measured a 1.6 us stall: the struct that carried them went to local memory).
 template <class S>
 __device__ __forceinline__ void copy_b4(const Params& p, const S& s) {
   static_assert(kClasses * 4 <= 48, "b_4 in three 16-byte copies");
   if (threadIdx.x < 3) cp16(s.b4_live + 4 * threadIdx.x, p.bias[kHidden + 1] + 4 * threadIdx.x);
 }
 
+// The output layer after its logits: softmax cross-entropy, dlogits, the step's loss (block 0),
+// D_3[:, own], the gradients of W_4[:, own] and b_4 (applied in the next stage, once every block
+// has read W_4), and b_3[own]'s update. logit_of(row, c): the product's logit, without the bias;
+// label: row threadIdx.x's, fetched a step ahead with the batch's bytes (its two dependent loads
+// stall the thread that issues them).
 template <class S, class Logit>
-__device__ void output_loss(const Params& p, const S& s, int step, LossInputs in, Logit&& logit_of) {
+__device__ void output_loss(const Params& p, const S& s, int step, int label, Logit&& logit_of) {
   const int r = blockIdx.x;
   if (threadIdx.x < kBatch) {
     const int row = threadIdx.x;
@@ -403,7 +395,6 @@ __device__ void output_loss(const Params& p, const S& s, int step, LossInputs in
     float total = 0.0f;
 #pragma unroll
     for (int c = 0; c < kClasses; ++c) total += expf(logit[c] - top);
-    const int label = in.label;
     const float log_total = logf(total);
     s.row_loss[row] = log_total + top - logit[label];
 #pragma unroll
@@ -554,7 +545,6 @@ __device__ void forward(const Params& p, const Smem& s, int l, int step) {
 __device__ void output_stage(const Params& p, const Smem& s, int step, int label) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   mark(p, step, 3, 0);
-  const LossInputs loss_inputs = fetch_loss_inputs(p, step, label);
   copy_b4(p, s);
   for (int c = threadIdx.x; c < kClasses * (kIn / 8); c += kThreads) {
     const int n = c / (kIn / 8), k = (c % (kIn / 8)) * 8;
@@ -594,7 +584,7 @@ __device__ void output_stage(const Params& p, const Smem& s, int step, int label
     }
   }
   __syncthreads();
-  output_loss(p, s, step, loss_inputs, [&](int row, int c) { return sum_warps(red, row, c, 16); });
+  output_loss(p, s, step, label, [&](int row, int c) { return sum_warps(red, row, c, 16); });
   mark(p, step, 3, 3);
 }
 
@@ -847,16 +837,6 @@ __device__ __forceinline__ int cluster_rank() { return static_cast<int>(blockIdx
 __device__ __forceinline__ int cluster_index() { return static_cast<int>(blockIdx.x) / kCluster; }
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
-__device__ __forceinline__ float4 load_cluster(const float* local, int rank) {
-  std::uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(local)), "r"(rank));
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(remote)
-               : "memory");
-  return v;
-}
 __device__ __forceinline__ void ldsm_x2_trans(std::uint32_t (&r)[2], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_u32(p)));
 }
@@ -1023,7 +1003,6 @@ __device__ void split_output(const Params& p, const SplitSmem& s, int step, int 
   const int k = cluster_rank();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   mark(p, step, 3, 0);
-  const LossInputs loss_inputs = fetch_loss_inputs(p, step, label);
   copy_b4(p, s);
   load_weight_tile(p.w[kHidden + 1], 0, kClasses, s.wt, k);
   for (int i = threadIdx.x; i < (16 - kClasses) * kTileStride; i += blockDim.x) s.wt[kClasses * kTileStride + i] = bf16(0.0f);
@@ -1073,7 +1052,7 @@ __device__ void split_output(const Params& p, const SplitSmem& s, int step, int 
   }
   __syncthreads();
   mark_out(p, step, 1);
-  output_loss(p, s, step, loss_inputs, [&](int row, int cls) { return s.logit[row * 16 + cls]; });
+  output_loss(p, s, step, label, [&](int row, int cls) { return s.logit[row * 16 + cls]; });
   mark(p, step, 3, 3);
 }
 
