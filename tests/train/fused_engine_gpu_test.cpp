@@ -66,8 +66,11 @@ struct FirstSteps {
   // of zero can flip sign: looser there. fp16 has 11 bits: tighter in principle, the same bound kept.
   double tolerance = 0.10;
   // Cases named "..._cluster" ask for the cluster kernel (SPRINTNET_FUSED_KERNEL, docs/FUSED.md v4),
-  // the others for the grid kernel (the cluster kernel is the default where it runs).
-  std::string kernel() const { return name.ends_with("_cluster") ? "cluster" : "grid"; }
+  // "..._split" for the split kernel (v7, on its 784-784-784-784-10), the others for the grid kernel
+  // (the cluster and split kernels are the default where they run).
+  std::string kernel() const {
+    return name.ends_with("_cluster") ? "cluster" : name.ends_with("_split") ? "split" : "grid";
+  }
 };
 
 // Sets SPRINTNET_FUSED_KERNEL for the scope (the plan reads it when built).
@@ -94,6 +97,7 @@ class FusedFirstSteps : public ::testing::TestWithParam<FirstSteps> {};
 TEST_P(FusedFirstSteps, MatchTheCpuFp32ReferencePerTensor) {
   SN_REQUIRE_GPU();
   const FirstSteps& p = GetParam();
+  if (p.kernel() == "split" && !gpu_runs_split_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
   std::vector<std::string> extra = {"data.train_limit=512", "data.test_limit=1000", "train.epochs=1",
                                     "train.batch_size=128", "model.hidden=[64, 48]", "optim.lr=0.1"};
   extra.insert(extra.end(), p.overrides.begin(), p.overrides.end());
@@ -165,6 +169,20 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"deep_narrow_cluster", {"model.hidden=[96, 64, 40, 24, 16]"}});
   // More than 16 classes take the kernel's 8-tile logits (30 outputs, 20 of them never a label).
   cases.push_back({"many_classes_cluster", {"model.classes=30"}});
+  // The split kernel's one shape, with everything else it takes: every activation with a slope
+  // from its output, both losses, SGD's variants, no bias, a partial last batch.
+  const std::string wide = "model.hidden=[784, 784, 784]";
+  for (const std::string act : {"identity", "relu", "tanh", "sigmoid"}) {
+    cases.push_back({act + "_split", {wide, fmt::format("model.activation=\"{}\"", act)}});
+  }
+  cases.push_back({"no_bias_split", {wide, "model.bias=false"}});
+  cases.push_back({"label_smoothing_split", {wide, "loss.label_smoothing=0.1"}});
+  cases.push_back({"mse_split", {wide, "loss.type=\"mse\"", "model.activation=\"tanh\""}});
+  cases.push_back(
+      {"sgd_nesterov_decay_split", {wide, "optim.nesterov=true", "optim.weight_decay=0.01", "optim.momentum=0.8"}});
+  cases.push_back({"sgd_dampening_split", {wide, "optim.dampening=0.3"}});
+  cases.push_back({"sgd_plain_split", {wide, "optim.momentum=0"}});
+  cases.push_back({"partial_batch_split", {wide, "data.train_limit=500", "train.drop_last=false"}});
   cases.push_back({"fp16", {}, "fp16"});
   cases.push_back({"fp16_gelu_adam", {"model.activation=\"gelu\"", "optim.type=\"adam\"", "optim.lr=0.001"}, "fp16",
                    0.25});
@@ -189,6 +207,7 @@ void expect_ten_epochs_like_the_compiled_step(const std::string& name, const std
     Trainer fused(config_for("cuda", "fused", "bf16", fmt::format("{}-{}", name, seed), extra));
     Trainer compiled(config_for("cuda", "compiled", "bf16", fmt::format("{}-compiled-{}", name, seed), extra));
     ASSERT_EQ(fused.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << fused.describe();
+    ASSERT_EQ(fused.describe().find("clusters of 7") != std::string::npos, kernel == "split") << fused.describe();
     const TrainSummary f = fused.fit(), c = compiled.fit();
     std::printf("seed %d: %s %.2f %% in %.3f s, compiled %.2f %% in %.3f s\n", seed, name.c_str(),
                 100 * f.final_test.accuracy, f.train_time_s, 100 * c.final_test.accuracy, c.train_time_s);
@@ -212,6 +231,13 @@ TEST(FusedEngine, TenEpochsMatchTheCompiledStep) {
   expect_ten_epochs_like_the_compiled_step("fused", {}, "grid");
 }
 
+// The split kernel (docs/FUSED.md v7) on the one model it is built for (MNIST's last batch is partial).
+TEST(FusedEngine, TheSplitKernelsTenEpochsMatchTheCompiledStep) {
+  SN_REQUIRE_GPU();
+  if (!gpu_runs_split_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  expect_ten_epochs_like_the_compiled_step("split", {"model.hidden=[784, 784, 784]"}, "split");
+}
+
 // The cluster kernel (docs/FUSED.md v4) on 784-128-128-128-10, the model it was built for.
 TEST(FusedEngine, TheClusterKernelsTenEpochsMatchTheCompiledStep) {
   SN_REQUIRE_GPU();
@@ -224,6 +250,7 @@ void expect_bit_identical_reruns(const std::string& name, const std::vector<std:
   Trainer a(config_for("cuda", "fused", "bf16", name + "-a", extra));
   Trainer b(config_for("cuda", "fused", "bf16", name + "-b", extra));
   ASSERT_EQ(a.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << a.describe();
+  ASSERT_EQ(a.describe().find("clusters of 7") != std::string::npos, kernel == "split") << a.describe();
   a.fit();
   b.fit();
   const auto wa = weights_of(a), wb = weights_of(b);
@@ -237,6 +264,15 @@ void expect_bit_identical_reruns(const std::string& name, const std::vector<std:
 TEST(FusedEngine, TheSameSeedGivesBitIdenticalWeights) {
   SN_REQUIRE_GPU();
   expect_bit_identical_reruns("rerun", {"data.train_limit=10000", "train.epochs=2", "model.activation=\"gelu\""}, "grid");
+}
+
+TEST(FusedEngine, TheSplitKernelGivesBitIdenticalWeightsForTheSameSeed) {
+  SN_REQUIRE_GPU();
+  if (!gpu_runs_split_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  expect_bit_identical_reruns("split-rerun",
+                              {"data.train_limit=10000", "train.epochs=2", "model.hidden=[784, 784, 784]",
+                               "model.activation=\"tanh\"", "train.drop_last=false"},
+                              "split");
 }
 
 // Widths that leave padding in the blocks' columns, tanh, a partial last batch.
@@ -281,6 +317,13 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
   EXPECT_NE(narrow.describe().find("16-block cluster"), std::string::npos) << narrow.describe();
   Trainer hidden(config_for("cuda", "auto", "auto", "hidden", {"train.epochs=1", "model.hidden=[128, 128, 128]"}));
   EXPECT_NE(hidden.describe().find("16-block cluster"), std::string::npos) << hidden.describe();
+  // 784-784-784-784-10 at batch 128: the split kernel, auto's choice too.
+  if (gpu_runs_split_kernel(0)) {
+    Trainer wide(config_for("cuda", "auto", "auto", "split", {"train.epochs=1", "model.hidden=[784, 784, 784]"}));
+    EXPECT_NE(wide.describe().find("trains fastest on the fused engine's split kernel"), std::string::npos)
+        << wide.describe();
+    EXPECT_NE(wide.describe().find("98 blocks in clusters of 7"), std::string::npos) << wide.describe();
+  }
   // Too wide for one cluster (the default model): auto keeps the compiled step.
   Trainer wide(config_for("cuda", "auto", "auto", "wide", {"train.epochs=1", "model.hidden=[256, 256]"}));
   EXPECT_EQ(wide.describe().find("fused engine"), std::string::npos) << wide.describe();

@@ -78,6 +78,31 @@ TEST(FusedFit, TheClusterKernelTakesSmallBf16ModelsAndNamesWhyNotForTheRest) {
   EXPECT_THAT(fused_cluster_unsupported(odd, "bf16", 128).value_or(""), HasSubstr("785 input features"));
 }
 
+TEST(FusedFit, TheSplitKernelTakesItsOneShapeWithSgdAndNamesWhyNotForTheRest) {
+  OptimConfig sgd;
+  const nn::MlpSpec wide = mlp({784, 784, 784});
+  EXPECT_EQ(fused_split_unsupported(wide, "bf16", sgd, 128), std::nullopt);
+  EXPECT_EQ(fused_split_unsupported(with_activation(wide, Activation::kTanh), "bf16", sgd, 128), std::nullopt);
+  nn::MlpSpec no_bias = wide;
+  no_bias.bias = false;
+  EXPECT_EQ(fused_split_unsupported(no_bias, "bf16", sgd, 128), std::nullopt);
+  OptimConfig nesterov = sgd;
+  nesterov.nesterov = true;
+  nesterov.weight_decay = 1e-4;
+  EXPECT_EQ(fused_split_unsupported(wide, "bf16", nesterov, 128), std::nullopt);
+  EXPECT_THAT(fused_split_unsupported(mlp({784, 784}), "bf16", sgd, 128).value_or(""),
+              HasSubstr("a 784-784-784-10 model"));
+  EXPECT_THAT(fused_split_unsupported(mlp({784, 784, 784}, 100), "bf16", sgd, 128).value_or(""),
+              HasSubstr("784-784-784-784-100"));
+  EXPECT_THAT(fused_split_unsupported(wide, "fp16", sgd, 128).value_or(""), HasSubstr("\"fp16\""));
+  EXPECT_THAT(fused_split_unsupported(wide, "bf16", sgd, 256).value_or(""), HasSubstr("a batch of 256"));
+  OptimConfig adam;
+  adam.type = "adam";
+  EXPECT_THAT(fused_split_unsupported(wide, "bf16", adam, 128).value_or(""), HasSubstr("optim.type = \"adam\""));
+  EXPECT_THAT(fused_split_unsupported(with_activation(wide, Activation::kSiLU), "bf16", sgd, 128).value_or(""),
+              HasSubstr("GELU or SiLU"));
+}
+
 TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
   // 784-128-128-128-10: three 128 x 128 activation buffers and D (32 KiB each, by column blocks,
   // unpadded), the first layer's 64 features of the batch and of W, and the output layer with its
@@ -128,7 +153,7 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   // 128, hidden layers at most 128 wide that fit its shared memory); everything else keeps the
   // compiled step.
   const auto with_clusters = [&](const Config& c, const nn::MlpSpec& m) {
-    return resolve_engine(c, gpu, m, 1000, kH100L2, [] { return true; });
+    return resolve_engine(c, gpu, m, 1000, kH100L2, [](FusedKernel) { return true; });
   };
   EXPECT_EQ(with_clusters(with({}), mlp({})).engine, Engine::kFused);
   EXPECT_THAT(with_clusters(with({}), mlp({})).reason, HasSubstr("softmax regression"));
@@ -145,13 +170,21 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   // Whether the GPU runs the cluster kernel is asked only for the models auto would give it (the
   // answer loads the kernel's module: no start-up cost for the rest).
   bool asked = false;
-  resolve_engine(with({}), gpu, mlp({256, 256}), 1000, kH100L2, [&] { return asked = true; });
+  resolve_engine(with({}), gpu, mlp({256, 256}), 1000, kH100L2, [&](FusedKernel) { return asked = true; });
   EXPECT_FALSE(asked);
-  resolve_engine(with({}), gpu, mlp({}), 1000, kH100L2, [&] { return asked = true; });
+  resolve_engine(with({}), gpu, mlp({}), 1000, kH100L2, [&](FusedKernel) { return asked = true; });
   EXPECT_TRUE(asked);
   EXPECT_EQ(with_clusters(with({"device.precision=\"fp16\""}), mlp({})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({"train.batch_size=256"}), mlp({})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({"device.engine=\"compiled\""}), mlp({})).engine, Engine::kCompiled);
+  // 784-784-784-784-10 at batch 128 goes to the split kernel where the GPU runs it, and only then.
+  EXPECT_EQ(with_clusters(with({}), mlp({784, 784, 784})).engine, Engine::kFused);
+  EXPECT_THAT(with_clusters(with({}), mlp({784, 784, 784})).reason, HasSubstr("split kernel"));
+  EXPECT_EQ(engine(with({}), mlp({784, 784, 784})).engine, Engine::kCompiled);
+  const auto only_clusters = [](FusedKernel kernel) { return kernel == FusedKernel::kCluster; };
+  EXPECT_EQ(resolve_engine(with({}), gpu, mlp({784, 784, 784}), 1000, kH100L2, only_clusters).engine,
+            Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({"optim.type=\"adam\""}), mlp({784, 784, 784})).engine, Engine::kCompiled);
   // Asked for, the fused engine runs whatever fits.
   EXPECT_EQ(engine(with({"device.engine=\"fused\""}), mlp({256})).engine, Engine::kFused);
   EXPECT_EQ(engine(with({"device.engine=\"eager\""}), mlp({256})).engine, Engine::kEager);

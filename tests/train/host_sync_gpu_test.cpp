@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cuda_runtime_api.h>
 
+#include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/trainer.h"
 #include "support/gpu.h"
 #include "support/test_util.h"
@@ -163,16 +164,20 @@ TEST(HostSync, AnEpochOfTheCompiledStepNeverWaitsForTheDeviceNorAllocates) {
 
 // The fused engine: an epoch is one cooperative launch of its kernel (after the permutation's
 // sort), no graph, no wait, no allocation; progress comes from host-mapped memory.
-// The grid kernel (one cooperative launch) and the cluster kernel (one cluster launch), each asked for.
-class FusedKernels : public ::testing::TestWithParam<bool> {};
+// The grid kernel (one cooperative launch), the cluster and the split kernel (one launch with a
+// cluster shape each), each asked for.
+class FusedKernels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   SN_REQUIRE_GPU();
-  const bool cluster = GetParam();
-  ::setenv("SPRINTNET_FUSED_KERNEL", cluster ? "cluster" : "grid", 1);
-  Trainer trainer(run_config("caching", "fused", cluster ? "[128, 128]" : "[256, 256]"));
+  const std::string kernel = GetParam();
+  if (kernel == "split" && !gpu_runs_split_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  ::setenv("SPRINTNET_FUSED_KERNEL", kernel.c_str(), 1);
+  const std::string hidden = kernel == "cluster" ? "[128, 128]" : kernel == "split" ? "[784, 784, 784]" : "[256, 256]";
+  Trainer trainer(run_config("caching", "fused", hidden));
   ::unsetenv("SPRINTNET_FUSED_KERNEL");
-  ASSERT_EQ(trainer.describe().find("16-block cluster") != std::string::npos, cluster) << trainer.describe();
+  ASSERT_EQ(trainer.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << trainer.describe();
+  ASSERT_EQ(trainer.describe().find("clusters of 7") != std::string::npos, kernel == "split") << trainer.describe();
   TrainPlan* plan = trainer.plan();
   ASSERT_NE(plan, nullptr);
   const std::int64_t steps = trainer.steps_per_epoch();
@@ -188,8 +193,8 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
     if ((s + 1) % 5 == 0) plan->progress(s + 1);
   }
   counting = false;
-  EXPECT_EQ(cooperative_launches.load(), cluster ? 0 : 1) << "the grid kernel's epoch";
-  EXPECT_EQ(cluster_launches.load(), cluster ? 1 : 0) << "the cluster kernel's epoch";
+  EXPECT_EQ(cooperative_launches.load(), kernel == "grid" ? 1 : 0) << "the grid kernel's epoch";
+  EXPECT_EQ(cluster_launches.load(), kernel == "grid" ? 0 : 1) << "the cluster or split kernel's epoch";
   EXPECT_EQ(graph_launches.load(), 0);
   EXPECT_EQ(waits.load(), 0) << "synchronising CUDA calls while enqueuing an epoch";
   EXPECT_EQ(allocations.load(), 0) << "device or pinned allocations while enqueuing an epoch";
@@ -201,8 +206,8 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   EXPECT_DOUBLE_EQ(seen->loss_sum, totals.loss_sum);
 }
 
-INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Bool(),
-                         [](const auto& case_info) { return case_info.param ? "Cluster" : "Grid"; });
+INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Values("grid", "cluster", "split"),
+                         [](const auto& case_info) { return case_info.param; });
 
 }  // namespace
 }  // namespace sprintnet::train

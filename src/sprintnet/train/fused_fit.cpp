@@ -1,6 +1,7 @@
 #include "sprintnet/train/fused_fit.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <vector>
@@ -70,6 +71,25 @@ cuda::ClusterLayout fused_cluster_layout(const nn::MlpSpec& mlp) {
   const std::vector<int> hidden(mlp.hidden.begin(), mlp.hidden.end());
   return cuda::cluster_layout(static_cast<int>(mlp.inputs), hidden.data(), static_cast<int>(hidden.size()),
                               static_cast<int>(mlp.outputs));
+}
+
+std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                                   const OptimConfig& optim, std::int64_t batch) {
+  // ops/cuda/fused/split_epoch.h's shape (kept here as numbers: this file builds without CUDA).
+  constexpr std::int64_t kWidth = 784, kClasses = 10, kBatch = 128;
+  if (precision != "bf16") return fmt::format("device.precision = \"{}\" (the split kernel computes in bf16)", precision);
+  const bool shape = mlp.inputs == kWidth && mlp.outputs == kClasses &&
+                     mlp.hidden == std::vector<std::int64_t>{kWidth, kWidth, kWidth};
+  if (!shape) {
+    return fmt::format("a {}-{}-{} model (the split kernel is compiled for 784-784-784-784-10)", mlp.inputs,
+                       fmt::join(mlp.hidden, "-"), mlp.outputs);
+  }
+  if (batch != kBatch) return fmt::format("a batch of {} (the split kernel takes {})", batch, kBatch);
+  if (optim.type != "sgd") return fmt::format("optim.type = \"{}\" (the split kernel applies SGD)", optim.type);
+  if (mlp.activation == Activation::kGELU || mlp.activation == Activation::kSiLU) {
+    return std::string("GELU or SiLU (their slope needs the pre-activation, which the split kernel does not keep)");
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,

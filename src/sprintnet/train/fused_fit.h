@@ -15,6 +15,10 @@
 namespace sprintnet::train {
 
 inline constexpr int kFusedMaxLayersSupported = 8;
+
+// The fused engine's kernels that train only the models they are built for (docs/FUSED.md); the
+// grid kernel trains the rest.
+enum class FusedKernel { kCluster, kSplit };
 inline constexpr std::int64_t kFusedMaxClassesSupported = 64;
 
 struct FusedFootprint {
@@ -36,6 +40,13 @@ std::optional<std::string> fused_unsupported(const nn::MlpSpec& mlp, const std::
 // the rest.
 std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                      std::int64_t batch);
+// Why the split kernel (docs/FUSED.md v7: 98 blocks in clusters of 7, each rank's fp32 master tiles
+// in shared memory) cannot train this model, or nullopt when it can: the one shape it is compiled
+// for (784 inputs, three hidden layers of 784, 10 classes, ops/cuda/fused/split_epoch.h), bf16, a
+// batch of 128, SGD (any momentum, dampening, Nesterov, weight decay), an activation whose slope
+// follows from its output. Either loss, with or without biases and a partial last batch.
+std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                                   const OptimConfig& optim, std::int64_t batch);
 // The cluster kernel's shared-memory layout for `mlp`.
 cuda::ClusterLayout fused_cluster_layout(const nn::MlpSpec& mlp);
 // The L2 cache of CUDA device `index` in bytes (0 in a build without CUDA).
@@ -43,5 +54,8 @@ std::int64_t gpu_on_chip_bytes(int index);
 // Whether CUDA device `index` runs the cluster kernel with `mlp`'s layout (compute capability 9.0+,
 // code for it in this build, a 16-block cluster with that much shared memory; false without CUDA).
 bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp);
+// Whether CUDA device `index` runs the split kernel (compute capability 9.0+, code for it in this
+// build, 14 co-resident clusters of 7 blocks; false without CUDA).
+bool gpu_runs_split_kernel(int index);
 
 }  // namespace sprintnet::train

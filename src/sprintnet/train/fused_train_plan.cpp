@@ -20,6 +20,7 @@
 #include "sprintnet/ops/cuda/device_guard.h"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
 #include "sprintnet/ops/cuda/fused/fused_epoch.h"
+#include "sprintnet/ops/cuda/fused/split_epoch.h"
 #include "sprintnet/ops/cuda/nvtx.h"
 #include "sprintnet/ops/cuda/step_launch.h"
 #include "sprintnet/ops/ops.h"
@@ -79,8 +80,11 @@ class FusedTrainPlan final : public TrainPlan {
   Tensor state_, metrics_, eval_metrics_, sync_;  // sync_: the barrier counter, then two found_inf flags
   std::unique_ptr<cuda::FusedProgress, MappedDeleter> progress_;
   cuda::FusedProgress* progress_device_ = nullptr;
-  // The cluster kernel (fused_fit.h) trains wherever it runs (choose_kernel); the grid kernel trains
-  // the rest and evaluates everything. `kernel_note_` describes the cluster kernel's launch (describe()).
+  // The split and cluster kernels (fused_fit.h) train the models they take wherever they run
+  // (choose_kernel); the grid kernel trains the rest and evaluates everything. `kernel_note_`
+  // describes their launch (describe()).
+  bool split_ = false;
+  Tensor split_scratch_;  // the split kernel's activations and gradients (split_epoch_scratch_bytes())
   bool cluster_ = false;
   cuda::ClusterLayout cluster_layout_;
   Tensor cluster_partials_;  // the cluster kernel's first-layer partial sums (global memory, through L2)
@@ -90,15 +94,33 @@ class FusedTrainPlan final : public TrainPlan {
   void choose_kernel();
 };
 
-// The cluster kernel trains every model it takes on a GPU that runs it (docs/FUSED.md: faster than
-// the grid kernel on each), the grid kernel the rest; the kernel lab's SPRINTNET_FUSED_KERNEL =
-// "grid" or "cluster" insists on one ("cluster" fails naming why it cannot).
+Tensor zeros_bytes(std::int64_t bytes, Device device) { return Tensor::zeros({bytes}, DType::kU8, device); }
+
+// The split and the cluster kernel each train every model they take on a GPU that runs them
+// (docs/FUSED.md: faster than the grid kernel on each), the grid kernel the rest; the kernel lab's
+// SPRINTNET_FUSED_KERNEL = "grid", "split" or "cluster" insists on one ("split" and "cluster" fail
+// naming why they cannot).
 void FusedTrainPlan::choose_kernel() {
   const char* env = std::getenv("SPRINTNET_FUSED_KERNEL");
   const std::string asked = env != nullptr ? env : "";
-  SN_CHECK(asked.empty() || asked == "grid" || asked == "cluster",
-           "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\" or \"cluster\"", asked);
+  SN_CHECK(asked.empty() || asked == "grid" || asked == "split" || asked == "cluster",
+           "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\", \"split\" or \"cluster\"", asked);
   if (asked == "grid") return;
+  if (asked.empty() || asked == "split") {
+    std::optional<std::string> why_not = fused_split_unsupported(spec_.mlp, spec_.precision, spec_.optim, batch_);
+    if (!why_not) {
+      if (const char* gpu = cuda::split_epoch_unavailable(device_.index)) why_not = gpu;
+    }
+    if (!why_not) {
+      split_ = true;
+      split_scratch_ = zeros_bytes(cuda::split_epoch_scratch_bytes(), device_);
+      kernel_note_ = fmt::format("{} blocks in clusters of {}, each block's fp32 master tiles in shared memory",
+                                 cuda::kSplitBlocks, cuda::kSplitClusterSize);
+      return;
+    }
+    SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"split\": the split kernel cannot train this model: {}",
+             *why_not);
+  }
   std::optional<std::string> why_not = fused_cluster_unsupported(spec_.mlp, spec_.precision, batch_);
   if (!why_not) {
     cluster_layout_ = fused_cluster_layout(spec_.mlp);
@@ -112,8 +134,6 @@ void FusedTrainPlan::choose_kernel() {
   kernel_note_ = fmt::format("one 16-block cluster with the weights in shared memory ({} KiB a block)",
                              cluster_layout_.bytes / 1024);
 }
-
-Tensor zeros_bytes(std::int64_t bytes, Device device) { return Tensor::zeros({bytes}, DType::kU8, device); }
 
 FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_(spec), device_(device) {
   SN_CHECK(device.is_cuda(), "the fused engine runs on CUDA devices, not {}", device.str());
@@ -331,7 +351,10 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
   a.steps = steps_per_epoch_;
   a.metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
   a.progress = progress_device_;
-  if (cluster_) {
+  if (split_) {
+    SN_CUDA_CHECK(cudaMemsetAsync(sync_.raw_data(), 0, sync_.nbytes(), stream_));  // the grid barrier
+    SN_CUDA_CHECK(cuda::launch_split_epoch(a, split_scratch_.raw_data(), stream_));
+  } else if (cluster_) {
     SN_CUDA_CHECK(cuda::launch_cluster_epoch(a, cluster_layout_, cluster_partials_.data<float>(), stream_));
   } else {
     launch(a);
@@ -360,10 +383,10 @@ void FusedTrainPlan::print_profile() {
   const auto bytes = stage_clock_.to(Device::cpu()).to_vector<std::uint8_t>();
   std::vector<std::int64_t> clock(bytes.size() / 8);
   std::memcpy(clock.data(), bytes.data(), clock.size() * 8);
-  // Grid kernel: 2 stages a layer (fp16: one more); the cluster kernel: as many stamps a step as
-  // it wrote (its lab adds some inside stages).
+  // Grid kernel: 2 stages a layer (fp16: one more); the split kernel: 2 a layer but the output's
+  // one; the cluster kernel: as many stamps a step as it wrote (its lab adds some inside stages).
   const std::size_t layers = layers_.size();
-  std::size_t per_step = 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
+  std::size_t per_step = split_ ? 2 * layers - 1 : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
   if (cluster_) {
     const auto written = static_cast<std::size_t>(std::count_if(clock.begin(), clock.end(), [](auto t) { return t != 0; }));
     per_step = (written - 2) / static_cast<std::size_t>(std::max<std::int64_t>(steps_per_epoch_, 1));
@@ -375,8 +398,9 @@ void FusedTrainPlan::print_profile() {
     ++steps;
   }
   const double per = 1e-3 / static_cast<double>(std::max<std::int64_t>(steps, 1));
-  const std::string kernel = cluster_ ? fmt::format("cluster kernel, {} blocks", cuda::kClusterCtas)
-                                     : fmt::format("grid kernel, {} blocks", blocks_);
+  const std::string kernel = split_     ? fmt::format("split kernel, {} blocks", cuda::kSplitBlocks)
+                             : cluster_ ? fmt::format("cluster kernel, {} blocks", cuda::kClusterCtas)
+                                        : fmt::format("grid kernel, {} blocks", blocks_);
   std::string line = fmt::format("fused profile ({}, {} steps): start+gather {:.2f} us; per step:", kernel, steps,
                                  1e-3 * static_cast<double>(clock[1] - clock[0]));
   double total = 0.0;
@@ -419,11 +443,12 @@ EvalResult FusedTrainPlan::evaluate(const BatchLoader& loader) {
 std::string FusedTrainPlan::describe() const {
   const std::size_t layers = layers_.size();
   // The cluster kernel: the first layer's partial sums and one before the output stage (its other
-  // stages wait on their data's mbarriers); the grid kernel: 2 a layer (fp16: one more).
-  const std::size_t barriers = cluster_ ? 2 : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
+  // stages wait on their data's mbarriers); the split kernel: a grid barrier a stage, the output
+  // layer's forward and backward one; the grid kernel: 2 a layer (fp16: one more).
+  const std::size_t barriers = cluster_ ? 2 : split_ ? 2 * layers - 1 : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
   return fmt::format("fused engine: one persistent kernel per epoch on {} ({} barriers a step), {} tensor-core "
                      "products with fp32 master weights, {} update over {} flat parameters",
-                     cluster_ ? kernel_note_ : fmt::format("a grid of {} blocks exchanging through L2", blocks_),
+                     split_ || cluster_ ? kernel_note_ : fmt::format("a grid of {} blocks exchanging through L2", blocks_),
                      barriers, spec_.precision, spec_.optim.type, params_);
 }
 
@@ -438,6 +463,11 @@ std::int64_t gpu_on_chip_bytes(int index) {
 bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp) {
   const cuda::DeviceGuard guard(index);
   return cuda::cluster_epoch_unavailable(index, fused_cluster_layout(mlp).bytes) == nullptr;
+}
+
+bool gpu_runs_split_kernel(int index) {
+  const cuda::DeviceGuard guard(index);
+  return cuda::split_epoch_unavailable(index) == nullptr;
 }
 
 std::unique_ptr<TrainPlan> make_fused_train_plan(const TrainPlanSpec& spec, Device device) {

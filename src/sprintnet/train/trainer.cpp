@@ -69,7 +69,7 @@ const char* engine_name(Engine engine) {
 
 EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSpec& mlp,
                             std::int64_t eval_batch, std::int64_t on_chip_bytes,
-                            const std::function<bool()>& cluster_kernel_runs) {
+                            const std::function<bool(FusedKernel)>& fused_kernel_runs) {
   const std::string& engine = config.device.engine;
   if (device.is_cpu()) {
     SN_CHECK(engine != "fused", "device.engine = \"fused\" needs a GPU; the CPU runs the compiled or the eager step "
@@ -87,15 +87,23 @@ EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSp
   SN_CHECK(engine != "fused" || !not_fused, "device.engine = \"fused\" cannot run this model: {}; use \"auto\" or "
            "\"compiled\"", not_fused.value_or(""));
   if (engine == "fused") return {Engine::kFused, "device.engine = \"fused\""};
-  // auto: the cluster kernel wherever it runs, as it measured faster than the compiled step on every
-  // model it takes (docs/PERFORMANCE.md, H100, v6: 1.02-2.3x); else the compiled step, which runs every
-  // model the fused engine runs; eager only where neither runs (a batch over 65535 samples).
-  if (engine == "auto" && !not_fused && !fused_cluster_unsupported(mlp, precision, config.train.batch_size) &&
-      cluster_kernel_runs && cluster_kernel_runs()) {
-    return {Engine::kFused, mlp.hidden.empty()
-                                ? "auto: softmax regression trains fastest on the fused engine's cluster kernel"
-                                : "auto: models that fit one 16-block cluster (hidden layers at most 128 wide) train "
-                                  "fastest on the fused engine's cluster kernel"};
+  // auto: the split or the cluster kernel wherever it runs, as each measured faster than the compiled
+  // step on every model it takes (docs/PERFORMANCE.md, H100: v6 1.02-2.3x, v7 1.46x); else the
+  // compiled step, which runs every model the fused engine runs; eager only where neither runs (a
+  // batch over 65535 samples).
+  if (engine == "auto" && !not_fused && fused_kernel_runs) {
+    if (!fused_split_unsupported(mlp, precision, config.optim, config.train.batch_size) &&
+        fused_kernel_runs(FusedKernel::kSplit)) {
+      return {Engine::kFused, "auto: 784-784-784-784-10 at batch 128 trains fastest on the fused engine's split "
+                              "kernel"};
+    }
+    if (!fused_cluster_unsupported(mlp, precision, config.train.batch_size) &&
+        fused_kernel_runs(FusedKernel::kCluster)) {
+      return {Engine::kFused, mlp.hidden.empty()
+                                  ? "auto: softmax regression trains fastest on the fused engine's cluster kernel"
+                                  : "auto: models that fit one 16-block cluster (hidden layers at most 128 wide) "
+                                    "train fastest on the fused engine's cluster kernel"};
+    }
   }
   if (resolve_compiled(config, device)) {
     return {Engine::kCompiled, engine == "compiled" ? "device.engine = \"compiled\""
@@ -164,8 +172,11 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   spec_.init = nn::parse_init(config_.model.init);
   engine_ = resolve_engine(config_, device_, spec_, eval_batch_size(),
                            device_.is_cuda() ? gpu_on_chip_bytes(device_.index) : 0,
-                           [&] { return device_.is_cuda() && !rank_.distributed() &&
-                                        gpu_runs_cluster_kernel(device_.index, spec_); });
+                           [&](FusedKernel kernel) {
+                             if (!device_.is_cuda() || rank_.distributed()) return false;
+                             return kernel == FusedKernel::kSplit ? gpu_runs_split_kernel(device_.index)
+                                                                  : gpu_runs_cluster_kernel(device_.index, spec_);
+                           });
   if (rank_.distributed()) {
     SN_CHECK(engine_.engine == Engine::kCompiled,
              "rank {} of {}: data parallelism runs the compiled step, and this run would take the {} engine ({}); "

@@ -20,6 +20,7 @@
 #include "sprintnet/dist/communicator.h"
 #include "sprintnet/dist/rank_info.h"
 #include "sprintnet/io/config.h"
+#include "sprintnet/train/fused_fit.h"
 #include "sprintnet/io/progress_bar.h"
 #include "sprintnet/nn/loss.h"
 #include "sprintnet/nn/mlp.h"
@@ -156,16 +157,16 @@ Device resolve_device(const DeviceConfig& config);
 // CPU always, on a GPU when train_plan_unsupported() has no objection). Errors name the key and the reason.
 bool resolve_compiled(const Config& config, Device device);
 // The engine a GPU run trains on, and why (for the banner): device.engine = "fused" runs the fused
-// engine (one kernel per epoch) or fails naming the limit; "auto" takes the fused engine's cluster
-// kernel for every model it takes (fused_cluster_unsupported) where `cluster_kernel_runs()` (the GPU
-// runs it, and the run is on one GPU: the fastest engine there, docs/PERFORMANCE.md; asked only for
-// such models, as the answer loads the kernel), else the compiled step where it runs, else
-// the fused engine where the model fits (fused_unsupported() with `on_chip_bytes`), else eager.
-// "eager", "compiled" or "fused".
+// engine (one kernel per epoch) or fails naming the limit; "auto" takes the fused engine's split
+// kernel (fused_split_unsupported) or cluster kernel (fused_cluster_unsupported) for every model
+// one takes where `fused_kernel_runs(kernel)` (the GPU runs it, and the run is on one GPU: the
+// fastest engine there, docs/PERFORMANCE.md; asked only for such models, as the answer loads the
+// kernel), else the compiled step where it runs, else the fused engine where the model fits
+// (fused_unsupported() with `on_chip_bytes`), else eager.
 const char* engine_name(Engine engine);
 EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSpec& mlp,
                             std::int64_t eval_batch, std::int64_t on_chip_bytes,
-                            const std::function<bool()>& cluster_kernel_runs = {});
+                            const std::function<bool(FusedKernel)>& fused_kernel_runs = {});
 // The precision a config asks for ("fp32", "tf32", "bf16", "fp16"): "auto" is bf16 for the
 // compiled GPU step and fp32 otherwise; only a compiled step computes in anything but fp32, the
 // CPU's in fp32 or bf16.

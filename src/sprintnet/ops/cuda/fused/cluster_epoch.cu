@@ -36,6 +36,7 @@
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
+#include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/row_loss.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
@@ -76,52 +77,31 @@ constexpr int kRows = kClusterRows;
 // column blocks: ld = 8, cb = kColumnBlock).
 constexpr int kColumnBlock = kClusterRows * kClusterCols;  // 1024 elements
 
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mma(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
+using ptx::mma_bf16;
+using ptx::shared_address;
 
 // A(m, k) at p[m * ld + (k / 8) * cb + k % 8].
 __device__ __forceinline__ void load_a(std::uint32_t (&a)[4], const bf16* p, int ld, int cb) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const bf16* q = p + (lane & 15) * ld + (lane >> 4) * cb;
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(shared_address(q)));
+  ptx::ldmatrix_x4(a, shared_address(p + (lane & 15) * ld + (lane >> 4) * cb));
 }
 
 // A(m, k) at p[k * ld + (m / 8) * cb + m % 8].
 __device__ __forceinline__ void load_a_trans(std::uint32_t (&a)[4], const bf16* p, int ld, int cb) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const bf16* q = p + ((lane & 7) + (lane >> 4) * 8) * ld + ((lane >> 3) & 1) * cb;
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(shared_address(q)));
+  ptx::ldmatrix_x4_trans(a, shared_address(p + ((lane & 7) + (lane >> 4) * 8) * ld + ((lane >> 3) & 1) * cb));
 }
 
 // B(k, n) at p[n * ld + k].
 __device__ __forceinline__ void load_b(std::uint32_t (&b)[2], const bf16* p, int ld) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const bf16* q = p + (lane & 7) * ld + ((lane >> 3) & 1) * 8;
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
-               : "=r"(b[0]), "=r"(b[1])
-               : "r"(shared_address(q)));
+  ptx::ldmatrix_x2(b, shared_address(p + (lane & 7) * ld + ((lane >> 3) & 1) * 8));
 }
 
 // B(k, n) at p[k * ld + n] (n < 8: within one column block of either layout).
 __device__ __forceinline__ void load_b_trans(std::uint32_t (&b)[2], const bf16* p, int ld) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const bf16* q = p + ((lane & 7) + ((lane >> 3) & 1) * 8) * ld;
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
-               : "=r"(b[0]), "=r"(b[1])
-               : "r"(shared_address(q)));
+  ptx::ldmatrix_x2_trans(b, shared_address(p + ((lane & 7) + ((lane >> 3) & 1) * 8) * ld));
 }
 
 // acc[0] + acc[1] = A[16 x 16 k_steps] · B, A (a, lda, acb), B(k, n) at b[n * ldb + k]: even and
@@ -135,14 +115,14 @@ __device__ __forceinline__ void two_chain_product(float (&acc)[2][4], const bf16
     load_b(fb0, b + ks * 16, ldb);
     load_a(fa1, a + (ks + 1) * 2 * acb, lda, acb);
     load_b(fb1, b + ks * 16 + 16, ldb);
-    mma(acc[0], fa0, fb0);
-    mma(acc[1], fa1, fb1);
+    mma_bf16(acc[0], fa0, fb0);
+    mma_bf16(acc[1], fa1, fb1);
   }
   if (ks < k_steps) {
     std::uint32_t fa[4], fb[2];
     load_a(fa, a + ks * 2 * acb, lda, acb);
     load_b(fb, b + ks * 16, ldb);
-    mma(acc[0], fa, fb);
+    mma_bf16(acc[0], fa, fb);
   }
 }
 
@@ -164,7 +144,7 @@ __device__ __forceinline__ void row_tiles_pass(float (&acc)[kMaxTiles][4], const
         } else {
           load_b(fb, b + nt * 8 * ldb + ks * 16, ldb);
         }
-        mma(acc[nt], fa, fb);
+        mma_bf16(acc[nt], fa, fb);
       }
     }
   }
@@ -195,8 +175,8 @@ __device__ __forceinline__ void batch_product(float (&acc)[4], const bf16* x, in
     load_b_trans(fb0, gr + ks * 16 * ldg, ldg);
     load_a_trans(fa1, x + (ks + 1) * 16 * ldx, ldx, xcb);
     load_b_trans(fb1, gr + (ks + 1) * 16 * ldg, ldg);
-    mma(acc, fa0, fb0);
-    mma(odd, fa1, fb1);
+    mma_bf16(acc, fa0, fb0);
+    mma_bf16(odd, fa1, fb1);
   }
 #pragma unroll
   for (int q = 0; q < 4; ++q) acc[q] += odd[q];
@@ -315,44 +295,30 @@ struct Cluster {
   std::uint32_t phases = 0;  // the parity each buffer's mbarrier completes next, a bit each
   __device__ bf16* exchanged(int id) const { return id == kDId ? at<bf16>(c.d) : x(id); }
   __device__ std::uint32_t exchange_bar(int id) const { return shared_address(at<std::uint64_t>(c.bars) + id); }
-  __device__ static std::uint32_t in_block(std::uint32_t address, int block) {
-    std::uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(block));
-    return remote;
-  }
   __device__ void init_exchange() const {
     if (threadIdx.x != 0) return;
     for (int id = 0; id <= kDId; ++id) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(exchange_bar(id)) : "memory");
+      ptx::mbarrier_init(exchange_bar(id));
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // published by the next cluster barrier
+    ptx::fence_mbarrier_init();
   }
   // The whole block calls it after writing its columns (if `owner`) of buffer `id`.
   __device__ void send(int id, bool owner) const {
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // this thread's writes, before the copies read them
+    ptx::fence_proxy_async();  // this thread's writes, before the copies read them
     __syncthreads();
     if (!owner || threadIdx.x >= kClusterCtas - 1) return;
     const int dst = static_cast<int>(threadIdx.x) >= rank ? static_cast<int>(threadIdx.x) + 1 : static_cast<int>(threadIdx.x);
     const std::uint32_t piece = shared_address(exchanged(id) + rank * kColumnBlock);
-    asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     in_block(piece, dst)),
-                 "r"(piece), "r"(kColumnBlock * 2), "r"(in_block(exchange_bar(id), dst))
-                 : "memory");
+    ptx::bulk_copy_to_block(ptx::in_block(piece, dst), piece, kColumnBlock * 2, ptx::in_block(exchange_bar(id), dst));
   }
   // The whole block waits for every other owner's columns of buffer `id` (`width` columns).
   __device__ void receive(int id, int width) {
     const int owners = pad16(width) / kCols;
     if (threadIdx.x == 0) {
       const std::uint32_t bytes = static_cast<std::uint32_t>(owners - (rank < owners ? 1 : 0)) * kColumnBlock * 2;
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(exchange_bar(id)), "r"(bytes)
-                   : "memory");
+      ptx::mbarrier_expect_bytes(exchange_bar(id), bytes);
     }
-    asm volatile(
-        "{\n .reg .pred done;\n wait:\n"
-        " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        " @!done bra wait;\n}" ::"r"(exchange_bar(id)),
-        "r"((phases >> id) & 1u)
-        : "memory");
+    ptx::mbarrier_wait(exchange_bar(id), (phases >> id) & 1u);
     phases ^= 1u << id;
     // And the block's own stage boundary (what the cluster barrier gave before): the previous stage's
     // readers of a buffer are done before this stage's writers overwrite it.
@@ -1011,7 +977,7 @@ struct Cluster {
         if (kAll || kBase + k < m_tiles) {
           std::uint32_t fa[4];
           load_a_trans(fa, dz + ks * 16 * ld + (kBase + k) * 2 * cb, ld, cb);
-          mma(acc[k], fa, fb);
+          mma_bf16(acc[k], fa, fb);
         }
       }
     }

@@ -1,0 +1,82 @@
+#pragma once
+// The PTX the fused engine's cluster and split kernels are built from, one
+// instruction a function: tensor-core products (mma.sync m16n8k16, bf16 in, fp32
+// accumulate) fed by ldmatrix, and the sm_90 exchange between the blocks of a
+// cluster (bulk copies into another block's shared memory that complete on its
+// mbarrier). Shared-memory operands are 32-bit shared-window addresses.
+#include <cstdint>
+
+namespace sprintnet::cuda::ptx {
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// d += A · B: A a 16 x 16 fragment, B 16 x 8, thread (g = lane / 4, t = lane % 4) holding C's
+// (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// ldmatrix: four (or two) 8 x 8 matrices of 16-bit elements, each lane giving one row's address.
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], std::uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(address));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&r)[2], std::uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(address));
+}
+
+// ---- the cluster exchange (sm_90).
+// `address` in this block's shared memory, as the same offset in block `rank` of the cluster.
+__device__ __forceinline__ std::uint32_t in_block(std::uint32_t address, int rank) {
+  std::uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(rank));
+  return remote;
+}
+// An mbarrier expecting one arrival a phase (the receiver's own, with the bytes it waits for).
+__device__ __forceinline__ void mbarrier_init(std::uint32_t bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+}
+// Makes the initialised mbarriers visible to the cluster (published by the next cluster barrier).
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// Orders this thread's generic writes to shared memory before bulk copies that read it.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// `bytes` (a multiple of 16) from this block's `from` to `to` in another block (in_block
+// addresses), completing on that block's mbarrier `bar` (an in_block address too).
+__device__ __forceinline__ void bulk_copy_to_block(std::uint32_t to, std::uint32_t from, std::uint32_t bytes,
+                                                   std::uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(to),
+               "r"(from), "r"(bytes), "r"(bar)
+               : "memory");
+}
+// The receiver's arrival: the phase completes once `bytes` have landed.
+__device__ __forceinline__ void mbarrier_expect_bytes(std::uint32_t bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Waits until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbarrier_wait(std::uint32_t bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred done;\n wait:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      " @!done bra wait;\n}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+}  // namespace sprintnet::cuda::ptx
