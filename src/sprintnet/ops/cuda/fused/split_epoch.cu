@@ -76,9 +76,14 @@ static_assert(kWtOff % 16 == 0 && kXcOff % 16 == 0 && kRecvOff % 16 == 0 && kPar
                   kSmallOff % 16 == 0,
               "16-byte aligned copies");
 
-// Global scratch: X_0 (even steps), X_0 (odd steps), X_1..X_3, D_1..D_3, then b_4 as every block reads it.
+// Global scratch: X_0 (even steps), X_0 (odd steps), X_1..X_3, D_1..D_3, b_4 as every block reads
+// it, then the hidden layers' momentum in the order the weight-gradient fragments hold it
+// ([layer][block][tile][lane], a float4 a lane: one 512-byte load and store a warp a tile; the flat
+// layout's two float2 from 16 rows measured ~1.4 us a backward stage slower, docs/FUSED.md).
 constexpr std::int64_t kActivationBytes = std::int64_t{kBatch} * kWidth * 2;
 constexpr int kScratchActivations = 2 + 2 * kHidden;
+constexpr std::int64_t kLiveBiasBytes = 64;
+constexpr std::int64_t kMomentumBytes = std::int64_t{kHidden} * kBlocks * kGradTiles * 32 * 16;
 
 struct SplitParams {
   const std::uint8_t* images;
@@ -94,6 +99,7 @@ struct SplitParams {
   bf16* w_other[kHidden + 2];        // ... in copies[1], written at the end
   float* master[kHidden + 2];        // the flat fp32 master, layer l's rows [out][ld[l]]
   float* mom[kHidden + 2];           // the flat momentum (null without)
+  float4* mom_frag;                  // the hidden layers' momentum during the epoch (scratch), or null
   int ld[kHidden + 2];               // layer l's row stride (in_pad); the bias is column in_of(l)
   int bias;
   float* b4_live;                    // [16]: b_4, updated by block 0, read by every block
@@ -223,7 +229,7 @@ struct Epoch {
   BlockScalars scalars{};                          // its learning rate, and whether it is the first update
   double next_lr = 0.0;                            // the next step's, loaded a step ahead
   std::uint32_t phase = 0;                         // the parity the exchange's mbarrier completes next
-  double loss_total = 0.0;                         // block 0, thread 0: the epoch's sums
+  double loss_total = 0.0;                         // block 0, add_metrics' lane: the epoch's sums
   std::int64_t hits_total = 0;
 
   __device__ Epoch(const SplitParams& params, std::uint8_t* smem)
@@ -522,22 +528,25 @@ struct Epoch {
         logit_sum += z[cls];
       }
       const float log_total = logf(total), off_target = p.smoothing / static_cast<float>(kClasses);
+      const float inv_rows = 1.0f / static_cast<float>(rows);  // exact for 128 (and any power of two)
       loss = log_total + top - (1.0f - p.smoothing) * z[label] - off_target * logit_sum;
 #pragma unroll
       for (int cls = 0; cls < kClasses; ++cls) {
         const float prob = expf(z[cls] - top - log_total);
         const float target = (cls == label ? 1.0f - p.smoothing : 0.0f) + off_target;
-        s.dl[row * kClasses + cls] = valid ? (prob - target) / static_cast<float>(rows) : 0.0f;
+        s.dl[row * kClasses + cls] = valid ? (prob - target) * inv_rows : 0.0f;
       }
     }
     s.row_loss[row] = valid ? loss : 0.0f;
     s.row_hit[row] = valid && best == label ? 1 : 0;
   }
 
-  // Block 0's first warp: the step's mean loss and hits added to the epoch's sums, and the progress
-  // record (one 16-byte store the host reads while the epoch runs).
+  // Block 0's last warp (the one with the fewest gradient tiles), at the start of the step's last
+  // stage: the step's mean loss and hits added to the epoch's sums, and the progress record (one
+  // 16-byte store the host reads while the epoch runs). Not in the output stage: the store goes to
+  // host memory, and the grid barrier's release waits for it (~1 us on the critical path there).
   __device__ void add_metrics(int step) {
-    if (r != 0 || warp != 0) return;
+    if (r != 0 || warp != kWarps - 1) return;
     const float loss = batch_sum([&](int row) { return s.row_loss[row]; });
     const float hits = batch_sum([&](int row) { return static_cast<float>(s.row_hit[row]); });
     if (lane != 0) return;
@@ -554,7 +563,6 @@ struct Epoch {
   __device__ void output_loss(int step, int label) {
     if (threadIdx.x < kBatch) row_loss(label);
     __syncthreads();
-    add_metrics(step);
     {  // D_3[:, own] = (dlogits · bf16(W_4[:, own])) ⊙ f'(X_3[:, own])
       const int row = static_cast<int>(threadIdx.x) >> 1, h = static_cast<int>(threadIdx.x) & 1;
       float sum[4];
@@ -612,20 +620,16 @@ struct Epoch {
       cp16(s.xc + row * kSpan + j * 8, below_of(l, step) + row * kWidth + c * kSpan + j * 8);
     }
     commit();
-    // This warp's weight-gradient tiles (warp, warp + 8, ...): the momentum of a lane's four
-    // parameters, rows o and o + 8, columns i and i + 1, two float2 of the flat state.
+    if (l == 1) add_metrics(step);  // the output stage's row losses and hits are still in place
+    // This warp's weight-gradient tiles (warp, warp + 8, ...) and their momentum, a float4 a lane.
     const int ld = p.ld[l];
-    float2 mom_lo[kGradTilesPerWarp], mom_hi[kGradTilesPerWarp];
+    float4* frag = momentum() ? momentum_fragments(l) : nullptr;
+    float4 mom[kGradTilesPerWarp];
 #pragma unroll
     for (int j = 0; j < kGradTilesPerWarp; ++j) {
       const int tile = warp + j * kWarps;
-      mom_lo[j] = mom_hi[j] = make_float2(0.0f, 0.0f);
-      if (tile < kGradTiles && momentum()) {
-        const float* at = p.mom[l] + static_cast<std::int64_t>(k * kRange + (tile / kSpanTiles) * 16 + g) * ld +
-                          c * kSpan + (tile % kSpanTiles) * 8 + 2 * t;
-        mom_lo[j] = __ldcg(reinterpret_cast<const float2*>(at));
-        mom_hi[j] = __ldcg(reinterpret_cast<const float2*>(at + 8 * ld));
-      }
+      mom[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (tile < kGradTiles && frag != nullptr) mom[j] = __ldcg(frag + tile * 32 + lane);
     }
     wait_all();
     __syncthreads();
@@ -661,7 +665,7 @@ struct Epoch {
         ptx::ldmatrix_x2_trans(b, shared_address(s.xc + (kb * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kSpan + ni * 8));
         mma_bf16(dw, a, b);
       }
-      float m[4] = {mom_lo[j].x, mom_lo[j].y, mom_hi[j].x, mom_hi[j].y};
+      float* m = &mom[j].x;
       bf16 fresh[4];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
@@ -670,11 +674,8 @@ struct Epoch {
         sgd(w, m[q], dw[q]);
         fresh[q] = __float2bfloat16_rn(w);
       }
+      if (frag != nullptr) __stcg(frag + tile * 32 + lane, mom[j]);
       const std::int64_t at = static_cast<std::int64_t>(k * kRange + mo * 16 + g) * ld + c * kSpan + ni * 8 + 2 * t;
-      if (momentum()) {
-        __stcg(reinterpret_cast<float2*>(p.mom[l] + at), make_float2(m[0], m[1]));
-        __stcg(reinterpret_cast<float2*>(p.mom[l] + at + 8 * ld), make_float2(m[2], m[3]));
-      }
       *reinterpret_cast<__nv_bfloat162*>(p.w[l] + at) = __halves2bfloat162(fresh[0], fresh[1]);
       *reinterpret_cast<__nv_bfloat162*>(p.w[l] + at + 8 * ld) = __halves2bfloat162(fresh[2], fresh[3]);
     }
@@ -684,6 +685,35 @@ struct Epoch {
     finish_own<false>(l - 1, {v.x, v.y, v.z, v.w});
     __syncthreads();
     apply_bias(l - 2);  // b_{l-1}[own]
+  }
+
+  // This block's momentum fragments of hidden layer l: [tile][lane] float4, lane (g, t) of tile
+  // (mo, ni) holding rows o, o + 8 (o = 112k + 16mo + g) and columns i, i + 1 (i = 56c + 8ni + 2t)
+  // of the flat state, as the fragment of dW it updates.
+  __device__ float4* momentum_fragments(int l) const {
+    return p.mom_frag + (static_cast<std::int64_t>(l - 1) * kBlocks + r) * kGradTiles * 32;
+  }
+  // Between the flat state and the fragments: to_fragments at the epoch's start, back at its end.
+  __device__ void convert_momentum(bool to_fragments) const {
+    if (!momentum()) return;
+    for (int l = 1; l <= kHidden; ++l) {
+      float4* frag = momentum_fragments(l);
+      for (int e = static_cast<int>(threadIdx.x); e < kGradTiles * 32; e += kThreads) {
+        const int tile = e / 32, fg = (e % 32) >> 2, ft = e & 3;
+        float* at = p.mom[l] + static_cast<std::int64_t>(k * kRange + (tile / kSpanTiles) * 16 + fg) * p.ld[l] + c * kSpan +
+                    (tile % kSpanTiles) * 8 + 2 * ft;
+        float* below = at + 8 * p.ld[l];
+        if (to_fragments) {
+          frag[e] = make_float4(at[0], at[1], below[0], below[1]);
+        } else {
+          const float4 v = frag[e];
+          at[0] = v.x;
+          at[1] = v.y;
+          below[0] = v.z;
+          below[1] = v.w;
+        }
+      }
+    }
   }
 
   // ---- the epoch's start and end: the resident state from and back to the flat buffers.
@@ -732,7 +762,7 @@ struct Epoch {
       for (int i = static_cast<int>(threadIdx.x); i < kSpan * kRange; i += kThreads) {
         const int o = i / kSpan, n = i % kSpan;
         put(l, static_cast<std::int64_t>(k * kRange + o) * p.ld[l] + c * kSpan + n, s.master_of(l)[n * kTileStride + o],
-            nullptr);  // the tile's momentum is in the flat state already
+            nullptr);  // the tile's momentum: convert_momentum
       }
     }
     const int i = static_cast<int>(threadIdx.x);
@@ -766,6 +796,7 @@ struct Epoch {
     first_update = start.opt_steps;
     next_lr = lr_of(0);
     load_state();
+    convert_momentum(true);
     init_exchange();
     // Every block of the cluster has started, and its mbarrier is initialised, before any copy into
     // another's shared memory.
@@ -795,6 +826,7 @@ struct Epoch {
       }
     }
     store_state();
+    convert_momentum(false);
     if (r == 0 && threadIdx.x == 0) {
       StepState end = start;
       end.step = first_step + p.steps;
@@ -802,6 +834,8 @@ struct Epoch {
       end.found_inf = 0;
       end.blocks_done = 0;
       *p.state = end;
+    }
+    if (r == 0 && threadIdx.x == (kWarps - 1) * 32) {  // add_metrics' lane: it holds the sums
       p.metrics->loss_sum += loss_total;
       p.metrics->correct += hits_total;
     }
@@ -880,7 +914,9 @@ const char* probe(int device) {
 
 }  // namespace
 
-std::int64_t split_epoch_scratch_bytes() { return kScratchActivations * kActivationBytes + 64; }
+std::int64_t split_epoch_scratch_bytes() {
+  return kScratchActivations * kActivationBytes + kLiveBiasBytes + kMomentumBytes;
+}
 
 const char* split_epoch_unavailable(int device) {
   static std::mutex mutex;
@@ -923,6 +959,9 @@ cudaError_t launch_split_epoch(const FusedEpochArgs& a, void* scratch, cudaStrea
     p.d[l] = activation(1 + kHidden + l);
   }
   p.b4_live = reinterpret_cast<float*>(bytes + kScratchActivations * kActivationBytes);
+  p.mom_frag = a.optimizer.state1 != nullptr
+                   ? reinterpret_cast<float4*>(bytes + kScratchActivations * kActivationBytes + kLiveBiasBytes)
+                   : nullptr;
   for (int l = 1; l <= kHidden + 1; ++l) {
     const FusedLayer& layer = a.layers[l - 1];
     p.w[l] = static_cast<bf16*>(a.copies[0]) + layer.weight_offset;
