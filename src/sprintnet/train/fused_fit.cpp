@@ -86,9 +86,6 @@ std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const
   }
   if (batch != kBatch) return fmt::format("a batch of {} (the split kernel takes {})", batch, kBatch);
   if (optim.type != "sgd") return fmt::format("optim.type = \"{}\" (the split kernel applies SGD)", optim.type);
-  if (mlp.activation == Activation::kGELU || mlp.activation == Activation::kSiLU) {
-    return std::string("GELU or SiLU (their slope needs the pre-activation, which the split kernel does not keep)");
-  }
   return std::nullopt;
 }
 

@@ -61,7 +61,8 @@ constexpr int kRecvOff = kXcOff + kXcBytes, kRecvBytes = kCluster * kBatch * kOw
 constexpr int kPartOff = kRecvOff + kRecvBytes, kPartBytes = kCluster * kBatch * kOwn * 4;  // [owner][128][8]
 constexpr int kMasterOff = kPartOff + kPartBytes, kMasterBytes = kHidden * kSpan * kTileStride * 4;
 constexpr int kXtOff = kMasterOff + kMasterBytes, kXtBytes = (kHidden + 1) * kOwn * kXtStride * 2;
-constexpr int kLogitOff = kXtOff + kXtBytes, kLogitBytes = kBatch * 16 * 4;
+constexpr int kPreOff = kXtOff + kXtBytes, kPreBytes = kHidden * kOwn * kXtStride * 2;
+constexpr int kLogitOff = kPreOff + kPreBytes, kLogitBytes = kBatch * 16 * 4;
 constexpr int kDlOff = kLogitOff + kLogitBytes, kDlBytes = kBatch * kClasses * 4;
 constexpr int kDtOff = kDlOff + kDlBytes, kDtBytes = kOwn * kBatch * 4;
 constexpr int kSmallOff = kDtOff + kDtBytes, kSmallFloats = 464 + kBatch;
@@ -175,6 +176,7 @@ struct Smem {
   float* part;          // [owner rank][128][8]: this block's partial sums, sent; or [128][10] logits
   float* master;        // [layer 1..3][56][kTileStride]: W_l[range, cluster's 56] transposed, fp32
   bf16* xt;             // [layer 0..3][8][kXtStride]: X_l[:, own] transposed
+  bf16* pre;            // [layer 1..3][8][kXtStride]: the pre-activation of X_l[:, own] (GELU, SiLU)
   float* logit;         // [128][16]: the summed logits
   float* dl;            // [128][10]: dlogits
   float* dt;            // [8][128]: D[:, own] (the bias gradients)
@@ -193,6 +195,7 @@ struct Smem {
     part = reinterpret_cast<float*>(s + kPartOff);
     master = reinterpret_cast<float*>(s + kMasterOff);
     xt = reinterpret_cast<bf16*>(s + kXtOff);
+    pre = reinterpret_cast<bf16*>(s + kPreOff);
     logit = reinterpret_cast<float*>(s + kLogitOff);
     dl = reinterpret_cast<float*>(s + kDlOff);
     dt = reinterpret_cast<float*>(s + kDtOff);
@@ -207,6 +210,7 @@ struct Smem {
   }
   __device__ float* master_of(int l) const { return master + (l - 1) * kSpan * kTileStride; }
   __device__ bf16* xt_of(int l) const { return xt + l * kOwn * kXtStride; }
+  __device__ bf16* pre_of(int l) const { return pre + (l - 1) * kOwn * kXtStride; }
 };
 
 // The batch's own 8 pixel columns of row threadIdx.x, fetched a stage before they are stored.
@@ -224,6 +228,8 @@ __device__ constexpr int in_of(int l) { return l == 1 ? kIn : kWidth; }
 template <ActivationKind kAct, bool kPlainSgd>
 struct Epoch {
   static constexpr int kGradTilesPerWarp = (kGradTiles + kWarps - 1) / kWarps;
+  // GELU's and SiLU's slopes need the pre-activation; the others' follow from the output.
+  static constexpr bool kKeepsPre = kAct == ActivationKind::kGELU || kAct == ActivationKind::kSiLU;
   const SplitParams& p;
   const Smem s;
   const int r, c, k, warp, lane, g, t;
@@ -386,9 +392,9 @@ struct Epoch {
   }
 
   // The end of a stage's own 8 columns: thread i holds the sums of row i / 2, columns 4 (i % 2)
-  // .. +3. Forward: bias and activation into X_layer (global) and the block's transposed copy.
-  // Input gradient: times the activation's slope (from its output) into D_layer and the fp32
-  // copy the bias gradient sums.
+  // .. +3. Forward: bias and activation into X_layer (global) and the block's transposed copy
+  // (GELU and SiLU: the pre-activation too, in bf16 as the other engines keep it). Input
+  // gradient: times the activation's slope into D_layer and the fp32 copy the bias gradient sums.
   template <bool kForward>
   __device__ void finish_own(int layer, const float (&sum)[4]) const {
     const int row = static_cast<int>(threadIdx.x) >> 1, h = static_cast<int>(threadIdx.x) & 1;
@@ -398,7 +404,14 @@ struct Epoch {
       const int n = 4 * h + j;
       bf16& own = s.xt_of(layer)[n * kXtStride + row];
       if constexpr (kForward) {
-        out[j] = __float2bfloat16_rn(activate<kAct>(sum[j] + s.b_master[(layer - 1) * kOwn + n]));
+        const float z = sum[j] + s.b_master[(layer - 1) * kOwn + n];
+        if constexpr (kKeepsPre) {
+          const bf16 z16 = __float2bfloat16_rn(z);
+          s.pre_of(layer)[n * kXtStride + row] = z16;
+          out[j] = __float2bfloat16_rn(activate<kAct>(__bfloat162float(z16)));
+        } else {
+          out[j] = __float2bfloat16_rn(activate<kAct>(z));
+        }
         own = out[j];
       } else {
         const float y = __bfloat162float(own);
@@ -406,6 +419,9 @@ struct Epoch {
           out[j] = __float2bfloat16_rn(y > 0.0f ? sum[j] : 0.0f);
         } else if constexpr (kAct == ActivationKind::kIdentity) {
           out[j] = __float2bfloat16_rn(sum[j]);
+        } else if constexpr (kKeepsPre) {
+          const float z = __bfloat162float(s.pre_of(layer)[n * kXtStride + row]);
+          out[j] = __float2bfloat16_rn(activate_derivative<kAct>(z, y) * sum[j]);
         } else {
           out[j] = __float2bfloat16_rn(activate_derivative<kAct>(0.0f, y) * sum[j]);  // tanh, sigmoid: from y
         }
@@ -874,8 +890,10 @@ SplitKernel kernel_for(ActivationKind activation) {
     case ActivationKind::kReLU: return split_epoch_kernel<ActivationKind::kReLU, kPlainSgd>;
     case ActivationKind::kTanh: return split_epoch_kernel<ActivationKind::kTanh, kPlainSgd>;
     case ActivationKind::kSigmoid: return split_epoch_kernel<ActivationKind::kSigmoid, kPlainSgd>;
-    default: return nullptr;  // GELU, SiLU: their slope needs the pre-activation
+    case ActivationKind::kGELU: return split_epoch_kernel<ActivationKind::kGELU, kPlainSgd>;
+    case ActivationKind::kSiLU: return split_epoch_kernel<ActivationKind::kSiLU, kPlainSgd>;
   }
+  return nullptr;
 }
 
 SplitKernel kernel_for(const FusedEpochArgs& a) {

@@ -34,7 +34,7 @@ std::int64_t split_epoch_scratch_bytes();
 // build, 14 co-resident clusters of 7 blocks with ~218 KiB of shared memory each.
 const char* split_epoch_unavailable(int device);
 // Trains one epoch: args.train, bf16, the shape above, SGD (any momentum, dampening, Nesterov,
-// weight decay), cross-entropy (with smoothing) or MSE, ReLU, identity, tanh or sigmoid;
+// weight decay), cross-entropy (with smoothing) or MSE, every activation;
 // args.barrier zeroed. `scratch`: split_epoch_scratch_bytes() of device memory.
 cudaError_t launch_split_epoch(const FusedEpochArgs& args, void* scratch, cudaStream_t stream);
 
