@@ -24,6 +24,7 @@ int main(int argc, char** argv) try {
   CLI::App app{"sprintnet time-per-epoch benchmark"};
   std::vector<std::string> configs{"4x784x128"};
   std::string device = "cuda", precision = "bf16", engine = "auto", data_dir = "data", activation = "relu";
+  std::string optimizer = "sgd";
   int epochs = 5, eval_every = 0;
   double lr = 0.05;
   bool no_bias = false;
@@ -32,7 +33,8 @@ int main(int argc, char** argv) try {
   app.add_option("--precision", precision, "device.precision");
   app.add_option("--engine", engine, "device.engine");
   app.add_option("--epochs", epochs, "epochs (the first is not in the median)");
-  app.add_option("--lr", lr, "SGD learning rate");
+  app.add_option("--lr", lr, "learning rate");
+  app.add_option("--optimizer", optimizer, "optim.type (sgd: momentum 0.9)");
   app.add_option("--data", data_dir, "data.dir");
   app.add_option("--eval-every", eval_every, "evaluate every N epochs (0: after the last only; not timed)");
   app.add_flag("--no-bias", no_bias, "Linear layers without bias");
@@ -50,9 +52,9 @@ int main(int argc, char** argv) try {
         fmt::format("train.eval_every={}", eval_every),
         fmt::format("model.bias={}", no_bias ? "false" : "true"),
         fmt::format("model.activation=\"{}\"", activation),
-        "optim.type=\"sgd\"",
+        fmt::format("optim.type=\"{}\"", optimizer),
         fmt::format("optim.lr={}", lr),
-        "optim.momentum=0.9",
+        "optim.momentum=0.9",  // SGD's; Adam's betas keep their defaults
         "schedule.type=\"constant\"",
         fmt::format("device.name=\"{}\"", device),
         fmt::format("device.precision=\"{}\"", precision),
@@ -85,6 +87,7 @@ int main(int argc, char** argv) try {
     nlohmann::json row = {{"system", "sprintnet"},
                           {"mode", engine_name(trainer.engine())},
                           {"activation", activation},
+                          {"optimizer", optimizer},
                           {"precision", trainer.precision()},
                           {"config", text},
                           {"batch", shape.batch},

@@ -183,6 +183,12 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"sgd_dampening_split", {wide, "optim.dampening=0.3"}});
   cases.push_back({"sgd_plain_split", {wide, "optim.momentum=0"}});
   cases.push_back({"partial_batch_split", {wide, "data.train_limit=500", "train.drop_last=false"}});
+  // 4 steps of 32 rows, 96 masked (16 steps at lr 0.1 move 9-14 % from the CPU's run: bf16's noise
+  // compounds with the steps, as any engine's would; H100).
+  cases.push_back({"batch32_split", {wide, "train.batch_size=32", "data.train_limit=128"}});
+  cases.push_back({"adam_split", {wide, "optim.type=\"adam\"", "optim.lr=0.001", "optim.weight_decay=0.01"}, "bf16", 0.25});
+  cases.push_back({"adamw_gelu_split", {wide, "optim.type=\"adamw\"", "optim.lr=0.001", "optim.weight_decay=0.1",
+                                        "model.activation=\"gelu\""}, "bf16", 0.25});
   cases.push_back({"fp16", {}, "fp16"});
   cases.push_back({"fp16_gelu_adam", {"model.activation=\"gelu\"", "optim.type=\"adam\"", "optim.lr=0.001"}, "fp16",
                    0.25});

@@ -78,28 +78,21 @@ TEST(FusedFit, TheClusterKernelTakesSmallBf16ModelsAndNamesWhyNotForTheRest) {
   EXPECT_THAT(fused_cluster_unsupported(odd, "bf16", 128).value_or(""), HasSubstr("785 input features"));
 }
 
-TEST(FusedFit, TheSplitKernelTakesItsOneShapeWithSgdAndNamesWhyNotForTheRest) {
-  OptimConfig sgd;
+TEST(FusedFit, TheSplitKernelTakesItsOneShapeAndNamesWhyNotForTheRest) {
   const nn::MlpSpec wide = mlp({784, 784, 784});
-  EXPECT_EQ(fused_split_unsupported(wide, "bf16", sgd, 128), std::nullopt);
-  EXPECT_EQ(fused_split_unsupported(with_activation(wide, Activation::kTanh), "bf16", sgd, 128), std::nullopt);
+  EXPECT_EQ(fused_split_unsupported(wide, "bf16", 128), std::nullopt);
+  EXPECT_EQ(fused_split_unsupported(with_activation(wide, Activation::kTanh), "bf16", 128), std::nullopt);
   nn::MlpSpec no_bias = wide;
   no_bias.bias = false;
-  EXPECT_EQ(fused_split_unsupported(no_bias, "bf16", sgd, 128), std::nullopt);
-  OptimConfig nesterov = sgd;
-  nesterov.nesterov = true;
-  nesterov.weight_decay = 1e-4;
-  EXPECT_EQ(fused_split_unsupported(wide, "bf16", nesterov, 128), std::nullopt);
-  EXPECT_THAT(fused_split_unsupported(mlp({784, 784}), "bf16", sgd, 128).value_or(""),
+  EXPECT_EQ(fused_split_unsupported(no_bias, "bf16", 128), std::nullopt);
+  EXPECT_THAT(fused_split_unsupported(mlp({784, 784}), "bf16", 128).value_or(""),
               HasSubstr("a 784-784-784-10 model"));
-  EXPECT_THAT(fused_split_unsupported(mlp({784, 784, 784}, 100), "bf16", sgd, 128).value_or(""),
+  EXPECT_THAT(fused_split_unsupported(mlp({784, 784, 784}, 100), "bf16", 128).value_or(""),
               HasSubstr("784-784-784-784-100"));
-  EXPECT_THAT(fused_split_unsupported(wide, "fp16", sgd, 128).value_or(""), HasSubstr("\"fp16\""));
-  EXPECT_THAT(fused_split_unsupported(wide, "bf16", sgd, 256).value_or(""), HasSubstr("a batch of 256"));
-  OptimConfig adam;
-  adam.type = "adam";
-  EXPECT_THAT(fused_split_unsupported(wide, "bf16", adam, 128).value_or(""), HasSubstr("optim.type = \"adam\""));
-  EXPECT_EQ(fused_split_unsupported(with_activation(wide, Activation::kGELU), "bf16", sgd, 128), std::nullopt);
+  EXPECT_THAT(fused_split_unsupported(wide, "fp16", 128).value_or(""), HasSubstr("\"fp16\""));
+  EXPECT_THAT(fused_split_unsupported(wide, "bf16", 256).value_or(""), HasSubstr("a batch of 256"));
+  EXPECT_EQ(fused_split_unsupported(wide, "bf16", 32), std::nullopt);  // 128 rows, the rest masked
+  EXPECT_EQ(fused_split_unsupported(with_activation(wide, Activation::kGELU), "bf16", 128), std::nullopt);
 }
 
 TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
@@ -184,6 +177,8 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   EXPECT_EQ(resolve_engine(with({}), gpu, mlp({784, 784, 784}), 1000, kH100L2, only_clusters).engine,
             Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({"optim.type=\"adam\""}), mlp({784, 784, 784})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({"train.batch_size=32"}), mlp({784, 784, 784})).engine, Engine::kFused);
+  EXPECT_EQ(with_clusters(with({"train.batch_size=256"}), mlp({784, 784, 784})).engine, Engine::kCompiled);
   // Asked for, the fused engine runs whatever fits.
   EXPECT_EQ(engine(with({"device.engine=\"fused\""}), mlp({256})).engine, Engine::kFused);
   EXPECT_EQ(engine(with({"device.engine=\"eager\""}), mlp({256})).engine, Engine::kEager);

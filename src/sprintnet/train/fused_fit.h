@@ -43,10 +43,10 @@ std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, con
 // Why the split kernel (docs/FUSED.md v7: 98 blocks in clusters of 7, each rank's fp32 master tiles
 // in shared memory) cannot train this model, or nullopt when it can: the one shape it is compiled
 // for (784 inputs, three hidden layers of 784, 10 classes, ops/cuda/fused/split_epoch.h), bf16, a
-// batch of 128, SGD (any momentum, dampening, Nesterov, weight decay). Every activation, either
-// loss, with or without biases and a partial last batch.
+// batch of at most 128. Every optimizer, activation and loss, with or without biases and a partial
+// last batch.
 std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
-                                                   const OptimConfig& optim, std::int64_t batch);
+                                                   std::int64_t batch);
 // The cluster kernel's shared-memory layout for `mlp`.
 cuda::ClusterLayout fused_cluster_layout(const nn::MlpSpec& mlp);
 // The L2 cache of CUDA device `index` in bytes (0 in a build without CUDA).

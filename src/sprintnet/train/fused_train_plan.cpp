@@ -107,7 +107,7 @@ void FusedTrainPlan::choose_kernel() {
            "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\", \"split\" or \"cluster\"", asked);
   if (asked == "grid") return;
   if (asked.empty() || asked == "split") {
-    std::optional<std::string> why_not = fused_split_unsupported(spec_.mlp, spec_.precision, spec_.optim, batch_);
+    std::optional<std::string> why_not = fused_split_unsupported(spec_.mlp, spec_.precision, batch_);
     if (!why_not) {
       if (const char* gpu = cuda::split_epoch_unavailable(device_.index)) why_not = gpu;
     }

@@ -14,24 +14,34 @@ struct BlockScalars {
   bool first_update, skip;
 };
 
-// The scalars of the update at run step `step` after `opt_steps` applied updates (the fused
-// engine tracks these in registers; the graph kernels read them from StepState).
-__device__ inline BlockScalars step_scalars(const FlatOptimizerArgs& a, std::int64_t step, std::int64_t opt_steps,
-                                            float loss_scale, bool skip) {
+// The scalars of an update with learning rate `lr`, Adam's beta1^t and beta2^t for its count t
+// (callers that step through updates keep running products instead of calling pow each time).
+__device__ inline BlockScalars update_scalars(const FlatOptimizerArgs& a, double lr, double beta1_t, double beta2_t,
+                                              bool first_update, float loss_scale, bool skip) {
   BlockScalars s{};
-  const std::int64_t index = step < a.lr_table_size ? step : a.lr_table_size - 1;
-  const double lr = a.lr_table[index];
   s.lr = static_cast<float>(lr);
   s.skip = skip;
   s.inv_scale = a.check_finite ? 1.0f / loss_scale : 1.0f;
-  s.first_update = opt_steps == 0;
-  const double t = static_cast<double>(opt_steps + 1);
-  s.step_size = static_cast<float>(lr / (1.0 - pow(a.beta1_d, t)));
-  s.bias2_sqrt = static_cast<float>(sqrt(1.0 - pow(a.beta2_d, t)));
+  s.first_update = first_update;
+  s.step_size = static_cast<float>(lr / (1.0 - beta1_t));
+  s.bias2_sqrt = static_cast<float>(sqrt(1.0 - beta2_t));
   s.decoupled_keep = static_cast<float>(1.0 - lr * a.weight_decay_d);
   s.one_minus_beta1 = static_cast<float>(1.0 - a.beta1_d);
   s.one_minus_beta2 = static_cast<float>(1.0 - a.beta2_d);
   return s;
+}
+
+// The learning rate of run step `step` (steps past the table's end use its last entry).
+__device__ inline double step_lr(const FlatOptimizerArgs& a, std::int64_t step) {
+  return a.lr_table[step < a.lr_table_size ? step : a.lr_table_size - 1];
+}
+
+// The scalars of the update at run step `step` after `opt_steps` applied updates (the fused
+// engine tracks these in registers; the graph kernels read them from StepState).
+__device__ inline BlockScalars step_scalars(const FlatOptimizerArgs& a, std::int64_t step, std::int64_t opt_steps,
+                                            float loss_scale, bool skip) {
+  const double t = static_cast<double>(opt_steps + 1);
+  return update_scalars(a, step_lr(a, step), pow(a.beta1_d, t), pow(a.beta2_d, t), opt_steps == 0, loss_scale, skip);
 }
 
 __device__ inline BlockScalars block_scalars(const FlatOptimizerArgs& a) {

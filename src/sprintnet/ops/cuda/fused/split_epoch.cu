@@ -65,7 +65,7 @@ constexpr int kPreOff = kXtOff + kXtBytes, kPreBytes = kHidden * kOwn * kXtStrid
 constexpr int kLogitOff = kPreOff + kPreBytes, kLogitBytes = kBatch * 16 * 4;
 constexpr int kDlOff = kLogitOff + kLogitBytes, kDlBytes = kBatch * kClasses * 4;
 constexpr int kDtOff = kDlOff + kDlBytes, kDtBytes = kOwn * kBatch * 4;
-constexpr int kSmallOff = kDtOff + kDtBytes, kSmallFloats = 464 + kBatch;
+constexpr int kSmallOff = kDtOff + kDtBytes, kSmallFloats = 464 + kBatch + 116;
 constexpr int kBarOff = kSmallOff + kSmallFloats * 4;
 constexpr int kSmemBytes = kBarOff + 8;
 static_assert(kSmemBytes <= 227 * 1024, "one block an SM");
@@ -78,7 +78,7 @@ static_assert(kWtOff % 16 == 0 && kXcOff % 16 == 0 && kRecvOff % 16 == 0 && kPar
               "16-byte aligned copies");
 
 // Global scratch: X_0 (even steps), X_0 (odd steps), X_1..X_3, D_1..D_3, b_4 as every block reads
-// it, then the hidden layers' momentum in the order the weight-gradient fragments hold it
+// it, then the hidden layers' optimizer state (momentum; Adam: both moments) in the order the weight-gradient fragments hold it
 // ([layer][block][tile][lane], a float4 a lane: one 512-byte load and store a warp a tile; the flat
 // layout's two float2 from 16 rows measured ~1.4 us a backward stage slower, docs/FUSED.md).
 constexpr std::int64_t kActivationBytes = std::int64_t{kBatch} * kWidth * 2;
@@ -100,7 +100,9 @@ struct SplitParams {
   bf16* w_other[kHidden + 2];        // ... in copies[1], written at the end
   float* master[kHidden + 2];        // the flat fp32 master, layer l's rows [out][ld[l]]
   float* mom[kHidden + 2];           // the flat momentum (null without)
-  float4* mom_frag;                  // the hidden layers' momentum during the epoch (scratch), or null
+  float* var[kHidden + 2];           // Adam's flat second moment (null for SGD)
+  float4* mom_frag;                  // the hidden layers' momentum (Adam: first moment) during the epoch, or null
+  float4* var_frag;                  // ... and Adam's second moment, or null
   int ld[kHidden + 2];               // layer l's row stride (in_pad); the bias is column in_of(l)
   int bias;
   float* b4_live;                    // [16]: b_4, updated by block 0, read by every block
@@ -114,6 +116,12 @@ struct SplitParams {
   std::uint64_t* clock;
   int clock_capacity;
 };
+
+// The update a kernel applies: kPlainSgd, SGD with momentum and neither dampening nor Nesterov
+// (weight decay or not), three multiply-adds a parameter (the general form's selects and products
+// measured ~0.6 us a backward stage, issue-bound; the same arithmetic as sgd_update_value's on
+// those settings); kSgd, every other SGD setting; kAdam, Adam and AdamW (flat_update.cuh's).
+enum class Update { kPlainSgd, kSgd, kAdam };
 
 // Thread-block clusters, DSMEM bulk copies and mbarrier transaction counts exist from sm_90: builds
 // for older GPUs compile the kernel empty (split_epoch_unavailable refuses it there).
@@ -186,6 +194,7 @@ struct Smem {
   float* row_loss;               // [128]
   float* b4_live;                // [16]: b_4 as read in the output stage
   int* row_hit;                  // [128]: the row's first maximum is its label
+  float *w4_var, *b_var, *b4_var;  // Adam's second moment of W_4[:, own], b_1..b_3[own], b_4
   std::uint64_t* bar;            // completes when the 7 ranks' copies of a stage have landed
   __device__ explicit Smem(std::uint8_t* s) {
     slice = s + kSliceOff;
@@ -206,6 +215,7 @@ struct Smem {
     row_loss = f + 320;
     b4_live = f + 448;  // 16-byte aligned: a cp.async destination
     row_hit = reinterpret_cast<int*>(f + 464);
+    w4_var = f + 592; b_var = f + 672; b4_var = f + 696;
     bar = reinterpret_cast<std::uint64_t*>(s + kBarOff);
   }
   __device__ float* master_of(int l) const { return master + (l - 1) * kSpan * kTileStride; }
@@ -222,10 +232,7 @@ struct OwnRow {
 
 __device__ constexpr int in_of(int l) { return l == 1 ? kIn : kWidth; }
 
-// kPlainSgd: SGD with momentum, no dampening, no Nesterov (weight decay or not), whose update is
-// three multiply-adds a parameter (the general form's selects and products measured ~0.6 us a
-// backward stage, issue-bound); the same arithmetic as sgd_update_value's on those settings.
-template <ActivationKind kAct, bool kPlainSgd>
+template <ActivationKind kAct, Update kUpdate>
 struct Epoch {
   static constexpr int kGradTilesPerWarp = (kGradTiles + kWarps - 1) / kWarps;
   // GELU's and SiLU's slopes need the pre-activation; the others' follow from the output.
@@ -235,8 +242,9 @@ struct Epoch {
   const int r, c, k, warp, lane, g, t;
   std::int64_t first_step = 0, first_update = 0;  // the state at the epoch's start
   int rows = 0;                                    // of the step running
-  BlockScalars scalars{};                          // its learning rate, and whether it is the first update
+  BlockScalars scalars{};                          // its learning rate, whether it is the first update, Adam's
   double next_lr = 0.0;                            // the next step's, loaded a step ahead
+  double beta1_t = 1.0, beta2_t = 1.0;             // Adam: beta^t of the step's update count t
   std::uint32_t phase = 0;                         // the parity the exchange's mbarrier completes next
   double loss_total = 0.0;                         // block 0, add_metrics' lane: the epoch's sums
   std::int64_t hits_total = 0;
@@ -252,23 +260,24 @@ struct Epoch {
         g((static_cast<int>(threadIdx.x) & 31) >> 2),
         t(static_cast<int>(threadIdx.x) & 3) {}
 
+  static constexpr bool kAdamUpdate = kUpdate == Update::kAdam;
   __device__ bool momentum() const { return p.mom[1] != nullptr; }
-  __device__ void sgd(float& w, float& buf, float grad) const {
-    if constexpr (kPlainSgd) {
+  // One parameter's update: its state `m` (SGD's momentum, Adam's first moment) and `v` (Adam's
+  // second moment; unused for SGD).
+  __device__ void update(float& w, float& m, float& v, float grad) const {
+    if constexpr (kUpdate == Update::kPlainSgd) {
       const float d = fmaf(p.opt.weight_decay, w, grad);
-      buf = scalars.first_update ? d : fmaf(p.opt.momentum, buf, d);  // torch's first update: buf = d
-      w = fmaf(-scalars.lr, buf, w);
+      m = scalars.first_update ? d : fmaf(p.opt.momentum, m, d);  // torch's first update: buf = d
+      w = fmaf(-scalars.lr, m, w);
+    } else if constexpr (kUpdate == Update::kSgd) {
+      sgd_update_value(p.opt, scalars, w, grad, m, momentum());
     } else {
-      sgd_update_value(p.opt, scalars, w, grad, buf, momentum());
+      adam_update(p.opt, scalars, w, grad, m, v);
     }
   }
   __device__ int rows_of(int step) const {
     const std::int64_t left = p.samples - static_cast<std::int64_t>(step) * p.batch;
     return static_cast<int>(left < p.batch ? left : p.batch);
-  }
-  __device__ double lr_of(int step) const {
-    const std::int64_t i = first_step + step;
-    return p.opt.lr_table[i < p.opt.lr_table_size ? i : p.opt.lr_table_size - 1];
   }
   __device__ bf16* input_of(int step) const { return (step & 1) != 0 ? p.x0_odd : p.x[0]; }
   __device__ const bf16* below_of(int l, int step) const { return l == 1 ? input_of(step) : p.x[l - 1]; }
@@ -437,7 +446,7 @@ struct Epoch {
     if (!p.bias) return;
     const int n = warp;
     const float v = batch_sum([&](int row) { return s.dt[n * kBatch + row]; });
-    if (lane == 0) sgd(s.b_master[j * kOwn + n], s.b_mom[j * kOwn + n], v);
+    if (lane == 0) update(s.b_master[j * kOwn + n], s.b_mom[j * kOwn + n], s.b_var[j * kOwn + n], v);
   }
 
   // W_4[:, own] and (block 0) b_4, from the gradients the output stage kept, once every block has
@@ -445,11 +454,11 @@ struct Epoch {
   __device__ void apply_output_update() const {
     const int i = static_cast<int>(threadIdx.x);
     if (i < kClasses * kOwn) {
-      sgd(s.w4[i], s.w4_mom[i], s.w4_grad[i]);
+      update(s.w4[i], s.w4_mom[i], s.w4_var[i], s.w4_grad[i]);
       p.w[kHidden + 1][(i / kOwn) * p.ld[kHidden + 1] + r * kOwn + i % kOwn] = __float2bfloat16_rn(s.w4[i]);
     } else if (r == 0 && p.bias && i < kClasses * kOwn + kClasses) {
       const int cls = i - kClasses * kOwn;
-      sgd(s.b4[cls], s.b4_mom[cls], s.b4_grad[cls]);
+      update(s.b4[cls], s.b4_mom[cls], s.b4_var[cls], s.b4_grad[cls]);
       p.b4_live[cls] = s.b4[cls];
     }
   }
@@ -629,7 +638,10 @@ struct Epoch {
       s.w4_grad[item] = v;
     } else if (item < kClasses * kOwn + kOwn) {
       const int n = item - kClasses * kOwn;
-      if (p.bias) sgd(s.b_master[(kHidden - 1) * kOwn + n], s.b_mom[(kHidden - 1) * kOwn + n], v);
+      if (p.bias) {
+        update(s.b_master[(kHidden - 1) * kOwn + n], s.b_mom[(kHidden - 1) * kOwn + n], s.b_var[(kHidden - 1) * kOwn + n],
+               v);
+      }
     } else if (item < kItems && r == 0) {
       s.b4_grad[item - kClasses * kOwn - kOwn] = v;
     }
@@ -648,13 +660,17 @@ struct Epoch {
     if (l == 1) add_metrics(step);  // the output stage's row losses and hits are still in place
     // This warp's weight-gradient tiles (warp, warp + 8, ...) and their momentum, a float4 a lane.
     const int ld = p.ld[l];
-    float4* frag = momentum() ? momentum_fragments(l) : nullptr;
-    float4 mom[kGradTilesPerWarp];
+    float4* frag = momentum() ? fragments(p.mom_frag, l) : nullptr;
+    float4* var_frag = kAdamUpdate ? fragments(p.var_frag, l) : nullptr;
+    float4 mom[kGradTilesPerWarp], var[kAdamUpdate ? kGradTilesPerWarp : 1];
 #pragma unroll
     for (int j = 0; j < kGradTilesPerWarp; ++j) {
       const int tile = warp + j * kWarps;
       mom[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (tile < kGradTiles && frag != nullptr) mom[j] = __ldcg(frag + tile * 32 + lane);
+      if constexpr (kAdamUpdate) {
+        if (tile < kGradTiles) var[j] = __ldcg(var_frag + tile * 32 + lane);
+      }
     }
     wait_all();
     __syncthreads();
@@ -691,15 +707,17 @@ struct Epoch {
         mma_bf16(dw, a, b);
       }
       float* m = &mom[j].x;
+      float* v = &var[kAdamUpdate ? j : 0].x;
       bf16 fresh[4];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int o = mo * 16 + g + (q >> 1) * 8, i = ni * 8 + 2 * t + (q & 1);
         float& w = master[i * kTileStride + o];
-        sgd(w, m[q], dw[q]);
+        update(w, m[q], v[q], dw[q]);
         fresh[q] = __float2bfloat16_rn(w);
       }
       if (frag != nullptr) __stcg(frag + tile * 32 + lane, mom[j]);
+      if constexpr (kAdamUpdate) __stcg(var_frag + tile * 32 + lane, var[j]);
       const std::int64_t at = static_cast<std::int64_t>(k * kRange + mo * 16 + g) * ld + c * kSpan + ni * 8 + 2 * t;
       *reinterpret_cast<__nv_bfloat162*>(p.w[l] + at) = __halves2bfloat162(fresh[0], fresh[1]);
       *reinterpret_cast<__nv_bfloat162*>(p.w[l] + at + 8 * ld) = __halves2bfloat162(fresh[2], fresh[3]);
@@ -715,17 +733,17 @@ struct Epoch {
   // This block's momentum fragments of hidden layer l: [tile][lane] float4, lane (g, t) of tile
   // (mo, ni) holding rows o, o + 8 (o = 112k + 16mo + g) and columns i, i + 1 (i = 56c + 8ni + 2t)
   // of the flat state, as the fragment of dW it updates.
-  __device__ float4* momentum_fragments(int l) const {
-    return p.mom_frag + (static_cast<std::int64_t>(l - 1) * kBlocks + r) * kGradTiles * 32;
+  __device__ float4* fragments(float4* state, int l) const {
+    return state + (static_cast<std::int64_t>(l - 1) * kBlocks + r) * kGradTiles * 32;
   }
-  // Between the flat state and the fragments: to_fragments at the epoch's start, back at its end.
-  __device__ void convert_momentum(bool to_fragments) const {
-    if (!momentum()) return;
+  // Between a flat state and its fragments: to_fragments at the epoch's start, back at its end.
+  __device__ void convert_state(float* const (&flat)[kHidden + 2], float4* state, bool to_fragments) const {
+    if (state == nullptr) return;
     for (int l = 1; l <= kHidden; ++l) {
-      float4* frag = momentum_fragments(l);
+      float4* frag = fragments(state, l);
       for (int e = static_cast<int>(threadIdx.x); e < kGradTiles * 32; e += kThreads) {
         const int tile = e / 32, fg = (e % 32) >> 2, ft = e & 3;
-        float* at = p.mom[l] + static_cast<std::int64_t>(k * kRange + (tile / kSpanTiles) * 16 + fg) * p.ld[l] + c * kSpan +
+        float* at = flat[l] + static_cast<std::int64_t>(k * kRange + (tile / kSpanTiles) * 16 + fg) * p.ld[l] + c * kSpan +
                     (tile % kSpanTiles) * 8 + 2 * ft;
         float* below = at + 8 * p.ld[l];
         if (to_fragments) {
@@ -760,25 +778,29 @@ struct Epoch {
       const std::int64_t at = (i / kOwn) * ld4 + r * kOwn + i % kOwn;
       s.w4[i] = p.master[kHidden + 1][at];
       s.w4_mom[i] = momentum() ? p.mom[kHidden + 1][at] : 0.0f;
+      s.w4_var[i] = kAdamUpdate ? p.var[kHidden + 1][at] : 0.0f;
       p.w[kHidden + 1][at] = __float2bfloat16_rn(s.w4[i]);
     } else if (i < kClasses * kOwn + kHidden * kOwn) {
       const int j = (i - kClasses * kOwn) / kOwn, n = (i - kClasses * kOwn) % kOwn;
       const std::int64_t at = static_cast<std::int64_t>(r * kOwn + n) * p.ld[j + 1] + in_of(j + 1);
       s.b_master[j * kOwn + n] = p.bias ? p.master[j + 1][at] : 0.0f;
       s.b_mom[j * kOwn + n] = p.bias && momentum() ? p.mom[j + 1][at] : 0.0f;
+      s.b_var[j * kOwn + n] = p.bias && kAdamUpdate ? p.var[j + 1][at] : 0.0f;
     } else if (i < kClasses * kOwn + kHidden * kOwn + kClasses) {
       const int cls = i - kClasses * kOwn - kHidden * kOwn;
       const std::int64_t at = cls * ld4 + kWidth;
       s.b4[cls] = p.bias ? p.master[kHidden + 1][at] : 0.0f;
       s.b4_mom[cls] = p.bias && momentum() ? p.mom[kHidden + 1][at] : 0.0f;
+      s.b4_var[cls] = p.bias && kAdamUpdate ? p.var[kHidden + 1][at] : 0.0f;
       if (r == 0) p.b4_live[cls] = s.b4[cls];  // read in the first output stage, barriers later
     }
   }
 
-  // A parameter back to the flat master (and momentum) and its bf16 into both copies.
-  __device__ void put(int l, std::int64_t at, float w, const float* mom) const {
+  // A parameter back to the flat master (and its state, where given) and its bf16 into both copies.
+  __device__ void put(int l, std::int64_t at, float w, const float* mom, const float* var) const {
     p.master[l][at] = w;
     if (mom != nullptr && momentum()) p.mom[l][at] = *mom;
+    if (var != nullptr && kAdamUpdate) p.var[l][at] = *var;
     p.w[l][at] = p.w_other[l][at] = __float2bfloat16_rn(w);
   }
 
@@ -787,29 +809,33 @@ struct Epoch {
       for (int i = static_cast<int>(threadIdx.x); i < kSpan * kRange; i += kThreads) {
         const int o = i / kSpan, n = i % kSpan;
         put(l, static_cast<std::int64_t>(k * kRange + o) * p.ld[l] + c * kSpan + n, s.master_of(l)[n * kTileStride + o],
-            nullptr);  // the tile's momentum: convert_momentum
+            nullptr, nullptr);  // the tile's state: convert_state
       }
     }
     const int i = static_cast<int>(threadIdx.x);
     const int ld4 = p.ld[kHidden + 1];
     if (i < kClasses * kOwn) {
-      put(kHidden + 1, (i / kOwn) * ld4 + r * kOwn + i % kOwn, s.w4[i], &s.w4_mom[i]);
+      put(kHidden + 1, (i / kOwn) * ld4 + r * kOwn + i % kOwn, s.w4[i], &s.w4_mom[i], &s.w4_var[i]);
     } else if (p.bias && i < kClasses * kOwn + kHidden * kOwn) {
       const int j = (i - kClasses * kOwn) / kOwn, n = (i - kClasses * kOwn) % kOwn;
       put(j + 1, static_cast<std::int64_t>(r * kOwn + n) * p.ld[j + 1] + in_of(j + 1), s.b_master[j * kOwn + n],
-          &s.b_mom[j * kOwn + n]);
+          &s.b_mom[j * kOwn + n], &s.b_var[j * kOwn + n]);
     } else if (p.bias && r == 0 && i < kClasses * kOwn + kHidden * kOwn + kClasses) {
       const int cls = i - kClasses * kOwn - kHidden * kOwn;
-      put(kHidden + 1, cls * ld4 + kWidth, s.b4[cls], &s.b4_mom[cls]);
+      put(kHidden + 1, cls * ld4 + kWidth, s.b4[cls], &s.b4_mom[cls], &s.b4_var[cls]);
     }
   }
 
+  // The step's rows and update scalars (every thread computes the same; Adam's beta^t as running
+  // products, a multiply a step instead of pow's hundreds of instructions a thread).
   __device__ void begin_step(int step) {
     rows = rows_of(step);
-    scalars.lr = static_cast<float>(next_lr);
-    scalars.inv_scale = 1.0f;
-    scalars.first_update = first_update + step == 0;
-    if (step + 1 < p.steps) next_lr = lr_of(step + 1);  // lands during this step
+    if constexpr (kAdamUpdate) {
+      beta1_t *= p.opt.beta1_d;
+      beta2_t *= p.opt.beta2_d;
+    }
+    scalars = update_scalars(p.opt, next_lr, beta1_t, beta2_t, first_update + step == 0, 1.0f, false);
+    if (step + 1 < p.steps) next_lr = step_lr(p.opt, first_step + step + 1);  // lands during this step
   }
 
   // The epoch: the first batch, then each step's forward stages, output stage and backward stages,
@@ -819,9 +845,14 @@ struct Epoch {
     const StepState start = *p.state;
     first_step = start.step;
     first_update = start.opt_steps;
-    next_lr = lr_of(0);
+    next_lr = step_lr(p.opt, first_step);
+    if constexpr (kAdamUpdate) {  // beta^t of the updates applied so far; begin_step takes them one further
+      beta1_t = pow(p.opt.beta1_d, static_cast<double>(first_update));
+      beta2_t = pow(p.opt.beta2_d, static_cast<double>(first_update));
+    }
     load_state();
-    convert_momentum(true);
+    convert_state(p.mom, p.mom_frag, true);
+    convert_state(p.var, p.var_frag, true);
     init_exchange();
     // Every block of the cluster has started, and its mbarrier is initialised, before any copy into
     // another's shared memory.
@@ -851,7 +882,8 @@ struct Epoch {
       }
     }
     store_state();
-    convert_momentum(false);
+    convert_state(p.mom, p.mom_frag, false);
+    convert_state(p.var, p.var_frag, false);
     if (r == 0 && threadIdx.x == 0) {
       StepState end = start;
       end.step = first_step + p.steps;
@@ -870,11 +902,11 @@ struct Epoch {
 
 #endif  // SPRINTNET_HAS_SPLIT_KERNEL
 
-template <ActivationKind kAct, bool kPlainSgd>
+template <ActivationKind kAct, Update kUpdate>
 __global__ void __launch_bounds__(kThreads, 1) split_epoch_kernel(const __grid_constant__ SplitParams params) {
 #ifdef SPRINTNET_HAS_SPLIT_KERNEL
   extern __shared__ __align__(128) std::uint8_t smem[];
-  Epoch<kAct, kPlainSgd> epoch(params, smem);
+  Epoch<kAct, kUpdate> epoch(params, smem);
   epoch.run();
 #else
   __trap();
@@ -883,23 +915,24 @@ __global__ void __launch_bounds__(kThreads, 1) split_epoch_kernel(const __grid_c
 
 using SplitKernel = void (*)(SplitParams);
 
-template <bool kPlainSgd>
+template <Update kUpdate>
 SplitKernel kernel_for(ActivationKind activation) {
   switch (activation) {
-    case ActivationKind::kIdentity: return split_epoch_kernel<ActivationKind::kIdentity, kPlainSgd>;
-    case ActivationKind::kReLU: return split_epoch_kernel<ActivationKind::kReLU, kPlainSgd>;
-    case ActivationKind::kTanh: return split_epoch_kernel<ActivationKind::kTanh, kPlainSgd>;
-    case ActivationKind::kSigmoid: return split_epoch_kernel<ActivationKind::kSigmoid, kPlainSgd>;
-    case ActivationKind::kGELU: return split_epoch_kernel<ActivationKind::kGELU, kPlainSgd>;
-    case ActivationKind::kSiLU: return split_epoch_kernel<ActivationKind::kSiLU, kPlainSgd>;
+    case ActivationKind::kIdentity: return split_epoch_kernel<ActivationKind::kIdentity, kUpdate>;
+    case ActivationKind::kReLU: return split_epoch_kernel<ActivationKind::kReLU, kUpdate>;
+    case ActivationKind::kTanh: return split_epoch_kernel<ActivationKind::kTanh, kUpdate>;
+    case ActivationKind::kSigmoid: return split_epoch_kernel<ActivationKind::kSigmoid, kUpdate>;
+    case ActivationKind::kGELU: return split_epoch_kernel<ActivationKind::kGELU, kUpdate>;
+    case ActivationKind::kSiLU: return split_epoch_kernel<ActivationKind::kSiLU, kUpdate>;
   }
   return nullptr;
 }
 
 SplitKernel kernel_for(const FusedEpochArgs& a) {
   const FlatOptimizerArgs& o = a.optimizer;
-  const bool plain = o.kind == FlatOptimizerKind::kSgd && o.state1 != nullptr && o.keep == 1.0f && !o.nesterov;
-  return plain ? kernel_for<true>(a.activation) : kernel_for<false>(a.activation);
+  if (o.kind != FlatOptimizerKind::kSgd) return kernel_for<Update::kAdam>(a.activation);
+  const bool plain = o.state1 != nullptr && o.keep == 1.0f && !o.nesterov;
+  return plain ? kernel_for<Update::kPlainSgd>(a.activation) : kernel_for<Update::kSgd>(a.activation);
 }
 
 // 98 blocks in clusters of 7, launched cooperatively (the grid barrier needs them co-resident).
@@ -925,7 +958,7 @@ const char* probe(int device) {
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
     return "thread-block clusters and their bulk copies need compute capability 9.0 or newer";
   }
-  const SplitKernel kernel = kernel_for<true>(ActivationKind::kReLU);
+  const SplitKernel kernel = kernel_for<Update::kPlainSgd>(ActivationKind::kReLU);
   cudaFuncAttributes attributes{};
   if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess || attributes.binaryVersion < 90) {
     cudaGetLastError();
@@ -949,7 +982,7 @@ const char* probe(int device) {
 }  // namespace
 
 std::int64_t split_epoch_scratch_bytes() {
-  return kScratchActivations * kActivationBytes + kLiveBiasBytes + kMomentumBytes;
+  return kScratchActivations * kActivationBytes + kLiveBiasBytes + 2 * kMomentumBytes;  // SGD uses one state
 }
 
 const char* split_epoch_unavailable(int device) {
@@ -965,7 +998,8 @@ cudaError_t launch_split_epoch(const FusedEpochArgs& a, void* scratch, cudaStrea
   const NvtxRange range("split_epoch");
   const SplitKernel kernel = kernel_for(a);
   if (kernel == nullptr || !a.train || a.type != ElementType::kBF16 || a.num_layers != kHidden + 1 ||
-      a.batch < 1 || a.batch > kBatch || a.optimizer.kind != FlatOptimizerKind::kSgd || a.steps > (1 << 30)) {
+      a.batch < 1 || a.batch > kBatch || a.steps > (1 << 30) ||
+      (a.optimizer.kind != FlatOptimizerKind::kSgd && a.optimizer.state2 == nullptr)) {
     return cudaErrorInvalidValue;  // fused_split_unsupported says why first
   }
   for (int l = 0; l <= kHidden; ++l) {
@@ -993,15 +1027,17 @@ cudaError_t launch_split_epoch(const FusedEpochArgs& a, void* scratch, cudaStrea
     p.d[l] = activation(1 + kHidden + l);
   }
   p.b4_live = reinterpret_cast<float*>(bytes + kScratchActivations * kActivationBytes);
-  p.mom_frag = a.optimizer.state1 != nullptr
-                   ? reinterpret_cast<float4*>(bytes + kScratchActivations * kActivationBytes + kLiveBiasBytes)
-                   : nullptr;
+  const bool adam = a.optimizer.kind != FlatOptimizerKind::kSgd;
+  auto* state_scratch = bytes + kScratchActivations * kActivationBytes + kLiveBiasBytes;
+  p.mom_frag = a.optimizer.state1 != nullptr ? reinterpret_cast<float4*>(state_scratch) : nullptr;
+  p.var_frag = adam ? reinterpret_cast<float4*>(state_scratch + kMomentumBytes) : nullptr;
   for (int l = 1; l <= kHidden + 1; ++l) {
     const FusedLayer& layer = a.layers[l - 1];
     p.w[l] = static_cast<bf16*>(a.copies[0]) + layer.weight_offset;
     p.w_other[l] = static_cast<bf16*>(a.copies[1]) + layer.weight_offset;
     p.master[l] = a.optimizer.master + layer.weight_offset;
     p.mom[l] = a.optimizer.state1 != nullptr ? a.optimizer.state1 + layer.weight_offset : nullptr;
+    p.var[l] = a.optimizer.state2 != nullptr ? a.optimizer.state2 + layer.weight_offset : nullptr;
     p.ld[l] = layer.in_pad;
   }
   p.bias = a.layers[0].bias;
