@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sprintnet/ops/cuda/stream_scope.h"
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/model_io.h"
@@ -329,6 +330,11 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
     EXPECT_NE(wide.describe().find("trains fastest on the fused engine's split kernel"), std::string::npos)
         << wide.describe();
     EXPECT_NE(wide.describe().find("98 blocks in clusters of 7"), std::string::npos) << wide.describe();
+    // Beside other runs (a sweep's worker, with a stream of its own) auto keeps the compiled step,
+    // whose runs overlap where the split kernel's would take turns.
+    const cuda::StreamScope worker(0);
+    Trainer shared(config_for("cuda", "auto", "auto", "split-shared", {"train.epochs=1", "model.hidden=[784, 784, 784]"}));
+    EXPECT_EQ(shared.describe().find("fused engine"), std::string::npos) << shared.describe();
   }
   // Too wide for one cluster (the default model): auto keeps the compiled step.
   Trainer wide(config_for("cuda", "auto", "auto", "wide", {"train.epochs=1", "model.hidden=[256, 256]"}));

@@ -57,5 +57,10 @@ bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp);
 // Whether CUDA device `index` runs the split kernel (compute capability 9.0+, code for it in this
 // build, 14 co-resident clusters of 7 blocks; false without CUDA).
 bool gpu_runs_split_kernel(int index);
+// Whether this thread trains beside other runs on CUDA device `index` (a sweep's worker, with a
+// stream of its own: ops/cuda/stream_scope.h); false without CUDA. The split kernel takes 98 SMs,
+// so runs sharing a GPU would take turns with it: auto leaves them on the compiled step, which
+// overlaps (docs/PERFORMANCE.md: 16 runs of 4x784x128, 4.3 s against 4.95).
+bool gpu_shared_with_other_runs(int index);
 
 }  // namespace sprintnet::train

@@ -23,6 +23,7 @@
 #include "sprintnet/ops/cuda/fused/split_epoch.h"
 #include "sprintnet/ops/cuda/nvtx.h"
 #include "sprintnet/ops/cuda/step_launch.h"
+#include "sprintnet/ops/cuda/stream_scope.h"
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/train/padded_parameters.h"
 #include "sprintnet/train/fused_fit.h"
@@ -469,6 +470,8 @@ bool gpu_runs_split_kernel(int index) {
   const cuda::DeviceGuard guard(index);
   return cuda::split_epoch_unavailable(index) == nullptr;
 }
+
+bool gpu_shared_with_other_runs(int index) { return cuda::thread_stream_resources(index) != nullptr; }
 
 std::unique_ptr<TrainPlan> make_fused_train_plan(const TrainPlanSpec& spec, Device device) {
   return std::make_unique<FusedTrainPlan>(spec, device);

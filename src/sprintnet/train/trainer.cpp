@@ -176,8 +176,10 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
                            device_.is_cuda() ? gpu_on_chip_bytes(device_.index) : 0,
                            [&](FusedKernel kernel) {
                              if (!device_.is_cuda() || rank_.distributed()) return false;
-                             return kernel == FusedKernel::kSplit ? gpu_runs_split_kernel(device_.index)
-                                                                  : gpu_runs_cluster_kernel(device_.index, spec_);
+                             if (kernel == FusedKernel::kSplit) {  // 98 SMs: for a run alone on its GPU
+                               return !gpu_shared_with_other_runs(device_.index) && gpu_runs_split_kernel(device_.index);
+                             }
+                             return gpu_runs_cluster_kernel(device_.index, spec_);
                            });
   if (rank_.distributed()) {
     SN_CHECK(engine_.engine == Engine::kCompiled,
