@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <fstream>
@@ -167,13 +168,14 @@ class Ledger {
   std::exception_ptr error_;
 };
 
-// One worker thread: its own stream on its GPU (so its runs overlap the other workers'), then
+// One worker thread: its own stream on its GPU when other workers share it (so its runs overlap
+// theirs; alone on it, the runs train as `sprintnet train` would, the split kernel included), then
 // runs until none is left.
-void work(const SweepOptions& o, const std::vector<SweepRun>& runs, const std::string& device,
+void work(const SweepOptions& o, const std::vector<SweepRun>& runs, const std::string& device, bool shares_device,
           std::int64_t cpu_threads, Ledger& ledger) {
   try {
     const Device d = parse_device(device);
-    std::unique_ptr<ThreadStream> stream = d.is_cuda() ? open_thread_stream(d.index) : nullptr;
+    std::unique_ptr<ThreadStream> stream = d.is_cuda() && shares_device ? open_thread_stream(d.index) : nullptr;
     std::vector<std::string> placement = {fmt::format("device.name=\"{}\"", device)};
     if (cpu_threads > 0) placement.push_back(fmt::format("device.threads={}", cpu_threads));
     while (const std::optional<std::size_t> index = ledger.take()) {
@@ -204,12 +206,15 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
                                    [&](const RunResult& r) { return r.name == runs[i].name && r.status == "done"; });
     if (done != previous.end()) ledger.record(i, *done, false);
   }
+  const auto shares = [&](const std::string& device) {
+    return std::count(plan.devices.begin(), plan.devices.end(), device) > 1;
+  };
   if (plan.devices.size() == 1) {
-    work(o, runs, plan.devices.front(), plan.cpu_threads, ledger);  // in this thread: one run at a time
+    work(o, runs, plan.devices.front(), false, plan.cpu_threads, ledger);  // in this thread: one run at a time
   } else {
     std::vector<std::jthread> workers;
     for (const std::string& device : plan.devices) {
-      workers.emplace_back([&, device] { work(o, runs, device, plan.cpu_threads, ledger); });
+      workers.emplace_back([&, device] { work(o, runs, device, shares(device), plan.cpu_threads, ledger); });
     }
   }
   if (ledger.error()) std::rethrow_exception(ledger.error());

@@ -1,7 +1,7 @@
 #pragma once
 // How a sweep fills the hardware: how many runs train at once and on which device each worker
-// thread trains (docs/SWEEP.md, "Scheduling"). On GPUs every worker has a stream of its own
-// (open_thread_stream), so the runs of one GPU overlap instead of queueing behind each other.
+// thread trains (docs/SWEEP.md, "Scheduling"). Workers sharing a GPU each have a stream of their
+// own (open_thread_stream), so the runs of one GPU overlap instead of queueing behind each other.
 #include <cstdint>
 #include <string>
 #include <vector>
