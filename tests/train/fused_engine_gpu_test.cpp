@@ -184,6 +184,8 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"sgd_dampening_split", {wide, "optim.dampening=0.3"}});
   cases.push_back({"sgd_plain_split", {wide, "optim.momentum=0"}});
   cases.push_back({"partial_batch_split", {wide, "data.train_limit=500", "train.drop_last=false"}});
+  cases.push_back({"one_hidden_split", {"model.hidden=[784]"}});
+  cases.push_back({"two_hidden_gelu_split", {"model.hidden=[784, 784]", "model.activation=\"gelu\""}});
   // 4 steps of 32 rows, 96 masked (16 steps at lr 0.1 move 9-14 % from the CPU's run: bf16's noise
   // compounds with the steps, as any engine's would; H100).
   cases.push_back({"batch32_split", {wide, "train.batch_size=32", "data.train_limit=128"}});

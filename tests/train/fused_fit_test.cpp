@@ -85,8 +85,12 @@ TEST(FusedFit, TheSplitKernelTakesItsOneShapeAndNamesWhyNotForTheRest) {
   nn::MlpSpec no_bias = wide;
   no_bias.bias = false;
   EXPECT_EQ(fused_split_unsupported(no_bias, "bf16", 128), std::nullopt);
-  EXPECT_THAT(fused_split_unsupported(mlp({784, 784}), "bf16", 128).value_or(""),
-              HasSubstr("a 784-784-784-10 model"));
+  EXPECT_EQ(fused_split_unsupported(mlp({784, 784}), "bf16", 128), std::nullopt);
+  EXPECT_EQ(fused_split_unsupported(mlp({784}), "bf16", 128), std::nullopt);
+  EXPECT_THAT(fused_split_unsupported(mlp({784, 784, 784, 784}), "bf16", 128).value_or(""),
+              HasSubstr("a 784-784-784-784-784-10 model"));
+  EXPECT_THAT(fused_split_unsupported(mlp({784, 512}), "bf16", 128).value_or(""), HasSubstr("784-784-512-10"));
+  EXPECT_THAT(fused_split_unsupported(mlp({}), "bf16", 128).value_or(""), HasSubstr("1 to 3 hidden layers"));
   EXPECT_THAT(fused_split_unsupported(mlp({784, 784, 784}, 100), "bf16", 128).value_or(""),
               HasSubstr("784-784-784-784-100"));
   EXPECT_THAT(fused_split_unsupported(wide, "fp16", 128).value_or(""), HasSubstr("\"fp16\""));

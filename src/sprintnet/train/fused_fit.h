@@ -41,8 +41,8 @@ std::optional<std::string> fused_unsupported(const nn::MlpSpec& mlp, const std::
 std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                      std::int64_t batch);
 // Why the split kernel (docs/FUSED.md v7: 98 blocks in clusters of 7, each rank's fp32 master tiles
-// in shared memory) cannot train this model, or nullopt when it can: the one shape it is compiled
-// for (784 inputs, three hidden layers of 784, 10 classes, ops/cuda/fused/split_epoch.h), bf16, a
+// in shared memory) cannot train this model, or nullopt when it can: the shapes it is compiled
+// for (784 inputs, 1 to 3 hidden layers of 784, 10 classes, ops/cuda/fused/split_epoch.h), bf16, a
 // batch of at most 128. Every optimizer, activation and loss, with or without biases and a partial
 // last batch.
 std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const std::string& precision,

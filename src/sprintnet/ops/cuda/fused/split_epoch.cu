@@ -7,12 +7,14 @@
 //               W_l's 56 x 112 tile (the bf16 copy); each block's own 8 columns' 7 partials are
 //               added by their owner in rank order, then bias and activation
 //   output      partial logits over the rank's range, summed by every block (each computes the
-//               whole loss and dlogits, D_3[:, own] and the gradient of W_4[:, own])
+//               whole loss and dlogits, the last hidden layer's gradient D[:, own] and the
+//               output layer's weight gradient of its columns own)
 //   backward l  partial D_{l-1}[:, cluster's 56] = D_l[:, range] · W_l[range, 56] from the fp32
 //               master tile, and dW_l[range, 56] = D_l[:, range]ᵀ · X_{l-1}[:, 56] applied at once
-//               to that tile (momentum in the flat state, two float2 a thread a gradient tile)
-// Partial sums travel as bulk copies (cp.async.bulk over DSMEM) onto each receiver's mbarrier;
-// activations through L2, a grid barrier ending each stage (7 a step). Every sum has a fixed
+//               to that tile (its optimizer state in fragment order for the epoch, a float4 a lane)
+// With one to three hidden layers (kDepth). Partial sums travel as bulk copies (cp.async.bulk over
+// DSMEM) onto each receiver's mbarrier; activations through L2, a grid barrier ending each stage
+// (2 kDepth + 1 a step: 7 for 784-784-784-784-10). Every sum has a fixed
 // order: reruns are bit-identical. A partial last batch masks its missing rows (zero input, zero
 // dlogits, so zero gradients). The bf16 copy the products read is copies[0] during the epoch;
 // at its end the fp32 master, rounded, goes into both copies with the bias columns, for the
@@ -35,7 +37,7 @@ namespace {
 using bf16 = __nv_bfloat16;
 
 constexpr int kBatch = kSplitMaxBatch, kWidth = kSplitWidth, kIn = kSplitInputs, kClasses = kSplitClasses;
-constexpr int kHidden = kSplitHidden;
+constexpr int kMaxHidden = kSplitMaxHidden;  // buffers and shared memory are sized for it
 constexpr int kOwn = 8;                                   // neurons (and pixel columns) a block owns
 constexpr int kBlocks = kWidth / kOwn;                    // 98
 constexpr int kCluster = kSplitClusterSize;               // 7
@@ -59,9 +61,9 @@ constexpr int kWtOff = kSliceOff + kSliceBytes, kWtBytes = kSpan * kTileStride *
 constexpr int kXcOff = kWtOff + kWtBytes, kXcBytes = kBatch * kSpan * 2;           // X_{l-1}[:, cluster's 56]
 constexpr int kRecvOff = kXcOff + kXcBytes, kRecvBytes = kCluster * kBatch * kOwn * 4;  // [source][128][8]
 constexpr int kPartOff = kRecvOff + kRecvBytes, kPartBytes = kCluster * kBatch * kOwn * 4;  // [owner][128][8]
-constexpr int kMasterOff = kPartOff + kPartBytes, kMasterBytes = kHidden * kSpan * kTileStride * 4;
-constexpr int kXtOff = kMasterOff + kMasterBytes, kXtBytes = (kHidden + 1) * kOwn * kXtStride * 2;
-constexpr int kPreOff = kXtOff + kXtBytes, kPreBytes = kHidden * kOwn * kXtStride * 2;
+constexpr int kMasterOff = kPartOff + kPartBytes, kMasterBytes = kMaxHidden * kSpan * kTileStride * 4;
+constexpr int kXtOff = kMasterOff + kMasterBytes, kXtBytes = (kMaxHidden + 1) * kOwn * kXtStride * 2;
+constexpr int kPreOff = kXtOff + kXtBytes, kPreBytes = kMaxHidden * kOwn * kXtStride * 2;
 constexpr int kLogitOff = kPreOff + kPreBytes, kLogitBytes = kBatch * 16 * 4;
 constexpr int kDlOff = kLogitOff + kLogitBytes, kDlBytes = kBatch * kClasses * 4;
 constexpr int kDtOff = kDlOff + kDlBytes, kDtBytes = kOwn * kBatch * 4;
@@ -82,9 +84,9 @@ static_assert(kWtOff % 16 == 0 && kXcOff % 16 == 0 && kRecvOff % 16 == 0 && kPar
 // ([layer][block][tile][lane], a float4 a lane: one 512-byte load and store a warp a tile; the flat
 // layout's two float2 from 16 rows measured ~1.4 us a backward stage slower, docs/FUSED.md).
 constexpr std::int64_t kActivationBytes = std::int64_t{kBatch} * kWidth * 2;
-constexpr int kScratchActivations = 2 + 2 * kHidden;
+constexpr int kScratchActivations = 2 + 2 * kMaxHidden;
 constexpr std::int64_t kLiveBiasBytes = 64;
-constexpr std::int64_t kMomentumBytes = std::int64_t{kHidden} * kBlocks * kGradTiles * 32 * 16;
+constexpr std::int64_t kMomentumBytes = std::int64_t{kMaxHidden} * kBlocks * kGradTiles * 32 * 16;
 
 struct SplitParams {
   const std::uint8_t* images;
@@ -93,17 +95,17 @@ struct SplitParams {
   std::int64_t samples;
   int steps, batch;
   float scale, shift;                // x = u8 * scale + shift
-  bf16* x[kHidden + 1];              // x[0] the gathered batch of even steps, x[l] hidden layer l's output
+  bf16* x[kMaxHidden + 1];              // x[0] the gathered batch of even steps, x[l] hidden layer l's output
   bf16* x0_odd;                      // the gathered batch of odd steps (see backward's last stage)
-  bf16* d[kHidden + 1];              // d[l]: the gradient of hidden layer l's pre-activation
-  bf16* w[kHidden + 2];              // layer l's rows in copies[0], the epoch's copy (1-based)
-  bf16* w_other[kHidden + 2];        // ... in copies[1], written at the end
-  float* master[kHidden + 2];        // the flat fp32 master, layer l's rows [out][ld[l]]
-  float* mom[kHidden + 2];           // the flat momentum (null without)
-  float* var[kHidden + 2];           // Adam's flat second moment (null for SGD)
+  bf16* d[kMaxHidden + 1];              // d[l]: the gradient of hidden layer l's pre-activation
+  bf16* w[kMaxHidden + 2];              // layer l's rows in copies[0], the epoch's copy (1-based)
+  bf16* w_other[kMaxHidden + 2];        // ... in copies[1], written at the end
+  float* master[kMaxHidden + 2];        // the flat fp32 master, layer l's rows [out][ld[l]]
+  float* mom[kMaxHidden + 2];           // the flat momentum (null without)
+  float* var[kMaxHidden + 2];           // Adam's flat second moment (null for SGD)
   float4* mom_frag;                  // the hidden layers' momentum (Adam: first moment) during the epoch, or null
   float4* var_frag;                  // ... and Adam's second moment, or null
-  int ld[kHidden + 2];               // layer l's row stride (in_pad); the bias is column in_of(l)
+  int ld[kMaxHidden + 2];               // layer l's row stride (in_pad); the bias is column in_of(l)
   int bias;
   float* b4_live;                    // [16]: b_4, updated by block 0, read by every block
   FlatOptimizerArgs opt;
@@ -232,7 +234,8 @@ struct OwnRow {
 
 __device__ constexpr int in_of(int l) { return l == 1 ? kIn : kWidth; }
 
-template <ActivationKind kAct, Update kUpdate>
+// kDepth: the model's hidden layers of 784 (1 to kMaxHidden); the stages loop over them.
+template <ActivationKind kAct, Update kUpdate, int kDepth>
 struct Epoch {
   static constexpr int kGradTilesPerWarp = (kGradTiles + kWarps - 1) / kWarps;
   // GELU's and SiLU's slopes need the pre-activation; the others' follow from the output.
@@ -455,7 +458,7 @@ struct Epoch {
     const int i = static_cast<int>(threadIdx.x);
     if (i < kClasses * kOwn) {
       update(s.w4[i], s.w4_mom[i], s.w4_var[i], s.w4_grad[i]);
-      p.w[kHidden + 1][(i / kOwn) * p.ld[kHidden + 1] + r * kOwn + i % kOwn] = __float2bfloat16_rn(s.w4[i]);
+      p.w[kDepth + 1][(i / kOwn) * p.ld[kDepth + 1] + r * kOwn + i % kOwn] = __float2bfloat16_rn(s.w4[i]);
     } else if (r == 0 && p.bias && i < kClasses * kOwn + kClasses) {
       const int cls = i - kClasses * kOwn;
       update(s.b4[cls], s.b4_mom[cls], s.b4_var[cls], s.b4_grad[cls]);
@@ -484,11 +487,11 @@ struct Epoch {
   // and runs the loss, its gradient, D_3[:, own] and the output layer's gradients.
   __device__ void output(int step, int label) {
     if (threadIdx.x < 3) cp16(s.b4_live + 4 * threadIdx.x, p.b4_live + 4 * threadIdx.x);
-    load_weight_tile(kHidden + 1, 0, kClasses);
+    load_weight_tile(kDepth + 1, 0, kClasses);
     for (int i = static_cast<int>(threadIdx.x); i < (16 - kClasses) * kTileStride; i += kThreads) {
       s.wt[kClasses * kTileStride + i] = bf16(0.0f);
     }
-    load_slice(p.x[kHidden]);
+    load_slice(p.x[kDepth]);
     commit();
     wait_all();
     __syncthreads();
@@ -608,7 +611,7 @@ struct Epoch {
           sum[j] += s.dl[row * kClasses + cls] * __bfloat162float(__float2bfloat16_rn(s.w4[cls * kOwn + 4 * h + j]));
         }
       }
-      finish_own<false>(kHidden, sum);
+      finish_own<false>(kDepth, sum);
     }
     __syncthreads();
     // Sums over the batch: dW_4[c][own n] (80), b_3[own] (8), and b_4 (10); two threads an item,
@@ -620,7 +623,7 @@ struct Epoch {
     const int row0 = half * (kBatch / 2);
     if (item < kClasses * kOwn) {
       const int cls = item / kOwn, n = item % kOwn;
-      const bf16* x = s.xt_of(kHidden) + n * kXtStride;
+      const bf16* x = s.xt_of(kDepth) + n * kXtStride;
 #pragma unroll 8
       for (int row = row0; row < row0 + kBatch / 2; ++row) v += s.dl[row * kClasses + cls] * __bfloat162float(x[row]);
     } else if (item < kClasses * kOwn + kOwn) {
@@ -639,7 +642,7 @@ struct Epoch {
     } else if (item < kClasses * kOwn + kOwn) {
       const int n = item - kClasses * kOwn;
       if (p.bias) {
-        update(s.b_master[(kHidden - 1) * kOwn + n], s.b_mom[(kHidden - 1) * kOwn + n], s.b_var[(kHidden - 1) * kOwn + n],
+        update(s.b_master[(kDepth - 1) * kOwn + n], s.b_mom[(kDepth - 1) * kOwn + n], s.b_var[(kDepth - 1) * kOwn + n],
                v);
       }
     } else if (item < kItems && r == 0) {
@@ -650,7 +653,7 @@ struct Epoch {
   // Layer l's backward: the input gradient D_{l-1}[:, cluster's 56] (l > 1) from the old weights,
   // and dW_l[range, cluster's 56] applied at once to the master tile.
   __device__ void backward(int l, int step) {
-    if (l == kHidden) apply_output_update();
+    if (l == kDepth) apply_output_update();
     load_slice(p.d[l]);
     for (int q = static_cast<int>(threadIdx.x); q < kBatch * (kSpan / 8); q += kThreads) {  // X_{l-1}[:, 56]
       const int row = q / (kSpan / 8), j = q % (kSpan / 8);
@@ -737,9 +740,9 @@ struct Epoch {
     return state + (static_cast<std::int64_t>(l - 1) * kBlocks + r) * kGradTiles * 32;
   }
   // Between a flat state and its fragments: to_fragments at the epoch's start, back at its end.
-  __device__ void convert_state(float* const (&flat)[kHidden + 2], float4* state, bool to_fragments) const {
+  __device__ void convert_state(float* const (&flat)[kMaxHidden + 2], float4* state, bool to_fragments) const {
     if (state == nullptr) return;
-    for (int l = 1; l <= kHidden; ++l) {
+    for (int l = 1; l <= kDepth; ++l) {
       float4* frag = fragments(state, l);
       for (int e = static_cast<int>(threadIdx.x); e < kGradTiles * 32; e += kThreads) {
         const int tile = e / 32, fg = (e % 32) >> 2, ft = e & 3;
@@ -763,7 +766,7 @@ struct Epoch {
   // The rank's tile of each hidden layer (transposed, fp32) and its bf16 into the epoch's copy;
   // W_4[:, own], b_1..b_3[own], b_4 (every block) and their momentum.
   __device__ void load_state() const {
-    for (int l = 1; l <= kHidden; ++l) {
+    for (int l = 1; l <= kDepth; ++l) {
       for (int i = static_cast<int>(threadIdx.x); i < kSpan * kRange; i += kThreads) {
         const int o = i / kSpan, n = i % kSpan;
         const std::int64_t at = static_cast<std::int64_t>(k * kRange + o) * p.ld[l] + c * kSpan + n;
@@ -773,25 +776,25 @@ struct Epoch {
       }
     }
     const int i = static_cast<int>(threadIdx.x);
-    const int ld4 = p.ld[kHidden + 1];
+    const int ld4 = p.ld[kDepth + 1];
     if (i < kClasses * kOwn) {
       const std::int64_t at = (i / kOwn) * ld4 + r * kOwn + i % kOwn;
-      s.w4[i] = p.master[kHidden + 1][at];
-      s.w4_mom[i] = momentum() ? p.mom[kHidden + 1][at] : 0.0f;
-      s.w4_var[i] = kAdamUpdate ? p.var[kHidden + 1][at] : 0.0f;
-      p.w[kHidden + 1][at] = __float2bfloat16_rn(s.w4[i]);
-    } else if (i < kClasses * kOwn + kHidden * kOwn) {
+      s.w4[i] = p.master[kDepth + 1][at];
+      s.w4_mom[i] = momentum() ? p.mom[kDepth + 1][at] : 0.0f;
+      s.w4_var[i] = kAdamUpdate ? p.var[kDepth + 1][at] : 0.0f;
+      p.w[kDepth + 1][at] = __float2bfloat16_rn(s.w4[i]);
+    } else if (i < kClasses * kOwn + kDepth * kOwn) {
       const int j = (i - kClasses * kOwn) / kOwn, n = (i - kClasses * kOwn) % kOwn;
       const std::int64_t at = static_cast<std::int64_t>(r * kOwn + n) * p.ld[j + 1] + in_of(j + 1);
       s.b_master[j * kOwn + n] = p.bias ? p.master[j + 1][at] : 0.0f;
       s.b_mom[j * kOwn + n] = p.bias && momentum() ? p.mom[j + 1][at] : 0.0f;
       s.b_var[j * kOwn + n] = p.bias && kAdamUpdate ? p.var[j + 1][at] : 0.0f;
-    } else if (i < kClasses * kOwn + kHidden * kOwn + kClasses) {
-      const int cls = i - kClasses * kOwn - kHidden * kOwn;
+    } else if (i < kClasses * kOwn + kDepth * kOwn + kClasses) {
+      const int cls = i - kClasses * kOwn - kDepth * kOwn;
       const std::int64_t at = cls * ld4 + kWidth;
-      s.b4[cls] = p.bias ? p.master[kHidden + 1][at] : 0.0f;
-      s.b4_mom[cls] = p.bias && momentum() ? p.mom[kHidden + 1][at] : 0.0f;
-      s.b4_var[cls] = p.bias && kAdamUpdate ? p.var[kHidden + 1][at] : 0.0f;
+      s.b4[cls] = p.bias ? p.master[kDepth + 1][at] : 0.0f;
+      s.b4_mom[cls] = p.bias && momentum() ? p.mom[kDepth + 1][at] : 0.0f;
+      s.b4_var[cls] = p.bias && kAdamUpdate ? p.var[kDepth + 1][at] : 0.0f;
       if (r == 0) p.b4_live[cls] = s.b4[cls];  // read in the first output stage, barriers later
     }
   }
@@ -805,7 +808,7 @@ struct Epoch {
   }
 
   __device__ void store_state() const {
-    for (int l = 1; l <= kHidden; ++l) {
+    for (int l = 1; l <= kDepth; ++l) {
       for (int i = static_cast<int>(threadIdx.x); i < kSpan * kRange; i += kThreads) {
         const int o = i / kSpan, n = i % kSpan;
         put(l, static_cast<std::int64_t>(k * kRange + o) * p.ld[l] + c * kSpan + n, s.master_of(l)[n * kTileStride + o],
@@ -813,16 +816,16 @@ struct Epoch {
       }
     }
     const int i = static_cast<int>(threadIdx.x);
-    const int ld4 = p.ld[kHidden + 1];
+    const int ld4 = p.ld[kDepth + 1];
     if (i < kClasses * kOwn) {
-      put(kHidden + 1, (i / kOwn) * ld4 + r * kOwn + i % kOwn, s.w4[i], &s.w4_mom[i], &s.w4_var[i]);
-    } else if (p.bias && i < kClasses * kOwn + kHidden * kOwn) {
+      put(kDepth + 1, (i / kOwn) * ld4 + r * kOwn + i % kOwn, s.w4[i], &s.w4_mom[i], &s.w4_var[i]);
+    } else if (p.bias && i < kClasses * kOwn + kDepth * kOwn) {
       const int j = (i - kClasses * kOwn) / kOwn, n = (i - kClasses * kOwn) % kOwn;
       put(j + 1, static_cast<std::int64_t>(r * kOwn + n) * p.ld[j + 1] + in_of(j + 1), s.b_master[j * kOwn + n],
           &s.b_mom[j * kOwn + n], &s.b_var[j * kOwn + n]);
-    } else if (p.bias && r == 0 && i < kClasses * kOwn + kHidden * kOwn + kClasses) {
-      const int cls = i - kClasses * kOwn - kHidden * kOwn;
-      put(kHidden + 1, cls * ld4 + kWidth, s.b4[cls], &s.b4_mom[cls], &s.b4_var[cls]);
+    } else if (p.bias && r == 0 && i < kClasses * kOwn + kDepth * kOwn + kClasses) {
+      const int cls = i - kClasses * kOwn - kDepth * kOwn;
+      put(kDepth + 1, cls * ld4 + kWidth, s.b4[cls], &s.b4_mom[cls], &s.b4_var[cls]);
     }
   }
 
@@ -864,13 +867,13 @@ struct Epoch {
     barrier.sync();
     for (int step = 0; step < p.steps; ++step) {
       begin_step(step);
-      for (int l = 1; l <= kHidden; ++l) {
+      for (int l = 1; l <= kDepth; ++l) {
         forward(l, step);
         barrier.sync();
       }
       output(step, label);
       barrier.sync();
-      for (int l = kHidden; l >= 1; --l) {
+      for (int l = kDepth; l >= 1; --l) {
         const OwnRow next = l == 1 ? fetch_own(step + 1) : OwnRow{};  // lands during the stage
         backward(l, step);
         if (l == 1 && step + 1 < p.steps) {
@@ -902,11 +905,11 @@ struct Epoch {
 
 #endif  // SPRINTNET_HAS_SPLIT_KERNEL
 
-template <ActivationKind kAct, Update kUpdate>
+template <ActivationKind kAct, Update kUpdate, int kDepth>
 __global__ void __launch_bounds__(kThreads, 1) split_epoch_kernel(const __grid_constant__ SplitParams params) {
 #ifdef SPRINTNET_HAS_SPLIT_KERNEL
   extern __shared__ __align__(128) std::uint8_t smem[];
-  Epoch<kAct, kUpdate> epoch(params, smem);
+  Epoch<kAct, kUpdate, kDepth> epoch(params, smem);
   epoch.run();
 #else
   __trap();
@@ -915,24 +918,34 @@ __global__ void __launch_bounds__(kThreads, 1) split_epoch_kernel(const __grid_c
 
 using SplitKernel = void (*)(SplitParams);
 
-template <Update kUpdate>
+template <Update kUpdate, int kDepth>
 SplitKernel kernel_for(ActivationKind activation) {
   switch (activation) {
-    case ActivationKind::kIdentity: return split_epoch_kernel<ActivationKind::kIdentity, kUpdate>;
-    case ActivationKind::kReLU: return split_epoch_kernel<ActivationKind::kReLU, kUpdate>;
-    case ActivationKind::kTanh: return split_epoch_kernel<ActivationKind::kTanh, kUpdate>;
-    case ActivationKind::kSigmoid: return split_epoch_kernel<ActivationKind::kSigmoid, kUpdate>;
-    case ActivationKind::kGELU: return split_epoch_kernel<ActivationKind::kGELU, kUpdate>;
-    case ActivationKind::kSiLU: return split_epoch_kernel<ActivationKind::kSiLU, kUpdate>;
+    case ActivationKind::kIdentity: return split_epoch_kernel<ActivationKind::kIdentity, kUpdate, kDepth>;
+    case ActivationKind::kReLU: return split_epoch_kernel<ActivationKind::kReLU, kUpdate, kDepth>;
+    case ActivationKind::kTanh: return split_epoch_kernel<ActivationKind::kTanh, kUpdate, kDepth>;
+    case ActivationKind::kSigmoid: return split_epoch_kernel<ActivationKind::kSigmoid, kUpdate, kDepth>;
+    case ActivationKind::kGELU: return split_epoch_kernel<ActivationKind::kGELU, kUpdate, kDepth>;
+    case ActivationKind::kSiLU: return split_epoch_kernel<ActivationKind::kSiLU, kUpdate, kDepth>;
   }
   return nullptr;
 }
 
-SplitKernel kernel_for(const FusedEpochArgs& a) {
-  const FlatOptimizerArgs& o = a.optimizer;
-  if (o.kind != FlatOptimizerKind::kSgd) return kernel_for<Update::kAdam>(a.activation);
+template <int kDepth>
+SplitKernel kernel_for(const FlatOptimizerArgs& o, ActivationKind activation) {
+  if (o.kind != FlatOptimizerKind::kSgd) return kernel_for<Update::kAdam, kDepth>(activation);
   const bool plain = o.state1 != nullptr && o.keep == 1.0f && !o.nesterov;
-  return plain ? kernel_for<Update::kPlainSgd>(a.activation) : kernel_for<Update::kSgd>(a.activation);
+  return plain ? kernel_for<Update::kPlainSgd, kDepth>(activation) : kernel_for<Update::kSgd, kDepth>(activation);
+}
+
+// The kernel for a model of 1 to 3 hidden layers (nullptr: another depth).
+SplitKernel kernel_for(const FusedEpochArgs& a) {
+  switch (a.num_layers - 1) {
+    case 1: return kernel_for<1>(a.optimizer, a.activation);
+    case 2: return kernel_for<2>(a.optimizer, a.activation);
+    case 3: return kernel_for<3>(a.optimizer, a.activation);
+    default: return nullptr;
+  }
 }
 
 // 98 blocks in clusters of 7, launched cooperatively (the grid barrier needs them co-resident).
@@ -958,7 +971,7 @@ const char* probe(int device) {
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
     return "thread-block clusters and their bulk copies need compute capability 9.0 or newer";
   }
-  const SplitKernel kernel = kernel_for<Update::kPlainSgd>(ActivationKind::kReLU);
+  const SplitKernel kernel = kernel_for<Update::kPlainSgd, kMaxHidden>(ActivationKind::kReLU);
   cudaFuncAttributes attributes{};
   if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess || attributes.binaryVersion < 90) {
     cudaGetLastError();
@@ -996,15 +1009,15 @@ const char* split_epoch_unavailable(int device) {
 
 cudaError_t launch_split_epoch(const FusedEpochArgs& a, void* scratch, cudaStream_t stream) {
   const NvtxRange range("split_epoch");
-  const SplitKernel kernel = kernel_for(a);
-  if (kernel == nullptr || !a.train || a.type != ElementType::kBF16 || a.num_layers != kHidden + 1 ||
-      a.batch < 1 || a.batch > kBatch || a.steps > (1 << 30) ||
-      (a.optimizer.kind != FlatOptimizerKind::kSgd && a.optimizer.state2 == nullptr)) {
+  const SplitKernel kernel = kernel_for(a);  // null for a depth other than 1-3
+  const int depth = a.num_layers - 1;
+  if (kernel == nullptr || !a.train || a.type != ElementType::kBF16 || a.batch < 1 || a.batch > kBatch ||
+      a.steps > (1 << 30) || (a.optimizer.kind != FlatOptimizerKind::kSgd && a.optimizer.state2 == nullptr)) {
     return cudaErrorInvalidValue;  // fused_split_unsupported says why first
   }
-  for (int l = 0; l <= kHidden; ++l) {
+  for (int l = 0; l <= depth; ++l) {
     const FusedLayer& layer = a.layers[l];
-    if (layer.in != (l == 0 ? kIn : kWidth) || layer.out != (l == kHidden ? kClasses : kWidth) ||
+    if (layer.in != (l == 0 ? kIn : kWidth) || layer.out != (l == depth ? kClasses : kWidth) ||
         layer.bias != a.layers[0].bias) {
       return cudaErrorInvalidValue;
     }
@@ -1022,16 +1035,16 @@ cudaError_t launch_split_epoch(const FusedEpochArgs& a, void* scratch, cudaStrea
   const auto activation = [&](int i) { return reinterpret_cast<bf16*>(bytes + i * kActivationBytes); };
   p.x[0] = activation(0);
   p.x0_odd = activation(1);
-  for (int l = 1; l <= kHidden; ++l) {
+  for (int l = 1; l <= kMaxHidden; ++l) {
     p.x[l] = activation(1 + l);
-    p.d[l] = activation(1 + kHidden + l);
+    p.d[l] = activation(1 + kMaxHidden + l);
   }
   p.b4_live = reinterpret_cast<float*>(bytes + kScratchActivations * kActivationBytes);
   const bool adam = a.optimizer.kind != FlatOptimizerKind::kSgd;
   auto* state_scratch = bytes + kScratchActivations * kActivationBytes + kLiveBiasBytes;
   p.mom_frag = a.optimizer.state1 != nullptr ? reinterpret_cast<float4*>(state_scratch) : nullptr;
   p.var_frag = adam ? reinterpret_cast<float4*>(state_scratch + kMomentumBytes) : nullptr;
-  for (int l = 1; l <= kHidden + 1; ++l) {
+  for (int l = 1; l <= depth + 1; ++l) {
     const FusedLayer& layer = a.layers[l - 1];
     p.w[l] = static_cast<bf16*>(a.copies[0]) + layer.weight_offset;
     p.w_other[l] = static_cast<bf16*>(a.copies[1]) + layer.weight_offset;

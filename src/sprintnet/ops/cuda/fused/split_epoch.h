@@ -1,12 +1,13 @@
 #pragma once
 // The fused engine's split kernel (docs/FUSED.md, v7g; its history in
-// bench/lab/resident_epoch.cu): a whole training epoch of the 784-784-784-784-10
-// model at batch 128 in 98 blocks, 14 clusters of 7. Cluster c owns 56 neurons of
-// every hidden layer; rank k takes the k (or o) range 112k..112k+111 of every
-// product and keeps that 112 x 56 tile of each hidden layer's fp32 master weights
-// in shared memory all epoch. Partial sums go to their owners by bulk copies over
+// bench/lab/resident_epoch.cu): a whole training epoch of a 784-input model with
+// one to three hidden layers of 784 and 10 classes (784-784-784-784-10 and
+// shallower) at batch <= 128 in 98 blocks, 14 clusters of 7. Cluster c owns 56
+// neurons of every hidden layer; rank k takes the k (or o) range 112k..112k+111 of
+// every product and keeps that 112 x 56 tile of each hidden layer's fp32 master
+// weights in shared memory all epoch. Partial sums go to their owners by bulk copies over
 // distributed shared memory; activations through L2, with a grid barrier after
-// each of a step's 7 stages. Takes the fused engine's arguments (fused_epoch.h)
+// each of a step's stages (2 a hidden layer and the output layer's one). Takes the fused engine's arguments (fused_epoch.h)
 // and leaves the same state behind: the fp32 master and momentum in the flat
 // buffers, the bf16 copy (both copies[], bias columns included) for the
 // evaluation the grid kernel runs.
@@ -21,7 +22,7 @@ namespace sprintnet::cuda {
 // The one shape the kernel is compiled for.
 inline constexpr int kSplitInputs = 784;
 inline constexpr int kSplitWidth = 784;  // every hidden layer
-inline constexpr int kSplitHidden = 3;
+inline constexpr int kSplitMaxHidden = 3;  // hidden layers of kSplitWidth: 1 to this
 inline constexpr int kSplitClasses = 10;
 inline constexpr int kSplitMaxBatch = 128;
 inline constexpr int kSplitBlocks = 98;
