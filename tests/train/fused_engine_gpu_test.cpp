@@ -329,7 +329,7 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
   // 784-784-784-784-10 at batch 128: the split kernel, auto's choice too.
   if (gpu_runs_split_kernel(0)) {
     Trainer wide(config_for("cuda", "auto", "auto", "split", {"train.epochs=1", "model.hidden=[784, 784, 784]"}));
-    EXPECT_NE(wide.describe().find("trains fastest on the fused engine's split kernel"), std::string::npos)
+    EXPECT_NE(wide.describe().find("train fastest on the fused engine's split kernel"), std::string::npos)
         << wide.describe();
     EXPECT_NE(wide.describe().find("98 blocks in clusters of 7"), std::string::npos) << wide.describe();
     // Beside other runs (a sweep's worker, with a stream of its own) auto keeps the compiled step,
