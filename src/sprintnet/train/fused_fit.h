@@ -15,11 +15,11 @@
 namespace sprintnet::train {
 
 inline constexpr int kFusedMaxLayersSupported = 8;
+inline constexpr std::int64_t kFusedMaxClassesSupported = 64;
 
 // The fused engine's kernels that train only the models they are built for (docs/FUSED.md); the
 // grid kernel trains the rest.
 enum class FusedKernel { kCluster, kSplit };
-inline constexpr std::int64_t kFusedMaxClassesSupported = 64;
 
 struct FusedFootprint {
   std::int64_t params = 0;  // padded flat length

@@ -29,6 +29,7 @@
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/split_epoch.h"
+#include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
 
 namespace sprintnet::cuda {
@@ -165,13 +166,8 @@ __device__ __forceinline__ void tile_a_trans(std::uint32_t (&a)[4], const std::u
   ptx::ldmatrix_x4_trans(a, shared_address(tile + slot_offset(k0 + ((lane >> 4) & 1) * 8 + (lane & 7), (lane >> 3) & 1)));
 }
 
-// Σ over a warp's lanes by a butterfly: a fixed order, every lane ends with the same bits.
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-// Σ_b f(b) over the batch's 128 rows by one warp.
+// Σ_b f(b) over the batch's 128 rows by one warp (launch_config.cuh's butterfly: a fixed order,
+// every lane ends with the same bits).
 template <class F>
 __device__ __forceinline__ float batch_sum(F&& f) {
   const int lane = threadIdx.x & 31;
