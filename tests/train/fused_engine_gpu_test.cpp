@@ -67,8 +67,9 @@ struct FirstSteps {
   // of zero can flip sign: looser there. fp16 has 11 bits: tighter in principle, the same bound kept.
   double tolerance = 0.10;
   // Cases named "..._cluster" ask for the cluster kernel (SPRINTNET_FUSED_KERNEL, docs/FUSED.md v4),
-  // "..._split" for the split kernel (v7, on its 784-784-784-784-10), the others for the grid kernel
-  // (the cluster and split kernels are the default where they run).
+  // "..._split" for the split kernel (v7, on its 784-784-784-784-10 or 784-256-256-256-10 and
+  // shallower), the others for the grid kernel (the cluster and split kernels are the default where
+  // they run).
   std::string kernel() const {
     return name.ends_with("_cluster") ? "cluster" : name.ends_with("_split") ? "split" : "grid";
   }
@@ -98,7 +99,7 @@ class FusedFirstSteps : public ::testing::TestWithParam<FirstSteps> {};
 TEST_P(FusedFirstSteps, MatchTheCpuFp32ReferencePerTensor) {
   SN_REQUIRE_GPU();
   const FirstSteps& p = GetParam();
-  if (p.kernel() == "split" && !gpu_runs_split_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  if (p.kernel() == "split" && !gpu_runs_split_kernel(0, 784)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
   std::vector<std::string> extra = {"data.train_limit=512", "data.test_limit=1000", "train.epochs=1",
                                     "train.batch_size=128", "model.hidden=[64, 48]", "optim.lr=0.1"};
   extra.insert(extra.end(), p.overrides.begin(), p.overrides.end());
@@ -192,6 +193,26 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"adam_split", {wide, "optim.type=\"adam\"", "optim.lr=0.001", "optim.weight_decay=0.01"}, "bf16", 0.25});
   cases.push_back({"adamw_gelu_split", {wide, "optim.type=\"adamw\"", "optim.lr=0.001", "optim.weight_decay=0.1",
                                         "model.activation=\"gelu\""}, "bf16", 0.25});
+  // Its 256-wide shape (32 blocks in clusters of 4), whose first layer splits its 784 inputs
+  // unevenly over the ranks (12 or 13 k-tiles) and the clusters (12 or 13 groups of 8).
+  const std::string narrow = "model.hidden=[256, 256, 256]";
+  for (const std::string act : {"identity", "relu", "gelu", "tanh", "sigmoid", "silu"}) {
+    cases.push_back({"narrow_" + act + "_split", {narrow, fmt::format("model.activation=\"{}\"", act)}});
+  }
+  cases.push_back({"narrow_no_bias_split", {narrow, "model.bias=false"}});
+  cases.push_back({"narrow_mse_split", {narrow, "loss.type=\"mse\"", "model.activation=\"tanh\""}});
+  cases.push_back({"narrow_label_smoothing_split", {narrow, "loss.label_smoothing=0.1"}});
+  cases.push_back({"narrow_sgd_nesterov_decay_split",
+                   {narrow, "optim.nesterov=true", "optim.weight_decay=0.01", "optim.momentum=0.8"}});
+  cases.push_back({"narrow_sgd_plain_split", {narrow, "optim.momentum=0"}});
+  cases.push_back({"narrow_partial_batch_split", {narrow, "data.train_limit=500", "train.drop_last=false"}});
+  cases.push_back({"narrow_one_hidden_split", {"model.hidden=[256]"}});
+  cases.push_back({"narrow_default_model_split", {"model.hidden=[256, 256]"}});
+  cases.push_back({"narrow_batch32_split", {narrow, "train.batch_size=32", "data.train_limit=128"}});
+  cases.push_back({"narrow_adam_split", {narrow, "optim.type=\"adam\"", "optim.lr=0.001", "optim.weight_decay=0.01"},
+                   "bf16", 0.25});
+  cases.push_back({"narrow_adamw_gelu_split", {narrow, "optim.type=\"adamw\"", "optim.lr=0.001",
+                                               "optim.weight_decay=0.1", "model.activation=\"gelu\""}, "bf16", 0.25});
   cases.push_back({"fp16", {}, "fp16"});
   cases.push_back({"fp16_gelu_adam", {"model.activation=\"gelu\"", "optim.type=\"adam\"", "optim.lr=0.001"}, "fp16",
                    0.25});
@@ -216,7 +237,7 @@ void expect_ten_epochs_like_the_compiled_step(const std::string& name, const std
     Trainer fused(config_for("cuda", "fused", "bf16", fmt::format("{}-{}", name, seed), extra));
     Trainer compiled(config_for("cuda", "compiled", "bf16", fmt::format("{}-compiled-{}", name, seed), extra));
     ASSERT_EQ(fused.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << fused.describe();
-    ASSERT_EQ(fused.describe().find("clusters of 7") != std::string::npos, kernel == "split") << fused.describe();
+    ASSERT_EQ(fused.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << fused.describe();
     const TrainSummary f = fused.fit(), c = compiled.fit();
     std::printf("seed %d: %s %.2f %% in %.3f s, compiled %.2f %% in %.3f s\n", seed, name.c_str(),
                 100 * f.final_test.accuracy, f.train_time_s, 100 * c.final_test.accuracy, c.train_time_s);
@@ -240,11 +261,19 @@ TEST(FusedEngine, TenEpochsMatchTheCompiledStep) {
   expect_ten_epochs_like_the_compiled_step("fused", {}, "grid");
 }
 
-// The split kernel (docs/FUSED.md v7) on the one model it is built for (MNIST's last batch is partial).
+// The split kernel (docs/FUSED.md v7) on the deepest models of its two shapes (MNIST's last batch is
+// partial), and on the default model.
 TEST(FusedEngine, TheSplitKernelsTenEpochsMatchTheCompiledStep) {
   SN_REQUIRE_GPU();
-  if (!gpu_runs_split_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  if (!gpu_runs_split_kernel(0, 784)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
   expect_ten_epochs_like_the_compiled_step("split", {"model.hidden=[784, 784, 784]"}, "split");
+}
+
+TEST(FusedEngine, TheNarrowSplitKernelsTenEpochsMatchTheCompiledStep) {
+  SN_REQUIRE_GPU();
+  if (!gpu_runs_split_kernel(0, 256)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  expect_ten_epochs_like_the_compiled_step("split-narrow", {"model.hidden=[256, 256, 256]"}, "split");
+  expect_ten_epochs_like_the_compiled_step("split-default", {}, "split");
 }
 
 // The cluster kernel (docs/FUSED.md v4) on 784-128-128-128-10, the model it was built for.
@@ -259,7 +288,7 @@ void expect_bit_identical_reruns(const std::string& name, const std::vector<std:
   Trainer a(config_for("cuda", "fused", "bf16", name + "-a", extra));
   Trainer b(config_for("cuda", "fused", "bf16", name + "-b", extra));
   ASSERT_EQ(a.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << a.describe();
-  ASSERT_EQ(a.describe().find("clusters of 7") != std::string::npos, kernel == "split") << a.describe();
+  ASSERT_EQ(a.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << a.describe();
   a.fit();
   b.fit();
   const auto wa = weights_of(a), wb = weights_of(b);
@@ -277,10 +306,14 @@ TEST(FusedEngine, TheSameSeedGivesBitIdenticalWeights) {
 
 TEST(FusedEngine, TheSplitKernelGivesBitIdenticalWeightsForTheSameSeed) {
   SN_REQUIRE_GPU();
-  if (!gpu_runs_split_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  if (!gpu_runs_split_kernel(0, 784)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
   expect_bit_identical_reruns("split-rerun",
                               {"data.train_limit=10000", "train.epochs=2", "model.hidden=[784, 784, 784]",
                                "model.activation=\"tanh\"", "train.drop_last=false"},
+                              "split");
+  expect_bit_identical_reruns("split-narrow-rerun",
+                              {"data.train_limit=10000", "train.epochs=2", "model.hidden=[256, 256, 256]",
+                               "model.activation=\"silu\"", "train.drop_last=false"},
                               "split");
 }
 
@@ -327,7 +360,7 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
   Trainer hidden(config_for("cuda", "auto", "auto", "hidden", {"train.epochs=1", "model.hidden=[128, 128, 128]"}));
   EXPECT_NE(hidden.describe().find("16-block cluster"), std::string::npos) << hidden.describe();
   // 784-784-784-784-10 at batch 128: the split kernel, auto's choice too.
-  if (gpu_runs_split_kernel(0)) {
+  if (gpu_runs_split_kernel(0, 784)) {
     Trainer wide(config_for("cuda", "auto", "auto", "split", {"train.epochs=1", "model.hidden=[784, 784, 784]"}));
     EXPECT_NE(wide.describe().find("train fastest on the fused engine's split kernel"), std::string::npos)
         << wide.describe();
@@ -338,8 +371,13 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
     Trainer shared(config_for("cuda", "auto", "auto", "split-shared", {"train.epochs=1", "model.hidden=[784, 784, 784]"}));
     EXPECT_EQ(shared.describe().find("fused engine"), std::string::npos) << shared.describe();
   }
-  // Too wide for one cluster (the default model): auto keeps the compiled step.
-  Trainer wide(config_for("cuda", "auto", "auto", "wide", {"train.epochs=1", "model.hidden=[256, 256]"}));
+  // The default model (784-256-256-10): the split kernel's 256-wide shape where the GPU runs it.
+  if (gpu_runs_split_kernel(0, 256)) {
+    Trainer narrow_split(config_for("cuda", "auto", "auto", "split-narrow", {"train.epochs=1", "model.hidden=[256, 256]"}));
+    EXPECT_NE(narrow_split.describe().find("32 blocks in clusters of 4"), std::string::npos) << narrow_split.describe();
+  }
+  // Too wide for one cluster and no shape of the split kernel: auto keeps the compiled step.
+  Trainer wide(config_for("cuda", "auto", "auto", "wide", {"train.epochs=1", "model.hidden=[512, 512]"}));
   EXPECT_EQ(wide.describe().find("fused engine"), std::string::npos) << wide.describe();
 }
 

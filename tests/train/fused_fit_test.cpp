@@ -78,7 +78,7 @@ TEST(FusedFit, TheClusterKernelTakesSmallBf16ModelsAndNamesWhyNotForTheRest) {
   EXPECT_THAT(fused_cluster_unsupported(odd, "bf16", 128).value_or(""), HasSubstr("785 input features"));
 }
 
-TEST(FusedFit, TheSplitKernelTakesItsOneShapeAndNamesWhyNotForTheRest) {
+TEST(FusedFit, TheSplitKernelTakesItsTwoShapesAndNamesWhyNotForTheRest) {
   const nn::MlpSpec wide = mlp({784, 784, 784});
   EXPECT_EQ(fused_split_unsupported(wide, "bf16", 128), std::nullopt);
   EXPECT_EQ(fused_split_unsupported(with_activation(wide, Activation::kTanh), "bf16", 128), std::nullopt);
@@ -97,6 +97,12 @@ TEST(FusedFit, TheSplitKernelTakesItsOneShapeAndNamesWhyNotForTheRest) {
   EXPECT_THAT(fused_split_unsupported(wide, "bf16", 256).value_or(""), HasSubstr("a batch of 256"));
   EXPECT_EQ(fused_split_unsupported(wide, "bf16", 32), std::nullopt);  // 128 rows, the rest masked
   EXPECT_EQ(fused_split_unsupported(with_activation(wide, Activation::kGELU), "bf16", 128), std::nullopt);
+  // 256-wide hidden layers (the default model among them), all of one width.
+  EXPECT_EQ(fused_split_unsupported(mlp({256, 256, 256}), "bf16", 128), std::nullopt);
+  EXPECT_EQ(fused_split_unsupported(mlp({256, 256}), "bf16", 128), std::nullopt);
+  EXPECT_EQ(fused_split_unsupported(mlp({256}), "bf16", 32), std::nullopt);
+  EXPECT_THAT(fused_split_unsupported(mlp({256, 784}), "bf16", 128).value_or(""), HasSubstr("784-256-784-10"));
+  EXPECT_THAT(fused_split_unsupported(mlp({512, 512}), "bf16", 128).value_or(""), HasSubstr("all of 784 or all of 256"));
 }
 
 TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
@@ -160,13 +166,13 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   EXPECT_EQ(with_clusters(with({}), mlp({128, 128, 128})).engine, Engine::kFused);
   EXPECT_EQ(with_clusters(with({}), mlp({64, 128})).engine, Engine::kFused);
   // Too wide, too deep for its shared memory, or an activation it does not take: the compiled step.
-  EXPECT_EQ(with_clusters(with({}), mlp({256})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({}), mlp({512})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({}), mlp({128, 128, 128, 128})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({}), with_activation(mlp({64, 64}), Activation::kGELU)).engine, Engine::kCompiled);
   // Whether the GPU runs the cluster kernel is asked only for the models auto would give it (the
   // answer loads the kernel's module: no start-up cost for the rest).
   bool asked = false;
-  resolve_engine(with({}), gpu, mlp({256, 256}), 1000, kH100L2, [&](FusedKernel) { return asked = true; });
+  resolve_engine(with({}), gpu, mlp({512, 512}), 1000, kH100L2, [&](FusedKernel) { return asked = true; });
   EXPECT_FALSE(asked);
   resolve_engine(with({}), gpu, mlp({}), 1000, kH100L2, [&](FusedKernel) { return asked = true; });
   EXPECT_TRUE(asked);
@@ -183,6 +189,13 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   EXPECT_EQ(with_clusters(with({"optim.type=\"adam\""}), mlp({784, 784, 784})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({"train.batch_size=32"}), mlp({784, 784, 784})).engine, Engine::kFused);
   EXPECT_EQ(with_clusters(with({"train.batch_size=256"}), mlp({784, 784, 784})).engine, Engine::kCompiled);
+  // So do 256-wide models (the default 784-256-256-10 among them), with SGD at a batch of at most 128.
+  EXPECT_EQ(with_clusters(with({}), mlp({256, 256})).engine, Engine::kFused);
+  EXPECT_THAT(with_clusters(with({}), mlp({256})).reason, HasSubstr("split kernel"));
+  EXPECT_EQ(with_clusters(with({}), mlp({256, 256, 256})).engine, Engine::kFused);
+  EXPECT_EQ(engine(with({}), mlp({256, 256})).engine, Engine::kCompiled);  // where the GPU does not run it
+  EXPECT_EQ(with_clusters(with({"optim.type=\"adam\""}), mlp({256, 256})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({}), mlp({256, 128})).engine, Engine::kCompiled);
   // Asked for, the fused engine runs whatever fits.
   EXPECT_EQ(engine(with({"device.engine=\"fused\""}), mlp({256})).engine, Engine::kFused);
   EXPECT_EQ(engine(with({"device.engine=\"eager\""}), mlp({256})).engine, Engine::kEager);

@@ -165,19 +165,24 @@ TEST(HostSync, AnEpochOfTheCompiledStepNeverWaitsForTheDeviceNorAllocates) {
 // The fused engine: an epoch is one cooperative launch of its kernel (after the permutation's
 // sort), no graph, no wait, no allocation; progress comes from host-mapped memory.
 // The grid kernel (one cooperative launch), the cluster and the split kernel (one launch with a
-// cluster shape each), each asked for.
+// cluster shape each; "split_narrow": its 256-wide shape), each asked for.
 class FusedKernels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   SN_REQUIRE_GPU();
-  const std::string kernel = GetParam();
-  if (kernel == "split" && !gpu_runs_split_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  const bool narrow = GetParam() == "split_narrow";
+  const std::string kernel = narrow ? "split" : GetParam();
+  if (kernel == "split" && !gpu_runs_split_kernel(0, narrow ? 256 : 784)) {
+    GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  }
   ::setenv("SPRINTNET_FUSED_KERNEL", kernel.c_str(), 1);
-  const std::string hidden = kernel == "cluster" ? "[128, 128]" : kernel == "split" ? "[784, 784, 784]" : "[256, 256]";
+  const std::string hidden = kernel == "cluster" ? "[128, 128]"
+                             : kernel == "split" ? (narrow ? "[256, 256]" : "[784, 784, 784]")
+                                                 : "[256, 256]";
   Trainer trainer(run_config("caching", "fused", hidden));
   ::unsetenv("SPRINTNET_FUSED_KERNEL");
   ASSERT_EQ(trainer.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << trainer.describe();
-  ASSERT_EQ(trainer.describe().find("clusters of 7") != std::string::npos, kernel == "split") << trainer.describe();
+  ASSERT_EQ(trainer.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << trainer.describe();
   TrainPlan* plan = trainer.plan();
   ASSERT_NE(plan, nullptr);
   const std::int64_t steps = trainer.steps_per_epoch();
@@ -206,7 +211,7 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   EXPECT_DOUBLE_EQ(seen->loss_sum, totals.loss_sum);
 }
 
-INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Values("grid", "cluster", "split"),
+INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Values("grid", "cluster", "split", "split_narrow"),
                          [](const auto& case_info) { return case_info.param; });
 
 }  // namespace

@@ -75,14 +75,16 @@ cuda::ClusterLayout fused_cluster_layout(const nn::MlpSpec& mlp) {
 
 std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                    std::int64_t batch) {
-  // ops/cuda/fused/split_epoch.h's shape (kept here as numbers: this file builds without CUDA).
-  constexpr std::int64_t kWidth = 784, kClasses = 10, kBatch = 128;
+  // ops/cuda/fused/split_epoch.h's shapes (kept here as numbers: this file builds without CUDA).
+  constexpr std::int64_t kInputs = 784, kClasses = 10, kBatch = 128;
   if (precision != "bf16") return fmt::format("device.precision = \"{}\" (the split kernel computes in bf16)", precision);
-  const bool shape = mlp.inputs == kWidth && mlp.outputs == kClasses && !mlp.hidden.empty() && mlp.hidden.size() <= 3 &&
-                     std::all_of(mlp.hidden.begin(), mlp.hidden.end(), [](std::int64_t w) { return w == kWidth; });
+  const std::int64_t width = mlp.hidden.empty() ? 0 : mlp.hidden.front();
+  const bool shape = mlp.inputs == kInputs && mlp.outputs == kClasses && !mlp.hidden.empty() && mlp.hidden.size() <= 3 &&
+                     (width == 784 || width == 256) &&
+                     std::all_of(mlp.hidden.begin(), mlp.hidden.end(), [&](std::int64_t w) { return w == width; });
   if (!shape) {
-    return fmt::format("a {}-{}-{} model (the split kernel is compiled for 784 inputs, 1 to 3 hidden layers of 784 "
-                       "and 10 classes)", mlp.inputs, fmt::join(mlp.hidden, "-"), mlp.outputs);
+    return fmt::format("a {}-{}-{} model (the split kernel is compiled for 784 inputs, 1 to 3 hidden layers all of 784 "
+                       "or all of 256, and 10 classes)", mlp.inputs, fmt::join(mlp.hidden, "-"), mlp.outputs);
   }
   // Smaller batches run as 128 rows with the rest masked: the same ~42 us a step.
   if (batch > kBatch) return fmt::format("a batch of {} (the split kernel takes at most {})", batch, kBatch);

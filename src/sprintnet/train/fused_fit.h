@@ -40,10 +40,10 @@ std::optional<std::string> fused_unsupported(const nn::MlpSpec& mlp, const std::
 // the rest.
 std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                      std::int64_t batch);
-// Why the split kernel (docs/FUSED.md v7: 98 blocks in clusters of 7, each rank's fp32 master tiles
-// in shared memory) cannot train this model, or nullopt when it can: the shapes it is compiled
-// for (784 inputs, 1 to 3 hidden layers of 784, 10 classes, ops/cuda/fused/split_epoch.h), bf16, a
-// batch of at most 128. Every optimizer, activation and loss, with or without biases and a partial
+// Why the split kernel (docs/FUSED.md v7: 98 blocks in clusters of 7, or 32 in clusters of 4, each
+// rank's fp32 master tiles in shared memory) cannot train this model, or nullopt when it can: the
+// shapes it is compiled for (784 inputs, 1 to 3 hidden layers all of 784 or all of 256, 10 classes,
+// ops/cuda/fused/split_epoch.h), bf16, a batch of at most 128. Every optimizer, activation and loss, with or without biases and a partial
 // last batch.
 std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                    std::int64_t batch);
@@ -54,9 +54,10 @@ std::int64_t gpu_on_chip_bytes(int index);
 // Whether CUDA device `index` runs the cluster kernel with `mlp`'s layout (compute capability 9.0+,
 // code for it in this build, a 16-block cluster with that much shared memory; false without CUDA).
 bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp);
-// Whether CUDA device `index` runs the split kernel (compute capability 9.0+, code for it in this
-// build, 14 co-resident clusters of 7 blocks; false without CUDA).
-bool gpu_runs_split_kernel(int index);
+// Whether CUDA device `index` runs the split kernel for hidden layers `width` wide (compute
+// capability 9.0+, code for it in this build, its clusters co-resident: 14 of 7 blocks for 784, 8
+// of 4 for 256; false without CUDA or for another width).
+bool gpu_runs_split_kernel(int index, std::int64_t width);
 // Whether this thread trains beside other runs on CUDA device `index` (a sweep's worker, with a
 // stream of its own: ops/cuda/stream_scope.h); false without CUDA. The split kernel takes 98 SMs,
 // so runs sharing a GPU would take turns with it: auto leaves them on the compiled step, which

@@ -85,6 +85,7 @@ class FusedTrainPlan final : public TrainPlan {
   // (choose_kernel); the grid kernel trains the rest and evaluates everything. `kernel_note_`
   // describes their launch (describe()).
   bool split_ = false;
+  int split_blocks_ = 0;  // the split kernel's shape (split_epoch.h)
   Tensor split_scratch_;  // the split kernel's activations and gradients (split_epoch_scratch_bytes())
   bool cluster_ = false;
   cuda::ClusterLayout cluster_layout_;
@@ -110,13 +111,17 @@ void FusedTrainPlan::choose_kernel() {
   if (asked.empty() || asked == "split") {
     std::optional<std::string> why_not = fused_split_unsupported(spec_.mlp, spec_.precision, batch_);
     if (!why_not) {
-      if (const char* gpu = cuda::split_epoch_unavailable(device_.index)) why_not = gpu;
+      if (const char* gpu = cuda::split_epoch_unavailable(device_.index, static_cast<int>(spec_.mlp.hidden.front()))) {
+        why_not = gpu;
+      }
     }
     if (!why_not) {
       split_ = true;
       split_scratch_ = zeros_bytes(cuda::split_epoch_scratch_bytes(), device_);
+      const cuda::SplitShape& shape = *cuda::split_shape(spec_.mlp.hidden.front());
+      split_blocks_ = shape.blocks;
       kernel_note_ = fmt::format("{} blocks in clusters of {}, each block's fp32 master tiles in shared memory",
-                                 cuda::kSplitBlocks, cuda::kSplitClusterSize);
+                                 shape.blocks, shape.cluster);
       return;
     }
     SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"split\": the split kernel cannot train this model: {}",
@@ -399,7 +404,7 @@ void FusedTrainPlan::print_profile() {
     ++steps;
   }
   const double per = 1e-3 / static_cast<double>(std::max<std::int64_t>(steps, 1));
-  const std::string kernel = split_     ? fmt::format("split kernel, {} blocks", cuda::kSplitBlocks)
+  const std::string kernel = split_     ? fmt::format("split kernel, {} blocks", split_blocks_)
                              : cluster_ ? fmt::format("cluster kernel, {} blocks", cuda::kClusterCtas)
                                         : fmt::format("grid kernel, {} blocks", blocks_);
   std::string line = fmt::format("fused profile ({}, {} steps): start+gather {:.2f} us; per step:", kernel, steps,
@@ -466,9 +471,9 @@ bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp) {
   return cuda::cluster_epoch_unavailable(index, fused_cluster_layout(mlp).bytes) == nullptr;
 }
 
-bool gpu_runs_split_kernel(int index) {
+bool gpu_runs_split_kernel(int index, std::int64_t width) {
   const cuda::DeviceGuard guard(index);
-  return cuda::split_epoch_unavailable(index) == nullptr;
+  return cuda::split_epoch_unavailable(index, static_cast<int>(width)) == nullptr;
 }
 
 bool gpu_shared_with_other_runs(int index) { return cuda::thread_stream_resources(index) != nullptr; }

@@ -88,7 +88,8 @@ EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSp
            "\"compiled\"", not_fused.value_or(""));
   if (engine == "fused") return {Engine::kFused, "device.engine = \"fused\""};
   // auto: the split or the cluster kernel wherever it runs, as each measured faster than the compiled
-  // step on every model it takes (docs/PERFORMANCE.md, H100: v6 1.02-2.3x, v7 1.46x); else the
+  // step on every model it takes (docs/PERFORMANCE.md, H100: v6 1.02-2.3x, v7 1.41x at 784 wide and
+  // 1.27-1.41x at 256 wide); else the
   // compiled step, which runs every model the fused engine runs; eager only where neither runs (a
   // batch over 65535 samples).
   if (engine == "auto" && !not_fused && fused_kernel_runs) {
@@ -96,8 +97,8 @@ EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSp
     // its update is issue- and register-bound), so auto gives the split kernel SGD only.
     if (config.optim.type == "sgd" && !fused_split_unsupported(mlp, precision, config.train.batch_size) &&
         fused_kernel_runs(FusedKernel::kSplit)) {
-      return {Engine::kFused, "auto: 784-wide models (1 to 3 hidden layers) at a batch of at most 128 train fastest on the "
-                              "fused engine's split kernel"};
+      return {Engine::kFused, "auto: models of 1 to 3 hidden layers all 784 or all 256 wide at a batch of at most 128 "
+                              "train fastest on the fused engine's split kernel"};
     }
     if (!fused_cluster_unsupported(mlp, precision, config.train.batch_size) &&
         fused_kernel_runs(FusedKernel::kCluster)) {
@@ -176,8 +177,9 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
                            device_.is_cuda() ? gpu_on_chip_bytes(device_.index) : 0,
                            [&](FusedKernel kernel) {
                              if (!device_.is_cuda() || rank_.distributed()) return false;
-                             if (kernel == FusedKernel::kSplit) {  // 98 SMs: for a run alone on its GPU
-                               return !gpu_shared_with_other_runs(device_.index) && gpu_runs_split_kernel(device_.index);
+                             if (kernel == FusedKernel::kSplit) {  // 98 or 32 SMs: for a run alone on its GPU
+                               return !gpu_shared_with_other_runs(device_.index) &&
+                                      gpu_runs_split_kernel(device_.index, spec_.hidden.empty() ? 0 : spec_.hidden.front());
                              }
                              return gpu_runs_cluster_kernel(device_.index, spec_);
                            });

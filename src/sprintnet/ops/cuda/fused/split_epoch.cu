@@ -1,17 +1,23 @@
-// The fused engine's split kernel (split_epoch.h; docs/FUSED.md, v7). 98 blocks
-// in 14 clusters of 7, one block an SM. Block r = 7c + k owns neurons 8r..8r+7 of
-// every hidden layer (its biases, the output layer's columns 8r..8r+7, its pixel
-// columns of each batch); rank k of cluster c takes range 112k..112k+111 of the k
-// (or o) dimension of every product against the cluster's 56 neurons:
-//   forward l   partial X_l[:, cluster's 56] over the rank's inputs: X_{l-1}'s 128 x 112 slice and
-//               W_l's 56 x 112 tile (the bf16 copy); each block's own 8 columns' 7 partials are
-//               added by their owner in rank order, then bias and activation
+// The fused engine's split kernel (split_epoch.h; docs/FUSED.md, v7). Hidden layers of
+// 784: 98 blocks in 14 clusters of 7; of 256: 32 blocks in 8 clusters of 4 (Shape,
+// below); one block an SM. Block r = C c + k (C ranks a cluster) owns neurons
+// 8r..8r+7 of every hidden layer (its biases, the output layer's columns 8r..8r+7,
+// its groups of 8 pixel columns of each batch); rank k of cluster c takes range
+// k of the k (or o) dimension of every product against the cluster's 8C neurons
+// (784: 112 wide against 56; 256: 64 against 32):
+//   forward l   partial X_l[:, cluster's span] over the rank's inputs: X_{l-1}'s 128-row slice and
+//               W_l's tile of the span's rows (the bf16 copy); each block's own 8 columns' C
+//               partials are added by their owner in rank order, then bias and activation
 //   output      partial logits over the rank's range, summed by every block (each computes the
 //               whole loss and dlogits, the last hidden layer's gradient D[:, own] and the
 //               output layer's weight gradient of its columns own)
-//   backward l  partial D_{l-1}[:, cluster's 56] = D_l[:, range] · W_l[range, 56] from the fp32
-//               master tile, and dW_l[range, 56] = D_l[:, range]ᵀ · X_{l-1}[:, 56] applied at once
+//   backward l  partial D_{l-1}[:, cluster's span] = D_l[:, range] · W_l[range, span] from the fp32
+//               master tile, and dW_l[range, span] = D_l[:, range]ᵀ · X_{l-1}[:, span] applied at once
 //               to that tile (its optimizer state in fragment order for the epoch, a float4 a lane)
+// Where the width is not 784 (256) the first layer's 784 inputs do not split like its neurons: its
+// forward gives rank k tiles 49k/C .. 49(k+1)/C of the 49 16-wide k tiles (12 or 13), and its
+// weight gradient gives cluster c the groups 98c/n .. 98(c+1)/n of the 98 groups of 8 inputs
+// (n clusters; 12 or 13 groups), each a template case of its stage (kFirst).
 // With one to three hidden layers (kDepth). Partial sums travel as bulk copies (cp.async.bulk over
 // DSMEM) onto each receiver's mbarrier; activations through L2, a grid barrier ending each stage
 // (2 kDepth + 1 a step: 7 for 784-784-784-784-10). Every sum has a fixed
@@ -23,6 +29,7 @@
 
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "sprintnet/ops/cuda/activation_math.cuh"
 #include "sprintnet/ops/cuda/flat_update.cuh"
@@ -37,57 +44,101 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kBatch = kSplitMaxBatch, kWidth = kSplitWidth, kIn = kSplitInputs, kClasses = kSplitClasses;
+constexpr int kBatch = kSplitMaxBatch, kIn = kSplitInputs, kClasses = kSplitClasses;
 constexpr int kMaxHidden = kSplitMaxHidden;  // buffers and shared memory are sized for it
 constexpr int kOwn = 8;                                   // neurons (and pixel columns) a block owns
-constexpr int kBlocks = kWidth / kOwn;                    // 98
-constexpr int kCluster = kSplitClusterSize;               // 7
-constexpr int kSpan = kCluster * kOwn;                    // 56 neurons a cluster
-constexpr int kRange = kWidth / kCluster;                 // 112: a rank's share of k (or o)
-constexpr int kRangeTiles = kRange / 16;                  // 7
-constexpr int kSpanTiles = kSpan / 8;                     // 7 n-tiles
-constexpr int kGradTiles = kRangeTiles * kSpanTiles;      // 49 weight-gradient tiles of 16 x 8
+constexpr int kInTiles = kIn / 16, kInGroups = kIn / 8;   // the first layer's 49 k tiles, 98 groups of 8
 constexpr int kWarps = 8, kThreads = 32 * kWarps;         // a warp a 16-row m-tile
 constexpr int kTileBytes = kBatch * 32;                   // 128 rows x 16 bf16
-constexpr int kTileStride = kRange + 8;                   // the master tile's floats a row, W's bf16
 constexpr int kXtStride = kBatch + 8;                     // bf16: own columns, transposed
-static_assert(kBlocks == kSplitBlocks && kIn == kWidth, "the inputs split like the neurons: 8 a block");
-static_assert(kRange % 16 == 0 && kCluster * kRange == kWidth && kBlocks % kCluster == 0, "7 ranks of whole tiles");
 static_assert(kThreads == 2 * kBatch && kBatch == 16 * kWarps, "two threads a row, a warp an m-tile");
 static_assert(kClasses == 10, "the output stage's pieces carry classes 0-7 from every lane and 8-9 from t = 0");
+static_assert(kIn % 16 == 0, "the first layer's k in whole tiles");
 
-// Shared memory, a block: [offset, bytes) of each region (16-byte aligned: cp.async and bulk copies).
-constexpr int kSliceOff = 0, kSliceBytes = kRangeTiles * kTileBytes;               // X or D[:, range]
-constexpr int kWtOff = kSliceOff + kSliceBytes, kWtBytes = kSpan * kTileStride * 2;  // W[56 (or 16), range]
-constexpr int kXcOff = kWtOff + kWtBytes, kXcBytes = kBatch * kSpan * 2;           // X_{l-1}[:, cluster's 56]
-constexpr int kRecvOff = kXcOff + kXcBytes, kRecvBytes = kCluster * kBatch * kOwn * 4;  // [source][128][8]
-constexpr int kPartOff = kRecvOff + kRecvBytes, kPartBytes = kCluster * kBatch * kOwn * 4;  // [owner][128][8]
-constexpr int kMasterOff = kPartOff + kPartBytes, kMasterBytes = kMaxHidden * kSpan * kTileStride * 4;
-constexpr int kXtOff = kMasterOff + kMasterBytes, kXtBytes = (kMaxHidden + 1) * kOwn * kXtStride * 2;
-constexpr int kPreOff = kXtOff + kXtBytes, kPreBytes = kMaxHidden * kOwn * kXtStride * 2;
-constexpr int kLogitOff = kPreOff + kPreBytes, kLogitBytes = kBatch * 16 * 4;
-constexpr int kDlOff = kLogitOff + kLogitBytes, kDlBytes = kBatch * kClasses * 4;
-constexpr int kDtOff = kDlOff + kDlBytes, kDtBytes = kOwn * kBatch * 4;
-constexpr int kSmallOff = kDtOff + kDtBytes, kSmallFloats = 464 + kBatch + 116;
-constexpr int kBarOff = kSmallOff + kSmallFloats * 4;
-constexpr int kSmemBytes = kBarOff + 8;
-static_assert(kSmemBytes <= 227 * 1024, "one block an SM");
-static_assert(kBatch * kClasses * 4 <= kPartBytes, "the partial logits fit the partials' buffer");
-static_assert(kCluster * kBatch * kClasses * 4 <= kXcBytes + kRecvBytes && kRecvOff == kXcOff + kXcBytes,
-              "the 7 ranks' partial logits land over XC and the receive buffer");
-static_assert(16 * kTileStride * 2 <= kWtBytes, "W_4's 16 padded rows fit W's tile");
-static_assert(kWtOff % 16 == 0 && kXcOff % 16 == 0 && kRecvOff % 16 == 0 && kPartOff % 16 == 0 &&
-                  kSmallOff % 16 == 0,
-              "16-byte aligned copies");
+constexpr int max_of(int a, int b) { return a > b ? a : b; }
+// A row stride of bf16 elements that ldmatrix reads without bank conflicts: an odd number of 16 bytes.
+constexpr int odd_stride(int elements) { return (elements / 8) % 2 == 1 ? elements : elements + 8; }
 
-// Global scratch: X_0 (even steps), X_0 (odd steps), X_1..X_3, D_1..D_3, b_4 as every block reads
+// A shape the kernel is compiled for (split_epoch.h's kSplitShapes): hidden layers kWidth_ wide,
+// clusters of kCluster_ ranks, and where everything lives in a block's shared memory.
+template <int kWidth_, int kCluster_>
+struct Shape {
+  static constexpr int kWidth = kWidth_, kCluster = kCluster_;
+  static constexpr int kBlocks = kWidth / kOwn;                    // 98, 32
+  static constexpr int kClusters = kBlocks / kCluster;             // 14, 8
+  static constexpr int kSpan = kCluster * kOwn;                    // 56, 32 neurons a cluster
+  static constexpr int kRange = kWidth / kCluster;                 // 112, 64: a rank's share of k (or o)
+  static constexpr int kRangeTiles = kRange / 16;                  // 7, 4
+  static constexpr int kSpanTiles = kSpan / 8;                     // 7, 4 n-tiles
+  static constexpr int kGradTiles = kRangeTiles * kSpanTiles;      // 49, 16 weight-gradient tiles of 16 x 8
+  // The first layer, where its 784 inputs do not split like the neurons (kFirst's stages): the most
+  // k tiles a rank takes, input groups a cluster takes, and input groups a block gathers.
+  static constexpr bool kSplitInput = kIn != kWidth;
+  static constexpr int kInRangeTiles = kSplitInput ? (kInTiles + kCluster - 1) / kCluster : kRangeTiles;  // 7, 13
+  static constexpr int kInSpanTiles = kSplitInput ? (kInGroups + kClusters - 1) / kClusters : kSpanTiles;  // 7, 13
+  static constexpr int kOwnGroups = (kInGroups + kBlocks - 1) / kBlocks;                                  // 1, 4
+  static constexpr int kMaxGradTiles = kRangeTiles * kInSpanTiles;                                        // 49, 52
+  static constexpr int kTileStride = kRange + 8;                   // the master tile's floats a row, W's bf16
+  static constexpr int kInWtStride = 16 * kInRangeTiles + 8;       // W_1's bf16 a row (kFirst)
+  static constexpr int kXcStride = odd_stride(kSpan);              // X_{l-1}[:, span]'s bf16 a row
+  static constexpr int kInXcStride = odd_stride(8 * kInSpanTiles);  // ... of X_0 (kFirst)
+  static constexpr int kMasterRows1 = 8 * kInSpanTiles;            // the first layer's master tile: inputs
+  static_assert(kBlocks * kOwn == kWidth && kBlocks % kCluster == 0 && kCluster * kRange == kWidth,
+                "whole clusters of whole ranges");
+  static_assert(kRange % 16 == 0, "ranges of whole tiles");
+  static_assert(kSplitInput || (kInRangeTiles == kRangeTiles && kOwnGroups == 1), "784 splits like the neurons");
+  static_assert(kMaxGradTiles >= kGradTiles, "the fragments' stride");
+
+  // Shared memory, a block: [offset, bytes) of each region (16-byte aligned: cp.async and bulk copies).
+  static constexpr int kSliceOff = 0, kSliceBytes = max_of(kRangeTiles, kInRangeTiles) * kTileBytes;  // X or D[:, range]
+  static constexpr int kWtOff = kSliceOff + kSliceBytes;
+  static constexpr int kWtBytes = max_of(kSpan * kTileStride, kSplitInput ? kSpan * kInWtStride : 0) * 2;  // W[span, range]
+  static constexpr int kXcOff = kWtOff + kWtBytes;
+  static constexpr int kXcBytes = kBatch * max_of(kXcStride, kSplitInput ? kInXcStride : 0) * 2;  // X_{l-1}[:, span]
+  static constexpr int kRecvOff = kXcOff + kXcBytes, kRecvBytes = kCluster * kBatch * kOwn * 4;  // [source][128][8]
+  static constexpr int kPartOff = kRecvOff + kRecvBytes, kPartBytes = kCluster * kBatch * kOwn * 4;  // [owner][128][8]
+  static constexpr int kMasterOff = kPartOff + kPartBytes;
+  static constexpr int kMasterBytes = (kMasterRows1 + (kMaxHidden - 1) * kSpan) * kTileStride * 4;
+  static constexpr int kXtOff = kMasterOff + kMasterBytes, kXtBytes = (kMaxHidden + 1) * kOwn * kXtStride * 2;
+  static constexpr int kPreOff = kXtOff + kXtBytes, kPreBytes = kMaxHidden * kOwn * kXtStride * 2;
+  static constexpr int kLogitOff = kPreOff + kPreBytes, kLogitBytes = kBatch * 16 * 4;
+  static constexpr int kDlOff = kLogitOff + kLogitBytes, kDlBytes = kBatch * kClasses * 4;
+  static constexpr int kDtOff = kDlOff + kDlBytes, kDtBytes = kOwn * kBatch * 4;
+  static constexpr int kSmallOff = kDtOff + kDtBytes, kSmallFloats = 464 + kBatch + 116;
+  static constexpr int kBarOff = kSmallOff + kSmallFloats * 4;
+  static constexpr int kSmemBytes = kBarOff + 8;
+  static_assert(kSmemBytes <= 227 * 1024, "one block an SM");
+  static_assert(kBatch * kClasses * 4 <= kPartBytes, "the partial logits fit the partials' buffer");
+  static_assert(kCluster * kBatch * kClasses * 4 <= kXcBytes + kRecvBytes && kRecvOff == kXcOff + kXcBytes,
+                "the ranks' partial logits land over XC and the receive buffer");
+  static_assert(16 * kTileStride * 2 <= kWtBytes, "W_4's 16 padded rows fit W's tile");
+  static_assert(kWtOff % 16 == 0 && kXcOff % 16 == 0 && kRecvOff % 16 == 0 && kPartOff % 16 == 0 &&
+                    kSmallOff % 16 == 0,
+                "16-byte aligned copies");
+
+  // The first layer's k tiles of rank k (forward) and input groups of cluster c (weight gradient).
+  __device__ static int in_tile0(int rank) { return kInTiles * rank / kCluster; }
+  __device__ static int in_group0(int cluster) { return kInGroups * cluster / kClusters; }
+};
+using Wide = Shape<784, 7>;
+using Narrow = Shape<256, 4>;
+
+// Global scratch: X_0 (even steps), X_0 (odd steps), X_1..X_3, D_1..D_3 (bf16 [128][784] each, rows
+// kIn or kWidth apart), b_4 as every block reads
 // it, then the hidden layers' optimizer state (momentum; Adam: both moments) in the order the weight-gradient fragments hold it
 // ([layer][block][tile][lane], a float4 a lane: one 512-byte load and store a warp a tile; the flat
 // layout's two float2 from 16 rows measured ~1.4 us a backward stage slower, docs/FUSED.md).
-constexpr std::int64_t kActivationBytes = std::int64_t{kBatch} * kWidth * 2;
+constexpr std::int64_t kActivationBytes = std::int64_t{kBatch} * max_of(kIn, Wide::kWidth) * 2;
 constexpr int kScratchActivations = 2 + 2 * kMaxHidden;
 constexpr std::int64_t kLiveBiasBytes = 64;
-constexpr std::int64_t kMomentumBytes = std::int64_t{kMaxHidden} * kBlocks * kGradTiles * 32 * 16;
+template <class S>
+constexpr std::int64_t kMomentumBytesOf = std::int64_t{kMaxHidden} * S::kBlocks * S::kMaxGradTiles * 32 * 16;
+constexpr std::int64_t kMomentumBytes =
+    kMomentumBytesOf<Wide> > kMomentumBytesOf<Narrow> ? kMomentumBytesOf<Wide> : kMomentumBytesOf<Narrow>;
+static_assert(Wide::kWidth == kSplitShapes[0].width && Wide::kBlocks == kSplitShapes[0].blocks &&
+                  Wide::kCluster == kSplitShapes[0].cluster && Narrow::kWidth == kSplitShapes[1].width &&
+                  Narrow::kBlocks == kSplitShapes[1].blocks && Narrow::kCluster == kSplitShapes[1].cluster,
+              "split_epoch.h's shapes");
 
 struct SplitParams {
   const std::uint8_t* images;
@@ -174,13 +225,14 @@ __device__ __forceinline__ float batch_sum(F&& f) {
   return warp_sum((f(lane) + f(lane + 32)) + (f(lane + 64) + f(lane + 96)));
 }
 
+template <class S>
 struct Smem {
-  std::uint8_t* slice;  // 7 swizzled 128 x 16 tiles: the rank's columns of X_{l-1} or D_l
-  bf16* wt;             // [56 or 16][kTileStride]: W_l[cluster's 56, range] (forward), W_4[:, range]
-  bf16* xc;             // [128][56]: X_{l-1}[:, cluster's 56] (backward)
+  std::uint8_t* slice;  // swizzled 128 x 16 tiles: the rank's columns of X_{l-1} or D_l
+  bf16* wt;             // [span or 16][stride]: W_l[cluster's span, range] (forward), W_4[:, range]
+  bf16* xc;             // [128][stride]: X_{l-1}[:, cluster's span] (backward)
   float* recv;          // [source rank][128][8]: the partial sums of this block's own 8 columns
   float* part;          // [owner rank][128][8]: this block's partial sums, sent; or [128][10] logits
-  float* master;        // [layer 1..3][56][kTileStride]: W_l[range, cluster's 56] transposed, fp32
+  float* master;        // [layer 1..3][span][kTileStride]: W_l[range, cluster's span] transposed, fp32
   bf16* xt;             // [layer 0..3][8][kXtStride]: X_l[:, own] transposed
   bf16* pre;            // [layer 1..3][8][kXtStride]: the pre-activation of X_l[:, own] (GELU, SiLU)
   float* logit;         // [128][16]: the summed logits
@@ -195,18 +247,18 @@ struct Smem {
   float *w4_var, *b_var, *b4_var;  // Adam's second moment of W_4[:, own], b_1..b_3[own], b_4
   std::uint64_t* bar;            // completes when the 7 ranks' copies of a stage have landed
   __device__ explicit Smem(std::uint8_t* s) {
-    slice = s + kSliceOff;
-    wt = reinterpret_cast<bf16*>(s + kWtOff);
-    xc = reinterpret_cast<bf16*>(s + kXcOff);
-    recv = reinterpret_cast<float*>(s + kRecvOff);
-    part = reinterpret_cast<float*>(s + kPartOff);
-    master = reinterpret_cast<float*>(s + kMasterOff);
-    xt = reinterpret_cast<bf16*>(s + kXtOff);
-    pre = reinterpret_cast<bf16*>(s + kPreOff);
-    logit = reinterpret_cast<float*>(s + kLogitOff);
-    dl = reinterpret_cast<float*>(s + kDlOff);
-    dt = reinterpret_cast<float*>(s + kDtOff);
-    float* f = reinterpret_cast<float*>(s + kSmallOff);
+    slice = s + S::kSliceOff;
+    wt = reinterpret_cast<bf16*>(s + S::kWtOff);
+    xc = reinterpret_cast<bf16*>(s + S::kXcOff);
+    recv = reinterpret_cast<float*>(s + S::kRecvOff);
+    part = reinterpret_cast<float*>(s + S::kPartOff);
+    master = reinterpret_cast<float*>(s + S::kMasterOff);
+    xt = reinterpret_cast<bf16*>(s + S::kXtOff);
+    pre = reinterpret_cast<bf16*>(s + S::kPreOff);
+    logit = reinterpret_cast<float*>(s + S::kLogitOff);
+    dl = reinterpret_cast<float*>(s + S::kDlOff);
+    dt = reinterpret_cast<float*>(s + S::kDtOff);
+    float* f = reinterpret_cast<float*>(s + S::kSmallOff);
     w4 = f; w4_mom = f + 80; w4_grad = f + 160;
     b_master = f + 240; b_mom = f + 264;
     b4 = f + 288; b4_mom = f + 298; b4_grad = f + 308;
@@ -214,30 +266,42 @@ struct Smem {
     b4_live = f + 448;  // 16-byte aligned: a cp.async destination
     row_hit = reinterpret_cast<int*>(f + 464);
     w4_var = f + 592; b_var = f + 672; b4_var = f + 696;
-    bar = reinterpret_cast<std::uint64_t*>(s + kBarOff);
+    bar = reinterpret_cast<std::uint64_t*>(s + S::kBarOff);
   }
-  __device__ float* master_of(int l) const { return master + (l - 1) * kSpan * kTileStride; }
+  // The first layer's tile is kMasterRows1 rows (kSpan where the inputs split like the neurons).
+  __device__ float* master_of(int l) const {
+    if constexpr (!S::kSplitInput) {
+      return master + (l - 1) * S::kSpan * S::kTileStride;
+    } else {
+      return l == 1 ? master : master + (S::kMasterRows1 + (l - 2) * S::kSpan) * S::kTileStride;
+    }
+  }
   __device__ bf16* xt_of(int l) const { return xt + l * kOwn * kXtStride; }
   __device__ bf16* pre_of(int l) const { return pre + (l - 1) * kOwn * kXtStride; }
 };
 
-// The batch's own 8 pixel columns of row threadIdx.x, fetched a stage before they are stored.
+// The batch's own groups of 8 pixel columns of row threadIdx.x (groups r, r + blocks, ...),
+// fetched a stage before they are stored.
+template <int kGroups>
 struct OwnRow {
-  uint2 bytes = make_uint2(0, 0);
+  uint2 bytes[kGroups] = {};
   int label = 0;
   bool valid = false;
 };
 
-__device__ constexpr int in_of(int l) { return l == 1 ? kIn : kWidth; }
-
-// kDepth: the model's hidden layers of 784 (1 to kMaxHidden); the stages loop over them.
-template <ActivationKind kAct, Update kUpdate, int kDepth>
+// S: the shape; kDepth: the model's hidden layers (1 to kMaxHidden); the stages loop over them.
+template <class S, ActivationKind kAct, Update kUpdate, int kDepth>
 struct Epoch {
-  static constexpr int kGradTilesPerWarp = (kGradTiles + kWarps - 1) / kWarps;
+  static constexpr int kWidth = S::kWidth, kCluster = S::kCluster, kBlocks = S::kBlocks, kSpan = S::kSpan;
+  static constexpr int kRange = S::kRange, kRangeTiles = S::kRangeTiles, kSpanTiles = S::kSpanTiles;
+  static constexpr int kTileStride = S::kTileStride, kXcStride = S::kXcStride;
+  static constexpr int kMaxGradTiles = S::kMaxGradTiles;
+  using Own = OwnRow<S::kOwnGroups>;
+  __device__ static constexpr int in_of(int l) { return l == 1 ? kIn : kWidth; }
   // GELU's and SiLU's slopes need the pre-activation; the others' follow from the output.
   static constexpr bool kKeepsPre = kAct == ActivationKind::kGELU || kAct == ActivationKind::kSiLU;
   const SplitParams& p;
-  const Smem s;
+  const Smem<S> s;
   const int r, c, k, warp, lane, g, t;
   std::int64_t first_step = 0, first_update = 0;  // the state at the epoch's start
   int rows = 0;                                    // of the step running
@@ -281,46 +345,71 @@ struct Epoch {
   __device__ bf16* input_of(int step) const { return (step & 1) != 0 ? p.x0_odd : p.x[0]; }
   __device__ const bf16* below_of(int l, int step) const { return l == 1 ? input_of(step) : p.x[l - 1]; }
 
-  // ---- the batch: a block gathers its own 8 pixel columns of every row.
-  __device__ OwnRow fetch_own(int step) const {
+  // ---- the batch: a block gathers its own groups of 8 pixel columns of every row.
+  __device__ Own fetch_own(int step) const {
     const int b = static_cast<int>(threadIdx.x);
-    OwnRow row;
+    Own row;
     if (b >= kBatch || step >= p.steps || b >= rows_of(step)) return row;
     const int sample = __ldg(p.order + static_cast<std::int64_t>(step) * p.batch + b);
-    row.bytes = __ldg(reinterpret_cast<const uint2*>(p.images + static_cast<std::int64_t>(sample) * kIn + r * kOwn));
+#pragma unroll
+    for (int j = 0; j < S::kOwnGroups; ++j) {
+      const int group = r + j * kBlocks;
+      if (j == 0 || group < kInGroups) {  // every block has a first group (kBlocks <= kInGroups)
+        row.bytes[j] = __ldg(reinterpret_cast<const uint2*>(p.images + static_cast<std::int64_t>(sample) * kIn + group * kOwn));
+      }
+    }
     row.label = __ldg(p.labels + sample);
     row.valid = true;
     return row;
   }
-  // Normalised into X_0 and the block's transposed copy; rows past the batch are zeros.
-  __device__ void store_own(const OwnRow& own, int step) const {
+  // Normalised into X_0 (rows kIn apart; 784 wide: and the block's transposed copy); rows past the
+  // batch are zeros.
+  __device__ void store_own(const Own& own, int step) const {
     const int b = static_cast<int>(threadIdx.x);
     if (b >= kBatch) return;
-    const auto* u = reinterpret_cast<const std::uint8_t*>(&own.bytes);
-    bf16 v[kOwn];
 #pragma unroll
-    for (int n = 0; n < kOwn; ++n) {
-      v[n] = __float2bfloat16_rn(own.valid ? static_cast<float>(u[n]) * p.scale + p.shift : 0.0f);
-      s.xt_of(0)[n * kXtStride + b] = v[n];
+    for (int j = 0; j < S::kOwnGroups; ++j) {
+      const int group = r + j * kBlocks;
+      if (j > 0 && group >= kInGroups) break;
+      const auto* u = reinterpret_cast<const std::uint8_t*>(&own.bytes[j]);
+      bf16 v[kOwn];
+#pragma unroll
+      for (int n = 0; n < kOwn; ++n) {
+        v[n] = __float2bfloat16_rn(own.valid ? static_cast<float>(u[n]) * p.scale + p.shift : 0.0f);
+        if constexpr (!S::kSplitInput) s.xt_of(0)[n * kXtStride + b] = v[n];
+      }
+      *reinterpret_cast<uint4*>(input_of(step) + b * kIn + group * kOwn) = *reinterpret_cast<const uint4*>(v);
     }
-    *reinterpret_cast<uint4*>(input_of(step) + b * kWidth + r * kOwn) = *reinterpret_cast<const uint4*>(v);
   }
 
   // ---- loads into shared memory (cp.async, one commit group a stage).
-  // src[:, 112k .. 112k+111] into the slice's 7 tiles: a thread's 7 copies share its row and half.
-  __device__ void load_slice(const bf16* src) const {
+  // src[:, col0 .. col0 + 16 tiles) (rows `stride` apart) into the slice's first `tiles` tiles (at most
+  // kTiles): a thread's copies share its row and half.
+  template <int kTiles>
+  __device__ void load_slice(const bf16* src, int stride, int col0, int tiles) const {
     const int row = static_cast<int>(threadIdx.x) >> 1, half = static_cast<int>(threadIdx.x) & 1;
 #pragma unroll
-    for (int tile = 0; tile < kRangeTiles; ++tile) {
-      cp16(s.slice + tile * kTileBytes + slot_offset(row, half), src + row * kWidth + k * kRange + tile * 16 + half * 8);
+    for (int tile = 0; tile < kTiles; ++tile) {
+      if (tile >= tiles) break;
+      cp16(s.slice + tile * kTileBytes + slot_offset(row, half), src + row * stride + col0 + tile * 16 + half * 8);
     }
   }
-  // Rows row0 .. row0 + count - 1 of layer l's bf16 weights, the rank's range of columns, into wt.
-  __device__ void load_weight_tile(int l, int row0, int count) const {
-    for (int q = static_cast<int>(threadIdx.x); q < count * (kRange / 8); q += kThreads) {
-      const int n = q / (kRange / 8), j = q % (kRange / 8);
-      cp16(s.wt + n * kTileStride + j * 8, p.w[l] + static_cast<std::int64_t>(row0 + n) * p.ld[l] + k * kRange + j * 8);
+  // The rank's hidden range: src[:, kRange k ..] of a [128][kWidth] activation or gradient.
+  __device__ void load_slice(const bf16* src) const { load_slice<kRangeTiles>(src, kWidth, k * kRange, kRangeTiles); }
+  // Rows row0 .. row0 + count - 1 of layer l's bf16 weights, columns col0 .. col0 + cols (at most
+  // kCols, a multiple of 8), into wt with rows `stride` apart.
+  template <int kCols>
+  __device__ void load_weight_tile(int l, int row0, int count, int col0, int cols, int stride) const {
+    for (int q = static_cast<int>(threadIdx.x); q < count * (kCols / 8); q += kThreads) {
+      const int n = q / (kCols / 8), j = q % (kCols / 8);
+      if (j * 8 < cols) {
+        cp16(s.wt + n * stride + j * 8, p.w[l] + static_cast<std::int64_t>(row0 + n) * p.ld[l] + col0 + j * 8);
+      }
     }
+  }
+  // ... the rank's hidden range of columns.
+  __device__ void load_weight_tile(int l, int row0, int count) const {
+    load_weight_tile<kRange>(l, row0, count, k * kRange, kRange, kTileStride);
   }
 
   // ---- the exchange (v7g): a block's pieces go to the 7 ranks by one bulk copy each, completing
@@ -374,14 +463,16 @@ struct Epoch {
     return sum;
   }
 
-  // part[owner][rows][8] = this warp's 16 rows of the slice · B(n-tile nt) for the 7 n-tiles (n-tile
-  // nt belongs to rank nt), over the slice's 7 k-steps; b_of(ks, nt, b) loads B's fragment.
-  template <class BFragment>
-  __device__ void slice_product(BFragment&& b_of) const {
+  // part[owner][rows][8] = this warp's 16 rows of the slice · B(n-tile nt) for the span's n-tiles
+  // (n-tile nt belongs to rank nt), over the slice's first `tiles` k-steps (at most kTiles);
+  // b_of(ks, nt, b) loads B's fragment.
+  template <int kTiles, class BFragment>
+  __device__ void slice_product(int tiles, BFragment&& b_of) const {
     const int m0 = warp * 16;
     float acc[kSpanTiles][4] = {};
 #pragma unroll
-    for (int ks = 0; ks < kRangeTiles; ++ks) {
+    for (int ks = 0; ks < kTiles; ++ks) {
+      if (ks >= tiles) break;
       std::uint32_t a[4];
       tile_a(a, s.slice + ks * kTileBytes, m0);
 #pragma unroll
@@ -463,20 +554,37 @@ struct Epoch {
   }
 
   // ---- the stages.
-  __device__ void forward(int l, int step) {
-    load_weight_tile(l, c * kSpan, kSpan);
-    load_slice(below_of(l, step));
+  // kFirst: the first layer where its 784 inputs do not split like the neurons (S::kSplitInput).
+  template <bool kFirst>
+  __device__ void forward_layer(int l, int step) {
+    constexpr int kTiles = kFirst ? S::kInRangeTiles : kRangeTiles;
+    constexpr int kWtStride = kFirst ? S::kInWtStride : kTileStride;
+    if constexpr (kFirst) {
+      const int tile0 = S::in_tile0(k), tiles = S::in_tile0(k + 1) - tile0;
+      load_weight_tile<16 * kTiles>(l, c * kSpan, kSpan, 16 * tile0, 16 * tiles, kWtStride);
+      load_slice<kTiles>(input_of(step), kIn, 16 * tile0, tiles);
+    } else {
+      load_weight_tile(l, c * kSpan, kSpan);
+      load_slice(below_of(l, step));
+    }
     commit();
     wait_all();
     __syncthreads();
-    slice_product([&](int ks, int nt, std::uint32_t(&b)[2]) {
-      ptx::ldmatrix_x2(b, shared_address(s.wt + (nt * 8 + (lane & 7)) * kTileStride + ks * 16 + ((lane >> 3) & 1) * 8));
+    const int tiles = kFirst ? S::in_tile0(k + 1) - S::in_tile0(k) : kRangeTiles;
+    slice_product<kTiles>(tiles, [&](int ks, int nt, std::uint32_t(&b)[2]) {
+      ptx::ldmatrix_x2(b, shared_address(s.wt + (nt * 8 + (lane & 7)) * kWtStride + ks * 16 + ((lane >> 3) & 1) * 8));
     });
     constexpr int kPiece = kBatch * kOwn * 4;
     send_pieces(s.part, kPiece, s.recv, kPiece);
     receive_pieces(kPiece);
     const float4 v = sum_ranks();
     finish_own<true>(l, {v.x, v.y, v.z, v.w});
+  }
+  __device__ void forward(int l, int step) {
+    if constexpr (S::kSplitInput) {
+      if (l == 1) return forward_layer<true>(l, step);
+    }
+    forward_layer<false>(l, step);
   }
 
   // The output layer: partial logits over the rank's range, every block adds the 7 (rank order)
@@ -646,14 +754,33 @@ struct Epoch {
     }
   }
 
-  // Layer l's backward: the input gradient D_{l-1}[:, cluster's 56] (l > 1) from the old weights,
-  // and dW_l[range, cluster's 56] applied at once to the master tile.
-  __device__ void backward(int l, int step) {
+  // The span of layer l's inputs cluster c takes in the weight gradient: its first input and n-tiles.
+  template <bool kFirst>
+  __device__ int span_first() const {
+    if constexpr (kFirst) return kOwn * S::in_group0(c);
+    return c * kSpan;
+  }
+  template <bool kFirst>
+  __device__ int span_tiles() const {
+    if constexpr (kFirst) return S::in_group0(c + 1) - S::in_group0(c);
+    return kSpanTiles;
+  }
+
+  // Layer l's backward: the input gradient D_{l-1}[:, cluster's span] (l > 1) from the old weights,
+  // and dW_l[range, cluster's span] applied at once to the master tile. kFirst: the first layer where
+  // its inputs do not split like the neurons (span_first / span_tiles).
+  template <bool kFirst>
+  __device__ void backward_layer(int l, int step) {
+    constexpr int kNTiles = kFirst ? S::kInSpanTiles : kSpanTiles;  // the most n-tiles of the span
+    constexpr int kXc = kFirst ? S::kInXcStride : kXcStride;
+    constexpr int kGradTilesPerWarp = (kRangeTiles * kNTiles + kWarps - 1) / kWarps;
+    constexpr int kBelowStride = kFirst || !S::kSplitInput ? kIn : kWidth;  // X_{l-1}'s row
+    const int n_tiles = span_tiles<kFirst>(), i0 = span_first<kFirst>(), grad_tiles = kRangeTiles * n_tiles;
     if (l == kDepth) apply_output_update();
     load_slice(p.d[l]);
-    for (int q = static_cast<int>(threadIdx.x); q < kBatch * (kSpan / 8); q += kThreads) {  // X_{l-1}[:, 56]
-      const int row = q / (kSpan / 8), j = q % (kSpan / 8);
-      cp16(s.xc + row * kSpan + j * 8, below_of(l, step) + row * kWidth + c * kSpan + j * 8);
+    for (int q = static_cast<int>(threadIdx.x); q < kBatch * kNTiles; q += kThreads) {  // X_{l-1}[:, span]
+      const int row = q / kNTiles, j = q % kNTiles;
+      if (j < n_tiles) cp16(s.xc + row * kXc + j * 8, below_of(l, step) + row * kBelowStride + i0 + j * 8);
     }
     commit();
     if (l == 1) add_metrics(step);  // the output stage's row losses and hits are still in place
@@ -666,17 +793,17 @@ struct Epoch {
     for (int j = 0; j < kGradTilesPerWarp; ++j) {
       const int tile = warp + j * kWarps;
       mom[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (tile < kGradTiles && frag != nullptr) mom[j] = __ldcg(frag + tile * 32 + lane);
+      if (tile < grad_tiles && frag != nullptr) mom[j] = __ldcg(frag + tile * 32 + lane);
       if constexpr (kAdamUpdate) {
-        if (tile < kGradTiles) var[j] = __ldcg(var_frag + tile * 32 + lane);
+        if (tile < grad_tiles) var[j] = __ldcg(var_frag + tile * 32 + lane);
       }
     }
     wait_all();
     __syncthreads();
     float* master = s.master_of(l);
-    const bool input_grad = l > 1;
-    if (input_grad) {  // partial D_{l-1}[:, cluster's 56] over the rank's o range: bf16 of the fp32 master
-      slice_product([&](int ks, int nt, std::uint32_t(&b)[2]) {
+    const bool input_grad = !kFirst && l > 1;
+    if (input_grad) {  // partial D_{l-1}[:, cluster's span] over the rank's o range: bf16 of the fp32 master
+      slice_product<kRangeTiles>(kRangeTiles, [&](int ks, int nt, std::uint32_t(&b)[2]) {
         const float* m = master + (nt * 8 + g) * kTileStride + ks * 16 + 2 * t;
         const float2 lo = *reinterpret_cast<const float2*>(m);
         const float2 hi = *reinterpret_cast<const float2*>(m + 8);
@@ -690,19 +817,19 @@ struct Epoch {
     } else {
       __syncthreads();  // every warp has read the old weights before any is updated
     }
-    // dW_l[range, cluster's 56] = D_l[:, range]ᵀ · X_{l-1}[:, 56], a tile at a time (interleaving the
-    // tiles' chains measured slower in the lab).
+    // dW_l[range, cluster's span] = D_l[:, range]ᵀ · X_{l-1}[:, span], a tile at a time (interleaving
+    // the tiles' chains measured slower in the lab).
 #pragma unroll
     for (int j = 0; j < kGradTilesPerWarp; ++j) {
       const int tile = warp + j * kWarps;
-      if (tile >= kGradTiles) break;
-      const int mo = tile / kSpanTiles, ni = tile % kSpanTiles;
+      if (tile >= grad_tiles) break;
+      const int mo = tile / n_tiles, ni = tile % n_tiles;
       float dw[4] = {};
 #pragma unroll
       for (int kb = 0; kb < kBatch / 16; ++kb) {
         std::uint32_t a[4], b[2];
         tile_a_trans(a, s.slice + mo * kTileBytes, kb * 16);
-        ptx::ldmatrix_x2_trans(b, shared_address(s.xc + (kb * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kSpan + ni * 8));
+        ptx::ldmatrix_x2_trans(b, shared_address(s.xc + (kb * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kXc + ni * 8));
         mma_bf16(dw, a, b);
       }
       float* m = &mom[j].x;
@@ -717,7 +844,7 @@ struct Epoch {
       }
       if (frag != nullptr) __stcg(frag + tile * 32 + lane, mom[j]);
       if constexpr (kAdamUpdate) __stcg(var_frag + tile * 32 + lane, var[j]);
-      const std::int64_t at = static_cast<std::int64_t>(k * kRange + mo * 16 + g) * ld + c * kSpan + ni * 8 + 2 * t;
+      const std::int64_t at = static_cast<std::int64_t>(k * kRange + mo * 16 + g) * ld + i0 + ni * 8 + 2 * t;
       *reinterpret_cast<__nv_bfloat162*>(p.w[l] + at) = __halves2bfloat162(fresh[0], fresh[1]);
       *reinterpret_cast<__nv_bfloat162*>(p.w[l] + at + 8 * ld) = __halves2bfloat162(fresh[2], fresh[3]);
     }
@@ -728,22 +855,32 @@ struct Epoch {
     __syncthreads();
     apply_bias(l - 2);  // b_{l-1}[own]
   }
+  __device__ void backward(int l, int step) {
+    if constexpr (S::kSplitInput) {
+      if (l == 1) return backward_layer<true>(l, step);
+    }
+    backward_layer<false>(l, step);
+  }
 
   // This block's momentum fragments of hidden layer l: [tile][lane] float4, lane (g, t) of tile
-  // (mo, ni) holding rows o, o + 8 (o = 112k + 16mo + g) and columns i, i + 1 (i = 56c + 8ni + 2t)
-  // of the flat state, as the fragment of dW it updates.
+  // (mo, ni) holding rows o, o + 8 (o = kRange k + 16mo + g) and columns i, i + 1 (i = the span's
+  // first + 8ni + 2t) of the flat state, as the fragment of dW it updates.
   __device__ float4* fragments(float4* state, int l) const {
-    return state + (static_cast<std::int64_t>(l - 1) * kBlocks + r) * kGradTiles * 32;
+    return state + (static_cast<std::int64_t>(l - 1) * kBlocks + r) * kMaxGradTiles * 32;
   }
+  // Layer l's span (span_first, span_tiles) whichever kind of layer it is.
+  __device__ int span_first_of(int l) const { return S::kSplitInput && l == 1 ? span_first<true>() : span_first<false>(); }
+  __device__ int span_tiles_of(int l) const { return S::kSplitInput && l == 1 ? span_tiles<true>() : span_tiles<false>(); }
   // Between a flat state and its fragments: to_fragments at the epoch's start, back at its end.
   __device__ void convert_state(float* const (&flat)[kMaxHidden + 2], float4* state, bool to_fragments) const {
     if (state == nullptr) return;
     for (int l = 1; l <= kDepth; ++l) {
       float4* frag = fragments(state, l);
-      for (int e = static_cast<int>(threadIdx.x); e < kGradTiles * 32; e += kThreads) {
+      const int n_tiles = span_tiles_of(l), i0 = span_first_of(l);
+      for (int e = static_cast<int>(threadIdx.x); e < kRangeTiles * n_tiles * 32; e += kThreads) {
         const int tile = e / 32, fg = (e % 32) >> 2, ft = e & 3;
-        float* at = flat[l] + static_cast<std::int64_t>(k * kRange + (tile / kSpanTiles) * 16 + fg) * p.ld[l] + c * kSpan +
-                    (tile % kSpanTiles) * 8 + 2 * ft;
+        float* at = flat[l] + static_cast<std::int64_t>(k * kRange + (tile / n_tiles) * 16 + fg) * p.ld[l] + i0 +
+                    (tile % n_tiles) * 8 + 2 * ft;
         float* below = at + 8 * p.ld[l];
         if (to_fragments) {
           frag[e] = make_float4(at[0], at[1], below[0], below[1]);
@@ -763,9 +900,10 @@ struct Epoch {
   // W_4[:, own], b_1..b_3[own], b_4 (every block) and their momentum.
   __device__ void load_state() const {
     for (int l = 1; l <= kDepth; ++l) {
-      for (int i = static_cast<int>(threadIdx.x); i < kSpan * kRange; i += kThreads) {
-        const int o = i / kSpan, n = i % kSpan;
-        const std::int64_t at = static_cast<std::int64_t>(k * kRange + o) * p.ld[l] + c * kSpan + n;
+      const int cols = kOwn * span_tiles_of(l), i0 = span_first_of(l);
+      for (int i = static_cast<int>(threadIdx.x); i < cols * kRange; i += kThreads) {
+        const int o = i / cols, n = i % cols;
+        const std::int64_t at = static_cast<std::int64_t>(k * kRange + o) * p.ld[l] + i0 + n;
         const float w = p.master[l][at];
         s.master_of(l)[n * kTileStride + o] = w;
         p.w[l][at] = __float2bfloat16_rn(w);
@@ -805,9 +943,10 @@ struct Epoch {
 
   __device__ void store_state() const {
     for (int l = 1; l <= kDepth; ++l) {
-      for (int i = static_cast<int>(threadIdx.x); i < kSpan * kRange; i += kThreads) {
-        const int o = i / kSpan, n = i % kSpan;
-        put(l, static_cast<std::int64_t>(k * kRange + o) * p.ld[l] + c * kSpan + n, s.master_of(l)[n * kTileStride + o],
+      const int cols = kOwn * span_tiles_of(l), i0 = span_first_of(l);
+      for (int i = static_cast<int>(threadIdx.x); i < cols * kRange; i += kThreads) {
+        const int o = i / cols, n = i % cols;
+        put(l, static_cast<std::int64_t>(k * kRange + o) * p.ld[l] + i0 + n, s.master_of(l)[n * kTileStride + o],
             nullptr, nullptr);  // the tile's state: convert_state
       }
     }
@@ -856,7 +995,7 @@ struct Epoch {
     // Every block of the cluster has started, and its mbarrier is initialised, before any copy into
     // another's shared memory.
     cluster_sync();
-    OwnRow own = fetch_own(0);
+    Own own = fetch_own(0);
     store_own(own, 0);
     int label = own.label;  // row threadIdx.x's label of the step's batch
     GridBarrier barrier(p.barrier, p.clock, p.clock_capacity);
@@ -870,7 +1009,7 @@ struct Epoch {
       output(step, label);
       barrier.sync();
       for (int l = kDepth; l >= 1; --l) {
-        const OwnRow next = l == 1 ? fetch_own(step + 1) : OwnRow{};  // lands during the stage
+        const Own next = l == 1 ? fetch_own(step + 1) : Own{};  // lands during the stage
         backward(l, step);
         if (l == 1 && step + 1 < p.steps) {
           __syncthreads();  // X_0's own columns are read (dW_1's fragments) before the next batch lands
@@ -901,11 +1040,11 @@ struct Epoch {
 
 #endif  // SPRINTNET_HAS_SPLIT_KERNEL
 
-template <ActivationKind kAct, Update kUpdate, int kDepth>
+template <class S, ActivationKind kAct, Update kUpdate, int kDepth>
 __global__ void __launch_bounds__(kThreads, 1) split_epoch_kernel(const __grid_constant__ SplitParams params) {
 #ifdef SPRINTNET_HAS_SPLIT_KERNEL
   extern __shared__ __align__(128) std::uint8_t smem[];
-  Epoch<kAct, kUpdate, kDepth> epoch(params, smem);
+  Epoch<S, kAct, kUpdate, kDepth> epoch(params, smem);
   epoch.run();
 #else
   __trap();
@@ -914,45 +1053,47 @@ __global__ void __launch_bounds__(kThreads, 1) split_epoch_kernel(const __grid_c
 
 using SplitKernel = void (*)(SplitParams);
 
-template <Update kUpdate, int kDepth>
+template <class S, Update kUpdate, int kDepth>
 SplitKernel kernel_for(ActivationKind activation) {
   switch (activation) {
-    case ActivationKind::kIdentity: return split_epoch_kernel<ActivationKind::kIdentity, kUpdate, kDepth>;
-    case ActivationKind::kReLU: return split_epoch_kernel<ActivationKind::kReLU, kUpdate, kDepth>;
-    case ActivationKind::kTanh: return split_epoch_kernel<ActivationKind::kTanh, kUpdate, kDepth>;
-    case ActivationKind::kSigmoid: return split_epoch_kernel<ActivationKind::kSigmoid, kUpdate, kDepth>;
-    case ActivationKind::kGELU: return split_epoch_kernel<ActivationKind::kGELU, kUpdate, kDepth>;
-    case ActivationKind::kSiLU: return split_epoch_kernel<ActivationKind::kSiLU, kUpdate, kDepth>;
+    case ActivationKind::kIdentity: return split_epoch_kernel<S, ActivationKind::kIdentity, kUpdate, kDepth>;
+    case ActivationKind::kReLU: return split_epoch_kernel<S, ActivationKind::kReLU, kUpdate, kDepth>;
+    case ActivationKind::kTanh: return split_epoch_kernel<S, ActivationKind::kTanh, kUpdate, kDepth>;
+    case ActivationKind::kSigmoid: return split_epoch_kernel<S, ActivationKind::kSigmoid, kUpdate, kDepth>;
+    case ActivationKind::kGELU: return split_epoch_kernel<S, ActivationKind::kGELU, kUpdate, kDepth>;
+    case ActivationKind::kSiLU: return split_epoch_kernel<S, ActivationKind::kSiLU, kUpdate, kDepth>;
   }
   return nullptr;
 }
 
-template <int kDepth>
+template <class S, int kDepth>
 SplitKernel kernel_for(const FlatOptimizerArgs& o, ActivationKind activation) {
-  if (o.kind != FlatOptimizerKind::kSgd) return kernel_for<Update::kAdam, kDepth>(activation);
+  if (o.kind != FlatOptimizerKind::kSgd) return kernel_for<S, Update::kAdam, kDepth>(activation);
   const bool plain = o.state1 != nullptr && o.keep == 1.0f && !o.nesterov;
-  return plain ? kernel_for<Update::kPlainSgd, kDepth>(activation) : kernel_for<Update::kSgd, kDepth>(activation);
+  return plain ? kernel_for<S, Update::kPlainSgd, kDepth>(activation) : kernel_for<S, Update::kSgd, kDepth>(activation);
 }
 
 // The kernel for a model of 1 to 3 hidden layers (nullptr: another depth).
+template <class S>
 SplitKernel kernel_for(const FusedEpochArgs& a) {
   switch (a.num_layers - 1) {
-    case 1: return kernel_for<1>(a.optimizer, a.activation);
-    case 2: return kernel_for<2>(a.optimizer, a.activation);
-    case 3: return kernel_for<3>(a.optimizer, a.activation);
+    case 1: return kernel_for<S, 1>(a.optimizer, a.activation);
+    case 2: return kernel_for<S, 2>(a.optimizer, a.activation);
+    case 3: return kernel_for<S, 3>(a.optimizer, a.activation);
     default: return nullptr;
   }
 }
 
-// 98 blocks in clusters of 7, launched cooperatively (the grid barrier needs them co-resident).
+// The shape's blocks in its clusters, launched cooperatively (the grid barrier needs them co-resident).
+template <class S>
 cudaLaunchConfig_t launch_config(cudaStream_t stream, cudaLaunchAttribute (&attributes)[2]) {
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kBlocks);
+  config.gridDim = dim3(S::kBlocks);
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kSmemBytes;
+  config.dynamicSmemBytes = S::kSmemBytes;
   config.stream = stream;
   attributes[0].id = cudaLaunchAttributeClusterDimension;
-  attributes[0].val.clusterDim.x = kCluster;
+  attributes[0].val.clusterDim.x = S::kCluster;
   attributes[0].val.clusterDim.y = 1;
   attributes[0].val.clusterDim.z = 1;
   attributes[1].id = cudaLaunchAttributeCooperative;
@@ -962,30 +1103,43 @@ cudaLaunchConfig_t launch_config(cudaStream_t stream, cudaLaunchAttribute (&attr
   return config;
 }
 
+template <class S>
 const char* probe(int device) {
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
     return "thread-block clusters and their bulk copies need compute capability 9.0 or newer";
   }
-  const SplitKernel kernel = kernel_for<Update::kPlainSgd, kMaxHidden>(ActivationKind::kReLU);
+  const SplitKernel kernel = kernel_for<S, Update::kPlainSgd, kMaxHidden>(ActivationKind::kReLU);
   cudaFuncAttributes attributes{};
   if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess || attributes.binaryVersion < 90) {
     cudaGetLastError();
     return "this build has no sm_90 code for the split kernel (CMAKE_CUDA_ARCHITECTURES)";
   }
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes) != cudaSuccess) {
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes) != cudaSuccess) {
     cudaGetLastError();
     return "this GPU does not give a block the split kernel's shared memory";
   }
   cudaLaunchAttribute launch_attributes[2];
-  cudaLaunchConfig_t config = launch_config(nullptr, launch_attributes);
+  cudaLaunchConfig_t config = launch_config<S>(nullptr, launch_attributes);
   config.numAttrs = 1;  // the occupancy query takes the cluster shape only
   int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess || clusters < kBlocks / kCluster) {
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess || clusters < S::kClusters) {
     cudaGetLastError();
-    return "this GPU cannot hold 14 clusters of 7 blocks of the split kernel at once";
+    return S::kWidth == Wide::kWidth ? "this GPU cannot hold 14 clusters of 7 blocks of the split kernel at once"
+                                     : "this GPU cannot hold 8 clusters of 4 blocks of the split kernel at once";
   }
   return nullptr;
+}
+
+template <class S>
+cudaError_t launch(const FusedEpochArgs& a, SplitParams& p, cudaStream_t stream) {
+  const SplitKernel kernel = kernel_for<S>(a);  // null for a depth other than 1-3
+  if (kernel == nullptr) return cudaErrorInvalidValue;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
+  if (e != cudaSuccess) return e;
+  cudaLaunchAttribute attributes[2];
+  const cudaLaunchConfig_t config = launch_config<S>(stream, attributes);
+  return cudaLaunchKernelEx(&config, kernel, p);
 }
 
 }  // namespace
@@ -994,26 +1148,28 @@ std::int64_t split_epoch_scratch_bytes() {
   return kScratchActivations * kActivationBytes + kLiveBiasBytes + 2 * kMomentumBytes;  // SGD uses one state
 }
 
-const char* split_epoch_unavailable(int device) {
+const char* split_epoch_unavailable(int device, int width) {
+  if (split_shape(width) == nullptr) return "the split kernel is compiled for hidden layers of 784 or 256";
   static std::mutex mutex;
-  static std::map<int, const char*> answers;
+  static std::map<std::pair<int, int>, const char*> answers;
   const std::lock_guard lock(mutex);
-  const auto [at, fresh] = answers.try_emplace(device, nullptr);
-  if (fresh) at->second = probe(device);
+  const auto [at, fresh] = answers.try_emplace({device, width}, nullptr);
+  if (fresh) at->second = width == Wide::kWidth ? probe<Wide>(device) : probe<Narrow>(device);
   return at->second;
 }
 
 cudaError_t launch_split_epoch(const FusedEpochArgs& a, void* scratch, cudaStream_t stream) {
   const NvtxRange range("split_epoch");
-  const SplitKernel kernel = kernel_for(a);  // null for a depth other than 1-3
   const int depth = a.num_layers - 1;
-  if (kernel == nullptr || !a.train || a.type != ElementType::kBF16 || a.batch < 1 || a.batch > kBatch ||
+  if (depth < 1 || depth > kMaxHidden || !a.train || a.type != ElementType::kBF16 || a.batch < 1 || a.batch > kBatch ||
       a.steps > (1 << 30) || (a.optimizer.kind != FlatOptimizerKind::kSgd && a.optimizer.state2 == nullptr)) {
     return cudaErrorInvalidValue;  // fused_split_unsupported says why first
   }
+  const std::int64_t width = a.layers[0].out;
+  if (split_shape(width) == nullptr) return cudaErrorInvalidValue;
   for (int l = 0; l <= depth; ++l) {
     const FusedLayer& layer = a.layers[l];
-    if (layer.in != (l == 0 ? kIn : kWidth) || layer.out != (l == depth ? kClasses : kWidth) ||
+    if (layer.in != (l == 0 ? kIn : width) || layer.out != (l == depth ? kClasses : width) ||
         layer.bias != a.layers[0].bias) {
       return cudaErrorInvalidValue;
     }
@@ -1059,11 +1215,7 @@ cudaError_t launch_split_epoch(const FusedEpochArgs& a, void* scratch, cudaStrea
   p.barrier = a.barrier;
   p.clock = a.stage_clock;
   p.clock_capacity = a.stage_clock_capacity;
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-  if (e != cudaSuccess) return e;
-  cudaLaunchAttribute attributes[2];
-  const cudaLaunchConfig_t config = launch_config(stream, attributes);
-  return cudaLaunchKernelEx(&config, kernel, p);
+  return width == Wide::kWidth ? launch<Wide>(a, p, stream) : launch<Narrow>(a, p, stream);
 }
 
 }  // namespace sprintnet::cuda
