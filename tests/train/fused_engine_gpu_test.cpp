@@ -99,7 +99,7 @@ class FusedFirstSteps : public ::testing::TestWithParam<FirstSteps> {};
 TEST_P(FusedFirstSteps, MatchTheCpuFp32ReferencePerTensor) {
   SN_REQUIRE_GPU();
   const FirstSteps& p = GetParam();
-  if (p.kernel() == "split" && !gpu_runs_split_kernel(0, 784)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  if (p.kernel() == "split" && !gpu_runs_split_kernel(0, 784, 3)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
   std::vector<std::string> extra = {"data.train_limit=512", "data.test_limit=1000", "train.epochs=1",
                                     "train.batch_size=128", "model.hidden=[64, 48]", "optim.lr=0.1"};
   extra.insert(extra.end(), p.overrides.begin(), p.overrides.end());
@@ -265,13 +265,13 @@ TEST(FusedEngine, TenEpochsMatchTheCompiledStep) {
 // partial), and on the default model.
 TEST(FusedEngine, TheSplitKernelsTenEpochsMatchTheCompiledStep) {
   SN_REQUIRE_GPU();
-  if (!gpu_runs_split_kernel(0, 784)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  if (!gpu_runs_split_kernel(0, 784, 3)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
   expect_ten_epochs_like_the_compiled_step("split", {"model.hidden=[784, 784, 784]"}, "split");
 }
 
 TEST(FusedEngine, TheNarrowSplitKernelsTenEpochsMatchTheCompiledStep) {
   SN_REQUIRE_GPU();
-  if (!gpu_runs_split_kernel(0, 256)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  if (!gpu_runs_split_kernel(0, 256, 3)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
   expect_ten_epochs_like_the_compiled_step("split-narrow", {"model.hidden=[256, 256, 256]"}, "split");
   expect_ten_epochs_like_the_compiled_step("split-default", {}, "split");
 }
@@ -306,7 +306,7 @@ TEST(FusedEngine, TheSameSeedGivesBitIdenticalWeights) {
 
 TEST(FusedEngine, TheSplitKernelGivesBitIdenticalWeightsForTheSameSeed) {
   SN_REQUIRE_GPU();
-  if (!gpu_runs_split_kernel(0, 784)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  if (!gpu_runs_split_kernel(0, 784, 3)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
   expect_bit_identical_reruns("split-rerun",
                               {"data.train_limit=10000", "train.epochs=2", "model.hidden=[784, 784, 784]",
                                "model.activation=\"tanh\"", "train.drop_last=false"},
@@ -332,7 +332,13 @@ TEST(FusedEngine, TheBannerSaysWhichEngineRunsAndWhy) {
   EXPECT_NE(fused.describe().find("fused engine: one persistent kernel per epoch"), std::string::npos)
       << fused.describe();
   EXPECT_NE(fused.describe().find("device.engine = \"fused\""), std::string::npos) << fused.describe();
-  EXPECT_NE(fused.describe().find("a grid of "), std::string::npos) << fused.describe();
+  // The default model takes the split kernel where the GPU runs it; a model neither the split nor the
+  // cluster kernel takes, the grid kernel.
+  if (gpu_runs_split_kernel(0, 256, 3)) {
+    EXPECT_NE(fused.describe().find("32 blocks in clusters of 4"), std::string::npos) << fused.describe();
+  }
+  Trainer grid(config_for("cuda", "fused", "auto", "grid", {"train.epochs=1", "model.hidden=[200, 100]"}));
+  EXPECT_NE(grid.describe().find("a grid of "), std::string::npos) << grid.describe();
   // The default model's 256-wide layers are too wide for one cluster: asked for, it says so.
   const KernelChoice kernel("cluster");
   EXPECT_THAT(test::error_message([] { Trainer(config_for("cuda", "fused", "auto", "wide", {"train.epochs=1"})); }),
@@ -360,7 +366,7 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
   Trainer hidden(config_for("cuda", "auto", "auto", "hidden", {"train.epochs=1", "model.hidden=[128, 128, 128]"}));
   EXPECT_NE(hidden.describe().find("16-block cluster"), std::string::npos) << hidden.describe();
   // 784-784-784-784-10 at batch 128: the split kernel, auto's choice too.
-  if (gpu_runs_split_kernel(0, 784)) {
+  if (gpu_runs_split_kernel(0, 784, 3)) {
     Trainer wide(config_for("cuda", "auto", "auto", "split", {"train.epochs=1", "model.hidden=[784, 784, 784]"}));
     EXPECT_NE(wide.describe().find("train fastest on the fused engine's split kernel"), std::string::npos)
         << wide.describe();
@@ -372,7 +378,7 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
     EXPECT_EQ(shared.describe().find("fused engine"), std::string::npos) << shared.describe();
   }
   // The default model (784-256-256-10): the split kernel's 256-wide shape where the GPU runs it.
-  if (gpu_runs_split_kernel(0, 256)) {
+  if (gpu_runs_split_kernel(0, 256, 3)) {
     Trainer narrow_split(config_for("cuda", "auto", "auto", "split-narrow", {"train.epochs=1", "model.hidden=[256, 256]"}));
     EXPECT_NE(narrow_split.describe().find("32 blocks in clusters of 4"), std::string::npos) << narrow_split.describe();
   }

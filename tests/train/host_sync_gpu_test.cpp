@@ -172,7 +172,7 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   SN_REQUIRE_GPU();
   const bool narrow = GetParam() == "split_narrow";
   const std::string kernel = narrow ? "split" : GetParam();
-  if (kernel == "split" && !gpu_runs_split_kernel(0, narrow ? 256 : 784)) {
+  if (kernel == "split" && !gpu_runs_split_kernel(0, narrow ? 256 : 784, narrow ? 2 : 3)) {
     GTEST_SKIP() << "this GPU or build does not run the split kernel";
   }
   ::setenv("SPRINTNET_FUSED_KERNEL", kernel.c_str(), 1);

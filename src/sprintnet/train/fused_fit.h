@@ -54,10 +54,10 @@ std::int64_t gpu_on_chip_bytes(int index);
 // Whether CUDA device `index` runs the cluster kernel with `mlp`'s layout (compute capability 9.0+,
 // code for it in this build, a 16-block cluster with that much shared memory; false without CUDA).
 bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp);
-// Whether CUDA device `index` runs the split kernel for hidden layers `width` wide (compute
+// Whether CUDA device `index` runs the split kernel for `depth` hidden layers `width` wide (compute
 // capability 9.0+, code for it in this build, its clusters co-resident: 14 of 7 blocks for 784, 8
-// of 4 for 256; false without CUDA or for another width).
-bool gpu_runs_split_kernel(int index, std::int64_t width);
+// of 4 for 256; false without CUDA or for another shape).
+bool gpu_runs_split_kernel(int index, std::int64_t width, std::int64_t depth);
 // Whether this thread trains beside other runs on CUDA device `index` (a sweep's worker, with a
 // stream of its own: ops/cuda/stream_scope.h); false without CUDA. The split kernel takes 98 SMs,
 // so runs sharing a GPU would take turns with it: auto leaves them on the compiled step, which

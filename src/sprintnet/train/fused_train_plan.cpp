@@ -111,9 +111,9 @@ void FusedTrainPlan::choose_kernel() {
   if (asked.empty() || asked == "split") {
     std::optional<std::string> why_not = fused_split_unsupported(spec_.mlp, spec_.precision, batch_);
     if (!why_not) {
-      if (const char* gpu = cuda::split_epoch_unavailable(device_.index, static_cast<int>(spec_.mlp.hidden.front()))) {
-        why_not = gpu;
-      }
+      const char* gpu = cuda::split_epoch_unavailable(device_.index, static_cast<int>(spec_.mlp.hidden.front()),
+                                                      static_cast<int>(spec_.mlp.hidden.size()));
+      if (gpu != nullptr) why_not = gpu;
     }
     if (!why_not) {
       split_ = true;
@@ -471,9 +471,9 @@ bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp) {
   return cuda::cluster_epoch_unavailable(index, fused_cluster_layout(mlp).bytes) == nullptr;
 }
 
-bool gpu_runs_split_kernel(int index, std::int64_t width) {
+bool gpu_runs_split_kernel(int index, std::int64_t width, std::int64_t depth) {
   const cuda::DeviceGuard guard(index);
-  return cuda::split_epoch_unavailable(index, static_cast<int>(width)) == nullptr;
+  return cuda::split_epoch_unavailable(index, static_cast<int>(width), static_cast<int>(depth)) == nullptr;
 }
 
 bool gpu_shared_with_other_runs(int index) { return cuda::thread_stream_resources(index) != nullptr; }

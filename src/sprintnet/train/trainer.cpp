@@ -179,7 +179,8 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
                              if (!device_.is_cuda() || rank_.distributed()) return false;
                              if (kernel == FusedKernel::kSplit) {  // 98 or 32 SMs: for a run alone on its GPU
                                return !gpu_shared_with_other_runs(device_.index) &&
-                                      gpu_runs_split_kernel(device_.index, spec_.hidden.empty() ? 0 : spec_.hidden.front());
+                                      gpu_runs_split_kernel(device_.index, spec_.hidden.empty() ? 0 : spec_.hidden.front(),
+                                                            static_cast<std::int64_t>(spec_.hidden.size()));
                              }
                              return gpu_runs_cluster_kernel(device_.index, spec_);
                            });

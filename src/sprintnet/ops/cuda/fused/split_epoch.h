@@ -46,10 +46,11 @@ constexpr const SplitShape* split_shape(std::int64_t width) {
 // parity), the hidden layers' outputs and gradients, bf16 [128][784] each (whatever the width), the
 // live output bias and the hidden layers' optimizer state in fragment order.
 std::int64_t split_epoch_scratch_bytes();
-// Why `device` cannot run the kernel for hidden layers `width` wide (nullptr: it can): compute
-// capability 9.0, sm_90 code in this build, the shape's clusters co-resident (14 of 7 blocks with
-// ~218 KiB of shared memory each for 784; 8 of 4 with ~206 KiB for 256).
-const char* split_epoch_unavailable(int device, int width);
+// Why `device` cannot run the kernel for `depth` hidden layers `width` wide (nullptr: it can):
+// compute capability 9.0, sm_90 code in this build, the shape's clusters co-resident (14 of 7 blocks
+// with ~218 KiB of shared memory each for 784; 8 of 4 with ~206 KiB for 256). Loads that shape and
+// depth's module (H100: ~0.01 s for 256 wide, ~0.08 s for 784 x 3), which the launch needs anyway.
+const char* split_epoch_unavailable(int device, int width, int depth);
 // Trains one epoch: args.train, bf16, a shape above, SGD (any momentum, dampening, Nesterov,
 // weight decay), Adam or AdamW, cross-entropy (with smoothing) or MSE, every activation;
 // args.barrier zeroed. `scratch`: split_epoch_scratch_bytes() of device memory.
