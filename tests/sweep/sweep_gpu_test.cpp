@@ -16,12 +16,12 @@ namespace sprintnet::sweep {
 namespace {
 
 // 12 runs of a small model, 6 at a time against one at a time, on one GPU.
-void check_engine(const std::filesystem::path& dir, const std::string& engine) {
+void check_engine(const std::filesystem::path& dir, const std::string& engine, const std::string& hidden = "[128, 64]") {
   const std::filesystem::path config = dir / "sweep.toml";
   std::ofstream(config) << fmt::format(
-      "[data]\ndir = \"{}\"\ntrain_limit = 10000\ntest_limit = 2000\n[model]\nhidden = [128, 64]\n[train]\n"
+      "[data]\ndir = \"{}\"\ntrain_limit = 10000\ntest_limit = 2000\n[model]\nhidden = {}\n[train]\n"
       "epochs = 2\ndrop_last = false\n[device]\nname = \"cuda:0\"\nengine = \"{}\"\n",
-      test::data_dir().string(), engine);
+      test::data_dir().string(), hidden, engine);
   SweepOptions o;
   o.config_path = config;
   o.spec.axes = {{"optim.lr", {"0.05", "0.1", "0.2"}}, {"model.activation", {"\"relu\"", "\"gelu\""}}};
@@ -42,6 +42,13 @@ TEST(SweepOnAGpu, CompiledRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
 TEST(SweepOnAGpu, AutoRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
   SN_REQUIRE_GPU();
   check_engine(test::temp_dir("sweep-gpu-auto"), "auto");
+}
+
+// The default model's width: on Hopper the ReLU runs take the split kernel's 256-wide shape (32 SMs
+// a run), the GELU runs too; side by side as alone.
+TEST(SweepOnAGpu, AutoRunsOfTheDefaultWidthSharingTheGpuEqualTheRunsAloneBitForBit) {
+  SN_REQUIRE_GPU();
+  check_engine(test::temp_dir("sweep-gpu-auto-256"), "auto", "[256, 256]");
 }
 
 TEST(SweepOnAGpu, EagerRunsSharingTheGpuEqualTheRunsAloneBitForBit) {

@@ -207,8 +207,9 @@ const std::vector<ConfigKey>& keys() {
           "`eager` = module by module in fp32; `auto` = compiled, except on one GPU that runs the fused engine's "
           "cluster and split kernels (Hopper): every model the cluster kernel takes (bf16, hidden layers at most "
           "128 wide, batch at most 128, ReLU/tanh/sigmoid/identity), and with SGD every model the split kernel takes "
-          "(bf16, 784 inputs, 1 to 3 hidden layers of 784, 10 classes, batch at most 128) when the run is alone on "
-          "its GPU, takes `fused`, its fastest engine there; eager only for a GPU batch of more than 65535 samples",
+          "(bf16, 784 inputs, 1 to 3 hidden layers all of 784 or all of 256 (the default model), 10 classes, batch "
+          "at most 128; 784 wide only when the run is alone on its GPU) takes `fused`, its fastest engine there; "
+          "eager only for a GPU batch of more than 65535 samples",
           one_of({"auto", "fused", "compiled", "eager"})),
       key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = all cores)", at_least(0)),
       key("device.update", &Config::device, &DeviceConfig::update,
