@@ -87,6 +87,8 @@ struct Shape {
   static_assert(kRange % 16 == 0, "ranges of whole tiles");
   static_assert(kSplitInput || (kInRangeTiles == kRangeTiles && kOwnGroups == 1), "784 splits like the neurons");
   static_assert(kMaxGradTiles >= kGradTiles, "the fragments' stride");
+  static_assert(kSpanTiles == kCluster, "n-tile q of a span is rank q's 8 neurons (slice_product, send_pieces)");
+  static_assert(kBlocks <= kInGroups, "every block gathers at least one group of 8 pixels (fetch_own)");
 
   // Shared memory, a block: [offset, bytes) of each region (16-byte aligned: cp.async and bulk copies).
   static constexpr int kSliceOff = 0, kSliceBytes = max_of(kRangeTiles, kInRangeTiles) * kTileBytes;  // X or D[:, range]
@@ -98,7 +100,7 @@ struct Shape {
   static constexpr int kPartOff = kRecvOff + kRecvBytes, kPartBytes = kCluster * kBatch * kOwn * 4;  // [owner][128][8]
   static constexpr int kMasterOff = kPartOff + kPartBytes;
   static constexpr int kMasterBytes = (kMasterRows1 + (kMaxHidden - 1) * kSpan) * kTileStride * 4;
-  static constexpr int kXtOff = kMasterOff + kMasterBytes, kXtBytes = (kMaxHidden + 1) * kOwn * kXtStride * 2;
+  static constexpr int kXtOff = kMasterOff + kMasterBytes, kXtBytes = kMaxHidden * kOwn * kXtStride * 2;
   static constexpr int kPreOff = kXtOff + kXtBytes, kPreBytes = kMaxHidden * kOwn * kXtStride * 2;
   static constexpr int kLogitOff = kPreOff + kPreBytes, kLogitBytes = kBatch * 16 * 4;
   static constexpr int kDlOff = kLogitOff + kLogitBytes, kDlBytes = kBatch * kClasses * 4;
@@ -232,7 +234,7 @@ struct Smem {
   float* recv;          // [source rank][128][8]: the partial sums of this block's own 8 columns
   float* part;          // [owner rank][128][8]: this block's partial sums, sent; or [128][10] logits
   float* master;        // [layer 1..3][span][kTileStride]: W_l[range, cluster's span] transposed, fp32
-  bf16* xt;             // [layer 0..3][8][kXtStride]: X_l[:, own] transposed
+  bf16* xt;             // [layer 1..3][8][kXtStride]: X_l[:, own] transposed
   bf16* pre;            // [layer 1..3][8][kXtStride]: the pre-activation of X_l[:, own] (GELU, SiLU)
   float* logit;         // [128][16]: the summed logits
   float* dl;            // [128][10]: dlogits
@@ -244,7 +246,7 @@ struct Smem {
   float* b4_live;                // [16]: b_4 as read in the output stage
   int* row_hit;                  // [128]: the row's first maximum is its label
   float *w4_var, *b_var, *b4_var;  // Adam's second moment of W_4[:, own], b_1..b_3[own], b_4
-  std::uint64_t* bar;            // completes when the 7 ranks' copies of a stage have landed
+  std::uint64_t* bar;            // completes when the other ranks' copies of a stage have landed
   __device__ explicit Smem(std::uint8_t* s) {
     slice = s + S::kSliceOff;
     wt = reinterpret_cast<bf16*>(s + S::kWtOff);
@@ -275,7 +277,7 @@ struct Smem {
       return l == 1 ? master : master + (S::kMasterRows1 + (l - 2) * S::kSpan) * S::kTileStride;
     }
   }
-  __device__ bf16* xt_of(int l) const { return xt + l * kOwn * kXtStride; }
+  __device__ bf16* xt_of(int l) const { return xt + (l - 1) * kOwn * kXtStride; }
   __device__ bf16* pre_of(int l) const { return pre + (l - 1) * kOwn * kXtStride; }
 };
 
@@ -361,8 +363,8 @@ struct Epoch {
     row.valid = true;
     return row;
   }
-  // Normalised into X_0 (rows kIn apart; 784 wide: and the block's transposed copy); rows past the
-  // batch are zeros.
+  // Normalised into X_0 (rows kIn apart, the other parity's buffer: peers may still read this
+  // step's); rows past the batch are zeros.
   __device__ void store_own(const Own& own, int step) const {
     const int b = static_cast<int>(threadIdx.x);
     if (b >= kBatch) return;
@@ -375,7 +377,6 @@ struct Epoch {
 #pragma unroll
       for (int n = 0; n < kOwn; ++n) {
         v[n] = __float2bfloat16_rn(own.valid ? static_cast<float>(u[n]) * p.scale + p.shift : 0.0f);
-        if constexpr (!S::kSplitInput) s.xt_of(0)[n * kXtStride + b] = v[n];
       }
       *reinterpret_cast<uint4*>(input_of(step) + b * kIn + group * kOwn) = *reinterpret_cast<const uint4*>(v);
     }
@@ -411,7 +412,7 @@ struct Epoch {
     load_weight_tile<kRange>(l, row0, count, k * kRange, kRange, kTileStride);
   }
 
-  // ---- the exchange (v7g): a block's pieces go to the 7 ranks by one bulk copy each, completing
+  // ---- the exchange (v7g): a block's pieces go to the cluster's ranks by one bulk copy each, completing
   // on the receiver's mbarrier, which its block waits on. A stage's copies start only after every
   // block has passed the grid barrier ending the previous stage, so an mbarrier phase never holds
   // two stages' bytes and no copy lands in a buffer its block still reads.
@@ -423,7 +424,7 @@ struct Epoch {
   }
   // Piece q (bytes long, at source + q * stride) goes to rank q, at dest + k * bytes there. The
   // block's own piece is copied by its threads (compute-sanitizer rejects a bulk copy to the block
-  // itself), the 6 others by a bulk copy each.
+  // itself), the kCluster - 1 others by a bulk copy each.
   __device__ void send_pieces(const void* source, int stride, const void* dest, int bytes) const {
     __syncthreads();  // the pieces are written
     {
@@ -444,7 +445,7 @@ struct Epoch {
     ptx::mbarrier_wait(shared_address(s.bar), phase);
     phase ^= 1u;
   }
-  // This block's own 8 columns, the 7 ranks' partials added in rank order: thread i takes row
+  // This block's own 8 columns, the ranks' partials added in rank order: thread i takes row
   // i / 2, columns 4 (i % 2) .. +3.
   __device__ float4 sum_ranks() const {
     const int row = static_cast<int>(threadIdx.x) >> 1, h = static_cast<int>(threadIdx.x) & 1;
@@ -586,8 +587,8 @@ struct Epoch {
     forward_layer<false>(l, step);
   }
 
-  // The output layer: partial logits over the rank's range, every block adds the 7 (rank order)
-  // and runs the loss, its gradient, D_3[:, own] and the output layer's gradients.
+  // The output layer: partial logits over the rank's range, every block adds the cluster's (rank
+  // order) and runs the loss, its gradient, D_L[:, own] (L = kDepth) and the output layer's gradients.
   __device__ void output(int step, int label) {
     if (threadIdx.x < 3) cp16(s.b4_live + 4 * threadIdx.x, p.b4_live + 4 * threadIdx.x);
     load_weight_tile(kDepth + 1, 0, kClasses);
@@ -703,7 +704,7 @@ struct Epoch {
   __device__ void output_loss(int step, int label) {
     if (threadIdx.x < kBatch) row_loss(label);
     __syncthreads();
-    {  // D_3[:, own] = (dlogits · bf16(W_4[:, own])) ⊙ f'(X_3[:, own])
+    {  // D_L[:, own] = (dlogits · bf16(W_out[:, own])) ⊙ f'(X_L[:, own]), L = kDepth
       const int row = static_cast<int>(threadIdx.x) >> 1, h = static_cast<int>(threadIdx.x) & 1;
       float sum[4];
 #pragma unroll
@@ -1011,7 +1012,6 @@ struct Epoch {
         const Own next = l == 1 ? fetch_own(step + 1) : Own{};  // lands during the stage
         backward(l, step);
         if (l == 1 && step + 1 < p.steps) {
-          __syncthreads();  // X_0's own columns are read (dW_1's fragments) before the next batch lands
           store_own(next, step + 1);
           label = next.label;
         }
