@@ -171,7 +171,7 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"deep_narrow_cluster", {"model.hidden=[96, 64, 40, 24, 16]"}});
   // More than 16 classes take the kernel's 8-tile logits (30 outputs, 20 of them never a label).
   cases.push_back({"many_classes_cluster", {"model.classes=30"}});
-  // The split kernel's one shape, with everything else it takes: every activation, both losses,
+  // The split kernel's 784-wide shape, with everything else it takes: every activation, both losses,
   // SGD's variants, no bias, a partial last batch.
   const std::string wide = "model.hidden=[784, 784, 784]";
   for (const std::string act : {"identity", "relu", "gelu", "tanh", "sigmoid", "silu"}) {
