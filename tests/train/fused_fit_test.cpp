@@ -103,6 +103,9 @@ TEST(FusedFit, TheSplitKernelTakesItsTwoShapesAndNamesWhyNotForTheRest) {
   EXPECT_EQ(fused_split_unsupported(mlp({256}), "bf16", 32), std::nullopt);
   EXPECT_THAT(fused_split_unsupported(mlp({256, 784}), "bf16", 128).value_or(""), HasSubstr("784-256-784-10"));
   EXPECT_THAT(fused_split_unsupported(mlp({512, 512}), "bf16", 128).value_or(""), HasSubstr("all of 784 or all of 256"));
+  // Runs of the 256-wide shape may share a GPU (32 SMs each); of the 784-wide one (98), not.
+  EXPECT_TRUE(fused_split_shares_a_gpu(mlp({256, 256})));
+  EXPECT_FALSE(fused_split_shares_a_gpu(mlp({784, 784, 784})));
 }
 
 TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {

@@ -86,10 +86,12 @@ std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const
     return fmt::format("a {}-{}-{} model (the split kernel is compiled for 784 inputs, 1 to 3 hidden layers all of 784 "
                        "or all of 256, and 10 classes)", mlp.inputs, fmt::join(mlp.hidden, "-"), mlp.outputs);
   }
-  // Smaller batches run as 128 rows with the rest masked: the same ~42 us a step.
+  // Smaller batches run as 128 rows with the rest masked: the same time a step.
   if (batch > kBatch) return fmt::format("a batch of {} (the split kernel takes at most {})", batch, kBatch);
   return std::nullopt;
 }
+
+bool fused_split_shares_a_gpu(const nn::MlpSpec& mlp) { return !mlp.hidden.empty() && mlp.hidden.front() == 256; }
 
 std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                      std::int64_t batch) {

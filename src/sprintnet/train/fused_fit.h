@@ -43,10 +43,13 @@ std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, con
 // Why the split kernel (docs/FUSED.md v7: 98 blocks in clusters of 7, or 32 in clusters of 4, each
 // rank's fp32 master tiles in shared memory) cannot train this model, or nullopt when it can: the
 // shapes it is compiled for (784 inputs, 1 to 3 hidden layers all of 784 or all of 256, 10 classes,
-// ops/cuda/fused/split_epoch.h), bf16, a batch of at most 128. Every optimizer, activation and loss, with or without biases and a partial
-// last batch.
+// ops/cuda/fused/split_epoch.h), bf16, a batch of at most 128. Every optimizer, activation and
+// loss, with or without biases and a partial last batch.
 std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                    std::int64_t batch);
+// Whether the split kernel's runs of this model may share a GPU: its 256-wide shape holds 32 SMs a
+// run (four fit an H100 at once); the 784-wide one holds 98, so runs beside it would take turns.
+bool fused_split_shares_a_gpu(const nn::MlpSpec& mlp);
 // The cluster kernel's shared-memory layout for `mlp`.
 cuda::ClusterLayout fused_cluster_layout(const nn::MlpSpec& mlp);
 // The L2 cache of CUDA device `index` in bytes (0 in a build without CUDA).
@@ -59,8 +62,8 @@ bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp);
 // of 4 for 256; false without CUDA or for another shape).
 bool gpu_runs_split_kernel(int index, std::int64_t width, std::int64_t depth);
 // Whether this thread trains beside other runs on CUDA device `index` (a sweep's worker, with a
-// stream of its own: ops/cuda/stream_scope.h); false without CUDA. The split kernel takes 98 SMs,
-// so runs sharing a GPU would take turns with it: auto leaves them on the compiled step, which
+// stream of its own: ops/cuda/stream_scope.h); false without CUDA. Where the split kernel does not
+// share a GPU (fused_split_shares_a_gpu), auto leaves such runs on the compiled step, which
 // overlaps (docs/PERFORMANCE.md: 16 runs of 4x784x128, 4.3 s against 4.95).
 bool gpu_shared_with_other_runs(int index);
 

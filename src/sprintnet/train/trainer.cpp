@@ -178,13 +178,10 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
                            [&](FusedKernel kernel) {
                              if (!device_.is_cuda() || rank_.distributed()) return false;
                              if (kernel == FusedKernel::kSplit) {
-                               // 784 wide it holds 98 SMs: for a run alone on its GPU (runs sharing one
-                               // would take turns); 256 wide, 32: four run side by side on an H100, and a
-                               // sweep of 16 default runs, 8 at a time, measured 1.39 s against 1.83 s on
-                               // the compiled step (docs/SWEEP.md).
-                               const std::int64_t width = spec_.hidden.empty() ? 0 : spec_.hidden.front();
-                               return (width == 256 || !gpu_shared_with_other_runs(device_.index)) &&
-                                      gpu_runs_split_kernel(device_.index, width,
+                               // Beside other runs only where its shape shares a GPU (a sweep of 16 default
+                               // runs, 8 at a time: 1.39 s against 1.83 s on the compiled step, docs/SWEEP.md).
+                               return (fused_split_shares_a_gpu(spec_) || !gpu_shared_with_other_runs(device_.index)) &&
+                                      gpu_runs_split_kernel(device_.index, spec_.hidden.empty() ? 0 : spec_.hidden.front(),
                                                             static_cast<std::int64_t>(spec_.hidden.size()));
                              }
                              return gpu_runs_cluster_kernel(device_.index, spec_);
