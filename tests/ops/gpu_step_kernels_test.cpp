@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <vector>
 
+#include "adam_fast_probe.h"
 #include "gpu_compare.h"
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/random.h"
@@ -240,6 +242,68 @@ TEST(GpuStepKernels, FlatOptimizerFollowsTheCpuOptimizerAndAdvancesTheStep) {
     // The bf16 copy is the master weight rounded once (relative 2^-9).
     EXPECT_LT(test::relative_error(copy.to(Device::cpu()).to(DType::kF32), d_param.to(Device::cpu())), 4e-3)
         << c.name;
+  }
+}
+
+// flat_update.cuh's adam_update_fast (the fused kernels' Adam step: approximate square root and
+// reciprocal, no slow paths) against the CPU's exact Adam step, on random values and on the ones the
+// exact step takes its slow paths for: v = 0 (a weight that never gets a gradient), denormal v or
+// g^2, a huge gradient; a NaN gradient must give a NaN weight. The approximations' relative error is
+// below 2^-22, so the weight's change agrees to 1e-5 of itself (plus an ulp of the weight).
+TEST(GpuStepKernels, AdamFastStepFollowsTheCpuAdamOnTheSlowPathsToo) {
+  SN_REQUIRE_GPU();
+  for (const bool decoupled : {false, true}) {
+    for (const std::int64_t t : {std::int64_t{1}, std::int64_t{7}}) {
+      const AdamHyper h{.lr = 1e-3, .weight_decay = 1e-2, .decoupled = decoupled, .step = t};
+      Generator gen(test::test_seed() + 11);
+      const std::int64_t n = 2048;
+      Tensor p = test::random_uniform({n}, DType::kF32, gen);
+      Tensor g = test::random_uniform({n}, DType::kF32, gen);
+      Tensor m = test::random_uniform({n}, DType::kF32, gen, -0.1, 0.1);
+      Tensor v = test::random_uniform({n}, DType::kF32, gen, 0.0, 0.01);
+      float* pg = g.data<float>();
+      float* pm = m.data<float>();
+      float* pv = v.data<float>();
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      for (int i = 0; i < 64; ++i) {  // never a gradient: v and m stay 0
+        pg[i] = 0.0f, pm[i] = 0.0f, pv[i] = 0.0f;
+      }
+      for (int i = 64; i < 128; ++i) pg[i] = 0.0f, pv[i] = 1e-40f;    // denormal v
+      for (int i = 128; i < 192; ++i) pg[i] = 1e-20f, pv[i] = 0.0f;   // denormal g^2
+      for (int i = 192; i < 256; ++i) pg[i] = 1e10f;                   // huge
+      pg[256] = nan;
+      const Tensor p0 = p.clone(), m0 = m.clone();
+      Tensor d_p = p.to(gpu()), d_g = g.to(gpu()), d_m = m.to(gpu()), d_v = v.to(gpu());
+      ops::adam_step(p, g, m, v, h);
+      const cuda::FlatOptimizerArgs args{
+          .kind = decoupled ? cuda::FlatOptimizerKind::kAdamW : cuda::FlatOptimizerKind::kAdam,
+          .weight_decay = static_cast<float>(h.weight_decay), .beta1 = static_cast<float>(h.beta1),
+          .beta2 = static_cast<float>(h.beta2), .eps = static_cast<float>(h.eps), .beta1_d = h.beta1,
+          .beta2_d = h.beta2, .weight_decay_d = h.weight_decay};
+      const double beta1_t = std::pow(h.beta1, static_cast<double>(t)), beta2_t = std::pow(h.beta2, static_cast<double>(t));
+      test::adam_update_fast_on_gpu(args, h.lr, beta1_t, beta2_t, d_p.data<float>(), d_g.data<float>(),
+                                    d_m.data<float>(), d_v.data<float>(), static_cast<int>(n));
+      const Tensor gp = d_p.to(Device::cpu()), gm = d_m.to(Device::cpu()), gv = d_v.to(Device::cpu());
+      const std::string where = fmt::format("{} t={}", decoupled ? "adamw" : "adam", t);
+      EXPECT_TRUE(std::isnan(gp.data<float>()[256])) << where << ": a NaN gradient leaves a NaN weight";
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (i == 256) continue;
+        // m = beta1 m + (1 - beta1) g rounds once (a fused multiply-add) on the GPU, twice on the CPU:
+        // they differ by an ulp of the terms, which cancel where m is near zero; that difference
+        // reaches the weight through step_size * m / denom.
+        const double g_eff = pg[i] + (decoupled ? 0.0 : h.weight_decay * p0.data<float>()[i]);
+        const double m_tol = 2.4e-7 * (h.beta1 * std::fabs(m0.data<float>()[i]) + (1.0 - h.beta1) * std::fabs(g_eff));
+        const double denom = std::sqrt(v.data<float>()[i]) / std::sqrt(1.0 - beta2_t) + h.eps;
+        const double want = p.data<float>()[i], got = gp.data<float>()[i];
+        const double change = std::fabs(want - p0.data<float>()[i]);
+        const double p_tol = 1e-5 * change + 1.2e-7 * std::fabs(want) + h.lr / (1.0 - beta1_t) * m_tol / denom;
+        ASSERT_LE(std::fabs(got - want), p_tol) << where << " element " << i;
+        ASSERT_LE(std::fabs(gm.data<float>()[i] - m.data<float>()[i]), m_tol) << where << " m, element " << i;
+        ASSERT_LE(std::fabs(gv.data<float>()[i] - v.data<float>()[i]), 2.4e-7 * std::fabs(v.data<float>()[i]) + 1e-44)
+            << where << " v, element " << i;
+      }
+      for (int i = 0; i < 64; ++i) EXPECT_EQ(gp.data<float>()[i], p.data<float>()[i]) << where << ": no gradient";
+    }
   }
 }
 

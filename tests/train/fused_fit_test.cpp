@@ -189,15 +189,16 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   const auto only_clusters = [](FusedKernel kernel) { return kernel == FusedKernel::kCluster; };
   EXPECT_EQ(resolve_engine(with({}), gpu, mlp({784, 784, 784}), 1000, kH100L2, only_clusters).engine,
             Engine::kCompiled);
-  EXPECT_EQ(with_clusters(with({"optim.type=\"adam\""}), mlp({784, 784, 784})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({"optim.type=\"adam\""}), mlp({784, 784, 784})).engine, Engine::kFused);
+  EXPECT_EQ(with_clusters(with({"optim.type=\"adamw\""}), mlp({784, 784, 784})).engine, Engine::kFused);
   EXPECT_EQ(with_clusters(with({"train.batch_size=32"}), mlp({784, 784, 784})).engine, Engine::kFused);
   EXPECT_EQ(with_clusters(with({"train.batch_size=256"}), mlp({784, 784, 784})).engine, Engine::kCompiled);
-  // So do 256-wide models (the default 784-256-256-10 among them), with SGD at a batch of at most 128.
+  // So do 256-wide models (the default 784-256-256-10 among them), any optimizer, at a batch of at most 128.
   EXPECT_EQ(with_clusters(with({}), mlp({256, 256})).engine, Engine::kFused);
   EXPECT_THAT(with_clusters(with({}), mlp({256})).reason, HasSubstr("split kernel"));
   EXPECT_EQ(with_clusters(with({}), mlp({256, 256, 256})).engine, Engine::kFused);
   EXPECT_EQ(engine(with({}), mlp({256, 256})).engine, Engine::kCompiled);  // where the GPU does not run it
-  EXPECT_EQ(with_clusters(with({"optim.type=\"adam\""}), mlp({256, 256})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({"optim.type=\"adam\""}), mlp({256, 256})).engine, Engine::kFused);
   EXPECT_EQ(with_clusters(with({}), mlp({256, 128})).engine, Engine::kCompiled);
   // Asked for, the fused engine runs whatever fits.
   EXPECT_EQ(engine(with({"device.engine=\"fused\""}), mlp({256})).engine, Engine::kFused);

@@ -206,7 +206,7 @@ const std::vector<ConfigKey>& keys() {
           "with fused bias+activation and one flat optimizer update (both: every activation, loss and last batch); "
           "`eager` = module by module in fp32; `auto` = compiled, except on one GPU that runs the fused engine's "
           "cluster and split kernels (Hopper): every model the cluster kernel takes (bf16, hidden layers at most "
-          "128 wide, batch at most 128, ReLU/tanh/sigmoid/identity), and with SGD every model the split kernel takes "
+          "128 wide, batch at most 128, ReLU/tanh/sigmoid/identity), and every model the split kernel takes "
           "(bf16, 784 inputs, 1 to 3 hidden layers all of 784 or all of 256 (the default model), 10 classes, batch "
           "at most 128; 784 wide only when the run is alone on its GPU) takes `fused`, its fastest engine there; "
           "eager only for a GPU batch of more than 65535 samples",

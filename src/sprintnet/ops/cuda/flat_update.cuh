@@ -10,7 +10,7 @@ namespace sprintnet::cuda {
 
 // The step's scalars, computed once per block from the device state.
 struct BlockScalars {
-  float lr, inv_scale, step_size, bias2_sqrt, decoupled_keep, one_minus_beta1, one_minus_beta2;
+  float lr, inv_scale, step_size, bias2_sqrt, inv_bias2_sqrt, decoupled_keep, one_minus_beta1, one_minus_beta2;
   bool first_update, skip;
 };
 
@@ -25,6 +25,7 @@ __device__ inline BlockScalars update_scalars(const FlatOptimizerArgs& a, double
   s.first_update = first_update;
   s.step_size = static_cast<float>(lr / (1.0 - beta1_t));
   s.bias2_sqrt = static_cast<float>(sqrt(1.0 - beta2_t));
+  s.inv_bias2_sqrt = static_cast<float>(1.0 / sqrt(1.0 - beta2_t));
   s.decoupled_keep = static_cast<float>(1.0 - lr * a.weight_decay_d);
   s.one_minus_beta1 = static_cast<float>(1.0 - a.beta1_d);
   s.one_minus_beta2 = static_cast<float>(1.0 - a.beta2_d);
@@ -80,6 +81,40 @@ __device__ inline void adam_update(const FlatOptimizerArgs& a, const BlockScalar
   m = a.beta1 * m + s.one_minus_beta1 * g;
   v = a.beta2 * v + s.one_minus_beta2 * g * g;
   p = p - s.step_size * m / (sqrtf(v) / s.bias2_sqrt + a.eps);
+}
+
+// The hardware's approximate square root and reciprocal (one MUFU instruction each, relative error
+// below 2^-22; denormal inputs read as zero), branch-free.
+__device__ __forceinline__ float sqrt_approx(float x) {
+  float y;
+  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// adam_update's step for the fused kernels, where the update sits on the step's critical path and is
+// issue-bound: the same formula with sqrt_approx and rcp_approx for the IEEE square root and two
+// divisions. Those compile to branches with slow paths taken for v = 0 or denormal, which Adam meets
+// on every weight that never gets a gradient (the always-blank pixels' first-layer weights, dead
+// ReLU units): the slow paths cost the split kernel ~5 us of its first layer's backward stage (H100,
+// docs/FUSED.md). The update differs from adam_update's by a few ulp of the step (lr-sized), far
+// below the bf16 rounding of the weights the products read; NaN and infinity propagate as there.
+__device__ inline void adam_update_fast(const FlatOptimizerArgs& a, const BlockScalars& s, float& p, float g, float& m,
+                                        float& v) {
+  g *= s.inv_scale;
+  if (a.kind == FlatOptimizerKind::kAdamW) {
+    p *= s.decoupled_keep;
+  } else {
+    g = fmaf(a.weight_decay, p, g);
+  }
+  m = fmaf(a.beta1, m, s.one_minus_beta1 * g);
+  v = fmaf(a.beta2, v, s.one_minus_beta2 * g * g);
+  const float denom = fmaf(sqrt_approx(v), s.inv_bias2_sqrt, a.eps);
+  p = fmaf(-s.step_size * m, rcp_approx(denom), p);
 }
 
 // One parameter: master[i] (and its state, and element i of `copy`, in a.copy_type, when not null)

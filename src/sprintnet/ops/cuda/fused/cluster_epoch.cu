@@ -509,7 +509,7 @@ struct Cluster {
   __device__ void step_value(float grad, float& p, float& m, float& v) const {
     const FlatOptimizerArgs& o = a.optimizer;
     if constexpr (kAdam) {
-      adam_update(o, scalars, p, grad, m, v);
+      adam_update_fast(o, scalars, p, grad, m, v);
     } else {
       sgd_update_value(o, scalars, p, grad, m, o.state1 != nullptr);
     }

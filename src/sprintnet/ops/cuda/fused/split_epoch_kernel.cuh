@@ -175,7 +175,7 @@ struct SplitParams {
 // The update a kernel applies: kPlainSgd, SGD with momentum and neither dampening nor Nesterov
 // (weight decay or not), three multiply-adds a parameter (the general form's selects and products
 // measured ~0.6 us a backward stage, issue-bound; the same arithmetic as sgd_update_value's on
-// those settings); kSgd, every other SGD setting; kAdam, Adam and AdamW (flat_update.cuh's).
+// those settings); kSgd, every other SGD setting; kAdam, Adam and AdamW (flat_update.cuh's adam_update_fast).
 enum class Update { kPlainSgd, kSgd, kAdam };
 
 // Thread-block clusters, DSMEM bulk copies and mbarrier transaction counts exist from sm_90: builds
@@ -336,7 +336,7 @@ struct Epoch {
     } else if constexpr (kUpdate == Update::kSgd) {
       sgd_update_value(p.opt, scalars, w, grad, m, momentum());
     } else {
-      adam_update(p.opt, scalars, w, grad, m, v);
+      adam_update_fast(p.opt, scalars, w, grad, m, v);
     }
   }
   __device__ int rows_of(int step) const {
