@@ -22,7 +22,7 @@ install(FILES ${PROJECT_BINARY_DIR}/sprintnetConfig.cmake ${PROJECT_BINARY_DIR}/
 # pkg-config: a static library lists everything it links in Libs.
 set(SPRINTNET_PC_LIBS "-lsprintnet ${OPENBLAS_LIBRARY} ${DNNL_LIBRARY} ${STB_LIBRARY} -ltomlplusplus -lprotobuf -lfmt -lz -fopenmp -pthread")
 if(SPRINTNET_CUDA)
-  string(APPEND SPRINTNET_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcublasLt -lcudart ${SPRINTNET_NCCL_LIBRARY}")
+  string(APPEND SPRINTNET_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart ${SPRINTNET_NCCL_LIBRARY} -ldl")
 endif()
 set(SPRINTNET_PC_CFLAGS "-DSPRINTNET_CUDA=$<BOOL:${SPRINTNET_CUDA}>")
 if(SPRINTNET_CUDA)

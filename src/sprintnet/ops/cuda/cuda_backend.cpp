@@ -9,6 +9,7 @@
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/half.h"
 #include "sprintnet/memory/cuda_allocator.h"
+#include "sprintnet/ops/cuda/cublaslt_library.h"
 #include "sprintnet/ops/cuda/device_error.h"
 #include "sprintnet/ops/cuda/device_guard.h"
 #include "sprintnet/ops/cuda/gemm.h"
@@ -98,7 +99,10 @@ Backend& backend(int index) {
   return *(*backends)[slot];
 }
 
-CudaBackend::CudaBackend(int index) : index_(index), shared_(std::make_unique<StreamResources>(index)) {
+// cuBLASLt loads on a helper thread while StreamResources creates the CUDA context (~0.2 s), before
+// its handle is made there.
+CudaBackend::CudaBackend(int index)
+    : index_(index), shared_((start_loading_cublaslt(), std::make_unique<StreamResources>(index))) {
   set_cuda_allocator_stream(index_, shared_->stream);
 }
 

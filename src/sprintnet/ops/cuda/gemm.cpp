@@ -6,10 +6,17 @@
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/graph_capture_lock.h"
+#include "sprintnet/ops/cuda/cublaslt_library.h"
 #include "sprintnet/ops/cuda/nvtx.h"
 
 namespace sprintnet::cuda {
 namespace {
+
+// The loaded library (cublaslt_library.h), looked up once.
+const CublasLtApi& lt() {
+  static const CublasLtApi& api = cublaslt();
+  return api;
+}
 
 // cuBLASLt's recommendation for Hopper (and more than enough for Ampere/Ada).
 inline constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
@@ -23,20 +30,20 @@ std::string describe(const GemmDesc& d) {
 
 void check_cublas(cublasStatus_t status, const char* call, const GemmDesc& desc) {
   SN_CHECK(status == CUBLAS_STATUS_SUCCESS, "{} failed for {}: {} ({})", call, describe(desc),
-           cublasLtGetStatusName(status), cublasLtGetStatusString(status));
+           lt().status_name(status), lt().status_string(status));
 }
 
 template <typename T>
 void set_attribute(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t attribute, const T& value,
                    const GemmDesc& desc) {
-  check_cublas(cublasLtMatmulDescSetAttribute(op, attribute, &value, sizeof(value)), "cublasLtMatmulDescSetAttribute",
+  check_cublas(lt().desc_set_attribute(op, attribute, &value, sizeof(value)), "cublasLtMatmulDescSetAttribute",
                desc);
 }
 
 template <typename T>
 void set_preference(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attribute, const T& value,
                     const GemmDesc& desc) {
-  check_cublas(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value, sizeof(value)),
+  check_cublas(lt().preference_set_attribute(pref, attribute, &value, sizeof(value)),
                "cublasLtMatmulPreferenceSetAttribute", desc);
 }
 
@@ -44,7 +51,7 @@ void set_preference(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAtt
 struct Preference {
   cublasLtMatmulPreference_t pref = nullptr;
   ~Preference() {
-    if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
+    if (pref != nullptr) lt().preference_destroy(pref);
   }
 };
 
@@ -60,10 +67,10 @@ struct CublasLtGemm::Plan {
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
   ~Plan() {
-    if (out != nullptr) cublasLtMatrixLayoutDestroy(out);
-    if (second != nullptr) cublasLtMatrixLayoutDestroy(second);
-    if (first != nullptr) cublasLtMatrixLayoutDestroy(first);
-    if (op != nullptr) cublasLtMatmulDescDestroy(op);
+    if (out != nullptr) lt().layout_destroy(out);
+    if (second != nullptr) lt().layout_destroy(second);
+    if (first != nullptr) lt().layout_destroy(first);
+    if (op != nullptr) lt().desc_destroy(op);
   }
 };
 
@@ -88,12 +95,12 @@ std::uint32_t pointer_alignment(const void* p) {
 
 CublasLtGemm::CublasLtGemm() {
   const std::unique_lock no_capture(graph_capture_mutex());  // graph_capture_lock.h
-  const cublasStatus_t status = cublasLtCreate(&handle_);
-  SN_CHECK(status == CUBLAS_STATUS_SUCCESS, "cublasLtCreate failed: {} ({})", cublasLtGetStatusName(status),
-           cublasLtGetStatusString(status));
+  const cublasStatus_t status = lt().create(&handle_);
+  SN_CHECK(status == CUBLAS_STATUS_SUCCESS, "cublasLtCreate failed: {} ({})", lt().status_name(status),
+           lt().status_string(status));
   const cudaError_t allocated = cudaMalloc(&workspace_, kWorkspaceBytes);
   if (allocated != cudaSuccess) {
-    cublasLtDestroy(handle_);
+    lt().destroy(handle_);
     SN_CUDA_CHECK(allocated);
   }
 }
@@ -102,7 +109,7 @@ CublasLtGemm::~CublasLtGemm() {
   const std::unique_lock no_capture(graph_capture_mutex());
   plans_.clear();
   SN_CUDA_WARN(cudaFree(workspace_));
-  cublasLtDestroy(handle_);
+  lt().destroy(handle_);
 }
 
 namespace {
@@ -149,7 +156,7 @@ CublasLtGemm::Plan* CublasLtGemm::plan_for(const GemmDesc& desc) {
   auto plan = std::make_unique<Plan>();
   const cublasComputeType_t compute =
       desc.precision == GemmPrecision::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  check_cublas(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate", desc);
+  check_cublas(lt().desc_create(&plan->op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate", desc);
   const cublasOperation_t op_first = desc.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = desc.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   set_attribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, op_first, desc);
@@ -166,16 +173,16 @@ CublasLtGemm::Plan* CublasLtGemm::plan_for(const GemmDesc& desc) {
   const std::uint64_t first_rows = desc.trans_b ? k : n, first_cols = desc.trans_b ? n : k;
   const std::uint64_t second_rows = desc.trans_a ? m : k, second_cols = desc.trans_a ? k : m;
   const cudaDataType_t in = input_type(desc.precision), out = output_type(desc);
-  check_cublas(cublasLtMatrixLayoutCreate(&plan->first, in, first_rows, first_cols, static_cast<std::int64_t>(first_rows)),
+  check_cublas(lt().layout_create(&plan->first, in, first_rows, first_cols, static_cast<std::int64_t>(first_rows)),
                "cublasLtMatrixLayoutCreate", desc);
-  check_cublas(cublasLtMatrixLayoutCreate(&plan->second, in, second_rows, second_cols,
+  check_cublas(lt().layout_create(&plan->second, in, second_rows, second_cols,
                                           static_cast<std::int64_t>(second_rows)),
                "cublasLtMatrixLayoutCreate", desc);
-  check_cublas(cublasLtMatrixLayoutCreate(&plan->out, out, n, m, static_cast<std::int64_t>(n)),
+  check_cublas(lt().layout_create(&plan->out, out, n, m, static_cast<std::int64_t>(n)),
                "cublasLtMatrixLayoutCreate", desc);
 
   Preference preference;
-  check_cublas(cublasLtMatmulPreferenceCreate(&preference.pref), "cublasLtMatmulPreferenceCreate", desc);
+  check_cublas(lt().preference_create(&preference.pref), "cublasLtMatmulPreferenceCreate", desc);
   set_preference(preference.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t{kWorkspaceBytes}, desc);
   set_preference(preference.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, desc.align_b, desc);  // first = our B
   set_preference(preference.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, desc.align_a, desc);  // second = our A
@@ -192,7 +199,7 @@ CublasLtGemm::Plan* CublasLtGemm::plan_for(const GemmDesc& desc) {
 
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->first, plan->second, plan->out,
+  const cublasStatus_t status = lt().algo_get_heuristic(handle_, plan->op, plan->first, plan->second, plan->out,
                                                                plan->out, preference.pref, 1, &result, &returned);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || returned == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
     plans_.emplace(desc, nullptr);  // remembered, so the query is not repeated
@@ -225,7 +232,7 @@ void CublasLtGemm::run(const GemmDesc& desc, const GemmArgs& args, cudaStream_t 
     set_attribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux, desc);
   }
   const NvtxRange range("gemm");
-  check_cublas(cublasLtMatmul(handle_, plan->op, &args.alpha, args.b, plan->first, args.a, plan->second, &args.beta,
+  check_cublas(lt().matmul(handle_, plan->op, &args.alpha, args.b, plan->first, args.a, plan->second, &args.beta,
                               args.c, plan->out, args.c, plan->out, &plan->algo, workspace_, kWorkspaceBytes, stream),
                "cublasLtMatmul", desc);
 }
