@@ -444,12 +444,13 @@ TrainSummary Trainer::fit() {
              epoch, record.train_loss, summary.run_dir.string());
     const std::int64_t every = config_.checkpoint.every_epochs;
     const bool checkpoint = last || (every > 0 && epoch % every == 0);
-    phase.emplace(phases_, "weights and checkpoint snapshots");
+    phase.emplace(phases_, "weights and optimizer state from the engine");
     if (plan_ && (last || checkpoint || epoch_callback_)) {
       plan_->gather_shards();
       wait_for_ranks();  // the gather is a collective: a rank that stopped must not hang the others in it
       plan_->store(*model_, *optimizer_);
     }
+    phase.emplace(phases_, "weights and checkpoint snapshots for the writer");
     if ((last || checkpoint) && primary) write_in_background(summary.run_dir, epoch, last, checkpoint);
     phase.reset();
     if (epoch_callback_) {
