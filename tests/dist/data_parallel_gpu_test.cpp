@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -223,6 +224,41 @@ TEST(DataParallel, AKilledRankEndsTheJobNamingIt) {
   EXPECT_LT(std::stoi(run.output.substr(at + 8)), 60);
 }
 
+// Two "nodes" of 2 GPUs on one machine (two launchers, NNODES=2): rank 3 on node 1 is killed.
+// Node 1's launcher sees it and names it; node 0 cannot see a process on another node, so its
+// ranks' watchdogs notice that their collectives make no progress (30 s, dist/stall_detector.h)
+// and end node 0 too: every rank of the job has stopped within the 60 s of the kill.
+TEST(DataParallel, ARankKilledOnAnotherNodeEndsEveryNodeWithinAMinute) {
+  SN_REQUIRE_GPUS(4);
+  const std::filesystem::path out = test::temp_dir("data-parallel-kill-node");
+  const std::string job = train_command(out, "killed-node", 2, {"train.epochs=10000", "data.train_limit=16384"});
+  const std::string log0 = (out / "node0.log").string(), log1 = (out / "node1.log").string();
+  const std::filesystem::path script = out / "kill.sh";
+  std::ofstream(script) << "export NNODES=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" << 29500 + getpid() % 400 << "\n"
+                        << "NODE_RANK=0 CUDA_VISIBLE_DEVICES=0,1 " << job << " > '" << log0 << "' 2>&1 &\n"
+                        << "node0=$!\n"
+                        << "NODE_RANK=1 CUDA_VISIBLE_DEVICES=2,3 " << job << " > '" << log1 << "' 2>&1 &\n"
+                        << "node1=$!\n"
+                        << "for i in $(seq 900); do grep -q 'epoch 1/' '" << log0 << "' && break; sleep 0.1; done\n"
+                        << "for p in $(pgrep -P $node1); do\n"
+                        << "  tr '\\0' '\\n' < /proc/$p/environ | grep -qx RANK=3 && kill -9 $p\n"
+                        << "done\nstart=$(date +%s)\n"
+                        << "wait $node1\necho \"node1 exit=$? seconds=$(( $(date +%s) - start ))\"\n"
+                        << "wait $node0\necho \"node0 exit=$? seconds=$(( $(date +%s) - start ))\"\n"
+                        << "tail -n 3 '" << log0 << "' '" << log1 << "'\n";
+  const JobResult run = shell("bash '" + script.string() + "'");
+  std::printf("%s\n", run.output.c_str());
+  EXPECT_THAT(run.output, HasSubstr("node1 exit=1"));
+  EXPECT_THAT(run.output, HasSubstr("rank 3 was killed by signal 9"));
+  EXPECT_THAT(run.output, HasSubstr("node0 exit=1"));
+  EXPECT_THAT(run.output, HasSubstr("of 4: "));  // node 0's rank names itself and why it stopped
+  const auto at = run.output.find("node0 exit=1 seconds=");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(std::stoi(run.output.substr(at + 21)), 60);
+}
+
+// Epochs 1-2 sum the gradients over 4 ranks, the whole run over 2: the third epoch's loss differs
+// by rounding compounded as in expect_losses_follow_one_gpu (1e-3 after the first epoch).
 TEST(DataParallel, AFourGpuCheckpointResumesOnTwo) {
   SN_REQUIRE_GPUS(4);
   std::vector<std::string> sets = kSlice;
@@ -239,7 +275,8 @@ TEST(DataParallel, AFourGpuCheckpointResumesOnTwo) {
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
   const auto a = train_losses(four.dir), b = train_losses(whole.dir);
   ASSERT_EQ(a.size(), 3u);
-  EXPECT_NEAR(a[2], b[2], 1e-5 * b[2]);
+  std::printf("resumed on 2 GPUs from 4, epoch 3: %.8f vs %.8f\n", a[2], b[2]);
+  EXPECT_NEAR(a[2], b[2], 1e-3 * b[2]);
 }
 
 }  // namespace

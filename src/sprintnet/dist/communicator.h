@@ -20,9 +20,15 @@ class Communicator {
   const RankInfo& info() const { return info_; }
   // Throws (after aborting the communicator) when NCCL reported an asynchronous error.
   virtual void check() = 0;
-  // Waits for `stream` (a cudaStream_t), checking NCCL's state while it waits; after `timeout_s`
-  // aborts and throws: a peer that stopped answering ends this rank too.
-  virtual void wait(void* stream, double timeout_s) = 0;
+  // Records a progress mark on `stream` (a cudaStream_t) behind the work enqueued so far. A watchdog
+  // thread watches the marks (dist/stall_detector.h): when one stays pending for
+  // kStallLimitSeconds with none passed, a peer has died or hangs, and the watchdog ends this
+  // process with an error naming this rank, wherever its threads are blocked (a wait, a graph
+  // launch on a full queue, a collective).
+  virtual void mark(void* stream) = 0;
+  // Waits for `stream`, checking NCCL's asynchronous errors while it waits (the watchdog bounds
+  // the wait: it marks the stream first).
+  virtual void wait(void* stream) = 0;
 
  protected:
   explicit Communicator(RankInfo info) : info_(std::move(info)) {}

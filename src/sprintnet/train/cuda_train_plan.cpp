@@ -764,7 +764,7 @@ void CudaTrainPlan::gather_shards() {
 
 void CudaTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
   const cuda::DeviceGuard guard(device_.index);
-  gather_shards();  // Trainer::fit calls it first and waits with its deadline; then this is a no-op
+  gather_shards();  // Trainer::fit calls it first and waits, watched for stalls; then this is a no-op
   const FlatLayout layout = flat_layout();
   copy_weights_from_flat(model, layout, master_);
   const cuda::StepState state = read_state();

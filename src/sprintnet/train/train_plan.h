@@ -50,7 +50,7 @@ class TrainPlan {
   virtual void store(nn::Sequential& model, optim::Optimizer& optimizer) = 0;
   // Data parallel with the sharded update: enqueues the collectives that bring every rank's shards
   // of the master weights and optimizer state together, for store() (every rank calls both, in
-  // step; the caller waits on stream_handle() with its deadline between them). No-op otherwise.
+  // step; the caller waits on stream_handle(), watched for stalls, between them). No-op otherwise.
   virtual void gather_shards() {}
   // Enqueues the order of epoch `epoch` (0-based) and clears the epoch's sums; no host wait.
   virtual void start_epoch(std::int64_t epoch) = 0;
@@ -66,7 +66,7 @@ class TrainPlan {
   // e.g. "compiled CUDA graph, bf16 (fp32 master weights), cuBLASLt epilogues: bias+ReLU, ..."
   virtual std::string describe() const = 0;
   // The CUDA stream the plan runs on (a cudaStream_t; null on the CPU): data parallelism waits on
-  // it with a deadline instead of blocking (dist/communicator.h).
+  // it, watched for stalls, instead of blocking (dist/communicator.h).
   virtual void* stream_handle() const { return nullptr; }
 };
 

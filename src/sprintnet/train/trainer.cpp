@@ -372,8 +372,12 @@ EpochRecord Trainer::train_epoch_compiled(std::int64_t epoch, ProgressBar& progr
   // Nothing in this loop waits for the device: steps are graph launches, progress reads are
   // asynchronous copies shown when they have arrived (tests/train/host_sync_gpu_test.cpp counts).
   plan_->start_epoch(epoch - 1);
+  // Data parallel: ~32 progress marks an epoch, which the communicator's watchdog watches to end
+  // the job when a peer dies or hangs (dist/stall_detector.h); one event record each, no wait.
+  const std::int64_t mark_every = std::max<std::int64_t>(1, steps / 32);
   for (std::int64_t b = 0; b < steps; ++b) {
     plan_->step();
+    if (comm_ && (b + 1) % mark_every == 0) comm_->mark(plan_->stream_handle());
     if (show_progress && (b + 1) % config_.train.log_every == 0) {
       if (const auto seen = plan_->progress(b + 1)) {
         show_progress_at(progress, epoch, seen->steps, seen->loss_sum, start);
@@ -389,7 +393,7 @@ EpochRecord Trainer::train_epoch_compiled(std::int64_t epoch, ProgressBar& progr
 }
 
 void Trainer::wait_for_ranks() {
-  if (comm_) comm_->wait(plan_->stream_handle(), std::max(60.0, 3.0 * last_epoch_s_));
+  if (comm_) comm_->wait(plan_->stream_handle());
 }
 
 EvalResult Trainer::evaluate_test() {
@@ -422,7 +426,6 @@ TrainSummary Trainer::fit() {
     EpochRecord record = plan_ ? train_epoch_compiled(epoch, progress) : train_epoch(epoch, progress);
     phase.emplace(phases_, "evaluation");
     const bool last = epoch == config_.train.epochs;
-    last_epoch_s_ = record.epoch_time_s;
     if (primary && (last || (config_.train.eval_every > 0 && epoch % config_.train.eval_every == 0))) {
       summary.final_test = evaluate_test();
       record.test_loss = summary.final_test.loss;

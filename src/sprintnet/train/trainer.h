@@ -105,8 +105,8 @@ class Trainer {
   Trainer(Config config, const ResumePlan* plan);
   EpochRecord train_epoch(std::int64_t epoch, ProgressBar& progress);
   EpochRecord train_epoch_compiled(std::int64_t epoch, ProgressBar& progress);
-  // Data parallel: waits for the plan's stream with a deadline (3 epochs' time, at least 60 s), so
-  // a rank that stopped cannot hang this one. Nothing to wait for with one rank.
+  // Data parallel: waits for the plan's stream, watching NCCL's errors; the communicator's watchdog
+  // ends the rank when a peer stopped (no progress for 30 s). Nothing to wait for with one rank.
   void wait_for_ranks();
   EvalResult evaluate_test();
   // Shared by both epoch loops: whether progress is shown, one progress line, the epoch's record.
@@ -144,7 +144,6 @@ class Trainer {
   std::filesystem::path resume_run_dir_;  // empty unless resuming
   std::function<void(const EpochRecord&)> epoch_callback_;
   bool quiet_ = false;
-  double last_epoch_s_ = 0.0;
   RunPhases phases_;
   double before_trainer_s_ = 0.0;
   BackgroundWriter writer_;  // last member: destroyed first, waiting for its job while the rest still lives
