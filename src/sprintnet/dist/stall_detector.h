@@ -6,7 +6,7 @@
 // leaves this rank's collectives waiting forever. A rank with nothing pending is never stalled
 // (rank 0 evaluating or writing a checkpoint while the others wait is their stall, not its own),
 // and a long epoch that keeps passing marks never is either. Plain bookkeeping on times in
-// seconds, tested in CI; the communicator feeds it CUDA events.
+// seconds, tested in CI; the communicator feeds it (marks written into pinned memory by the device).
 #include <cstdint>
 
 namespace sprintnet::dist {

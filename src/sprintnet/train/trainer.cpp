@@ -373,7 +373,7 @@ EpochRecord Trainer::train_epoch_compiled(std::int64_t epoch, ProgressBar& progr
   // asynchronous copies shown when they have arrived (tests/train/host_sync_gpu_test.cpp counts).
   plan_->start_epoch(epoch - 1);
   // Data parallel: ~32 progress marks an epoch, which the communicator's watchdog watches to end
-  // the job when a peer dies or hangs (dist/stall_detector.h); one event record each, no wait.
+  // the job when a peer dies or hangs (dist/stall_detector.h); one one-element kernel each, no wait.
   const std::int64_t mark_every = std::max<std::int64_t>(1, steps / 32);
   for (std::int64_t b = 0; b < steps; ++b) {
     plan_->step();
