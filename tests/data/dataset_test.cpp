@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "data/idx_files.h"
@@ -188,6 +189,31 @@ TEST(Normalization, StandardMatchesADirectComputation) {
   }
   EXPECT_NEAR(t_sum / static_cast<double>(pixels.size()), 0.0, 1e-9);
   EXPECT_NEAR(t_squares / static_cast<double>(pixels.size()), 1.0, 1e-9);
+}
+
+// MNIST-like images, mostly runs of zero pixels (counted eight at a time) and a size that is not a
+// multiple of eight: the same statistics as a direct computation.
+TEST(Normalization, RunsOfZeroPixelsAreCountedExactly) {
+  Generator gen(test::test_seed());
+  const auto noise = test::random_bytes(3 * 101, gen);
+  std::vector<std::uint8_t> pixels(noise.size());
+  // Random pixels in the first 6 of every 16, zeros elsewhere (an aligned run of 8 in each 16).
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = i % 16 < 6 ? noise[i] : 0;
+  std::size_t zero_words = 0;
+  for (std::size_t i = 0; i + 8 <= pixels.size(); i += 8) {
+    zero_words += std::all_of(pixels.begin() + i, pixels.begin() + i + 8, [](auto p) { return p == 0; });
+  }
+  ASSERT_GE(zero_words, 18u) << "the fast path must be taken";
+  const Normalization norm = make_normalization(dataset_of_pixels(pixels, 3), "standard");
+  double sum = 0.0, squares = 0.0;
+  for (auto p : pixels) sum += p / 255.0;
+  const double mean = sum / static_cast<double>(pixels.size());
+  for (auto p : pixels) squares += (p / 255.0 - mean) * (p / 255.0 - mean);
+  const double stddev = std::sqrt(squares / static_cast<double>(pixels.size()));
+  // 1e-12 relative: the same 303 terms in double, in different orders; a miscounted run of zeros
+  // moves the mean by at least 8/303 of a pixel's share.
+  EXPECT_NEAR(norm.scale, 1.0 / (255 * stddev), 1e-12 * norm.scale);
+  EXPECT_NEAR(norm.shift, -mean / stddev, 1e-12 * std::abs(norm.shift));
 }
 
 TEST(Normalization, RejectsConstantPixelsAndUnknownModes) {

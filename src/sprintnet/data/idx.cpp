@@ -227,8 +227,14 @@ IdxArray read_idx(const std::filesystem::path& path) {
   }
 
   const std::uint64_t expected = payload_bytes(array.dims, array.type, what);
-  // Reserve one slice only: a 19-byte file claiming 4 GB must not cost more than what arrives.
-  array.bytes.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected, kReadChunkBytes)));
+  // Reserve one slice only: a 19-byte file claiming 4 GB must not cost more than what arrives. An
+  // uncompressed file that holds the whole payload gets it all at once: growing slice by slice
+  // reallocates and copies it ~log2(size / slice) times (MNIST's training images: 46 -> 24 ms).
+  const std::uint64_t header_bytes = kIdxMagicBytes + num_dims * kIdxDimBytes;
+  std::error_code size_error;
+  const std::uintmax_t file_bytes = std::filesystem::file_size(path, size_error);
+  const bool whole = !in.compressed() && !size_error && file_bytes >= header_bytes + expected;
+  array.bytes.reserve(static_cast<std::size_t>(whole ? expected : std::min<std::uint64_t>(expected, kReadChunkBytes)));
   while (array.bytes.size() < expected) {
     const std::size_t old_size = array.bytes.size();
     const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(expected - old_size, kReadChunkBytes));
