@@ -196,6 +196,17 @@ TEST(DataParallel, Bf16AccuracyMatchesOneGpuWithinATenthOfAPoint) {
   EXPECT_NEAR(final_accuracy(two.dir), final_accuracy(one.dir), 0.001);
 }
 
+// Bash lines for the kill tests: once `log` shows the first epoch (polled every 0.1 s, `polls` times),
+// SIGKILL the child of the launcher whose pid is in $`launcher` that runs as RANK=`rank`; $start
+// holds the time of the kill.
+std::string kill_rank_after_first_epoch(const std::string& log, const std::string& launcher, int rank, int polls) {
+  return fmt::format("for i in $(seq {}); do grep -q 'epoch 1/' '{}' && break; sleep 0.1; done\n"
+                     "for p in $(pgrep -P ${}); do\n"
+                     "  tr '\\0' '\\n' < /proc/$p/environ | grep -qx RANK={} && kill -9 $p\n"
+                     "done\nstart=$(date +%s)\n",
+                     polls, log, launcher, rank);
+}
+
 // Rank 1 is killed (SIGKILL) while training: the launcher stops rank 0 and fails naming rank 1,
 // well within the 60 s. The kill comes once the first epoch is logged (500 epochs of 16 K
 // samples took only 3.3 s on 2 H200s, so a fixed delay could miss the run); the job is long enough
@@ -208,11 +219,8 @@ TEST(DataParallel, AKilledRankEndsTheJobNamingIt) {
   const std::filesystem::path script = out / "kill.sh";
   const std::string log = (out / "log").string();
   std::ofstream(script) << job << " > '" << log << "' 2>&1 &\n"
-                        << "launcher=$!\n"
-                        << "for i in $(seq 600); do grep -q 'epoch 1/' '" << log << "' && break; sleep 0.1; done\n"
-                        << "for p in $(pgrep -P $launcher); do\n"
-                        << "  tr '\\0' '\\n' < /proc/$p/environ | grep -qx RANK=1 && kill -9 $p\n"
-                        << "done\nstart=$(date +%s)\nwait $launcher\ncode=$?\n"
+                        << "launcher=$!\n" << kill_rank_after_first_epoch(log, "launcher", 1, 600)
+                        << "wait $launcher\ncode=$?\n"
                         << "echo \"exit=$code seconds=$(( $(date +%s) - start ))\"\n"
                         << "cat '" << (out / "log").string() << "'\n";
   const JobResult run = shell("bash '" + script.string() + "'");
@@ -238,11 +246,7 @@ TEST(DataParallel, ARankKilledOnAnotherNodeEndsEveryNodeWithinAMinute) {
                         << "NODE_RANK=0 CUDA_VISIBLE_DEVICES=0,1 " << job << " > '" << log0 << "' 2>&1 &\n"
                         << "node0=$!\n"
                         << "NODE_RANK=1 CUDA_VISIBLE_DEVICES=2,3 " << job << " > '" << log1 << "' 2>&1 &\n"
-                        << "node1=$!\n"
-                        << "for i in $(seq 900); do grep -q 'epoch 1/' '" << log0 << "' && break; sleep 0.1; done\n"
-                        << "for p in $(pgrep -P $node1); do\n"
-                        << "  tr '\\0' '\\n' < /proc/$p/environ | grep -qx RANK=3 && kill -9 $p\n"
-                        << "done\nstart=$(date +%s)\n"
+                        << "node1=$!\n" << kill_rank_after_first_epoch(log0, "node1", 3, 900)
                         << "wait $node1\necho \"node1 exit=$? seconds=$(( $(date +%s) - start ))\"\n"
                         << "wait $node0\necho \"node0 exit=$? seconds=$(( $(date +%s) - start ))\"\n"
                         << "tail -n 3 '" << log0 << "' '" << log1 << "'\n";
