@@ -8,6 +8,7 @@
 
 #include "checkpoint_options.h"
 #include "commands.h"
+#include "sprintnet/dist/device_connections.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/train/inference.h"
 
@@ -82,6 +83,7 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--csv", options->csv_path, "Also write the confusion matrix as CSV to FILE")->type_name("FILE");
   cmd->callback([options] {
+    dist::prefer_few_device_connections();  // before the first CUDA call
     train::LoadedModel model = load_checkpoint(*options);
     const Dataset data = options->data.empty() ? train::load_split(model, options->split)
                                                : train::load_idx_for_model(model, options->data[0], options->data[1]);

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "sprintnet/data/idx.h"
 #include "sprintnet/data/image.h"
+#include "sprintnet/dist/device_connections.h"
 #include "sprintnet/train/inference.h"
 
 namespace sprintnet::cli {
@@ -149,6 +150,7 @@ void add_predict_command(CLI::App& app) {
   cmd->add_flag("--json", options->json, "Print one JSON document instead of a table");
   cmd->add_flag("--invert", options->invert, "The images are dark ink on light paper (MNIST is light on dark)");
   cmd->callback([options] {
+    dist::prefer_few_device_connections();  // before the first CUDA call
     train::LoadedModel model = load_checkpoint(*options);
     SN_CHECK(model.sample_shape.size() == 2, "the model takes inputs of shape {}, not 2-D images",
              shape_str(model.sample_shape));

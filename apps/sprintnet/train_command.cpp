@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "sprintnet/dist/device_connections.h"
 #include "sprintnet/dist/launcher.h"
 #include "sprintnet/io/config.h"
 #include "sprintnet/ops/backend.h"
@@ -46,7 +47,9 @@ void add_train_command(CLI::App& app) {
   cmd->callback([options] {
     const double before_trainer_s = train::process_age_s();
     const bool multi_node = std::getenv("NNODES") != nullptr && std::string_view(std::getenv("NNODES")) != "1";
-    if ((options->gpus > 1 || multi_node) && std::getenv("RANK") == nullptr) {
+    const bool starts_ranks = (options->gpus > 1 || multi_node) && std::getenv("RANK") == nullptr;
+    dist::prefer_few_device_connections(starts_ranks);  // before the first CUDA call
+    if (starts_ranks) {
       options->gpus = std::max(options->gpus, 1);
       const int available = cuda_device_count();
       SN_CHECK(options->gpus <= available, "--gpus {}: this machine has {} GPU(s){}", options->gpus, available,

@@ -1,0 +1,50 @@
+// Which processes ask the driver for fewer hardware queues (dist/device_connections.h): a pure
+// function of the environment and of whether the process launches ranks.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "sprintnet/dist/device_connections.h"
+
+namespace sprintnet::dist {
+namespace {
+
+Environment env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    return it != vars.end() ? std::optional<std::string>(it->second) : std::nullopt;
+  };
+}
+
+TEST(DeviceConnections, AProcessTrainingAloneTakesTwo) {
+  EXPECT_EQ(preferred_device_connections(env({}), false), "2");
+  // One rank of one is no data-parallel job.
+  EXPECT_EQ(preferred_device_connections(env({{"RANK", "0"}, {"WORLD_SIZE", "1"}}), false), "2");
+}
+
+TEST(DeviceConnections, TheUsersOwnValueWins) {
+  EXPECT_EQ(preferred_device_connections(env({{"CUDA_DEVICE_MAX_CONNECTIONS", "8"}}), false), std::nullopt);
+  EXPECT_EQ(preferred_device_connections(env({{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}}), false), std::nullopt);
+}
+
+TEST(DeviceConnections, DataParallelRanksAndTheirLauncherKeepTheDriversDefault) {
+  const std::map<std::string, std::string> master = {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}};
+  auto with = [&](std::map<std::string, std::string> vars) {
+    vars.insert(master.begin(), master.end());
+    return env(vars);
+  };
+  EXPECT_EQ(preferred_device_connections(with({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}}), false),
+            std::nullopt);
+  EXPECT_EQ(preferred_device_connections(with({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"}}),
+                                         false),
+            std::nullopt);
+  EXPECT_EQ(preferred_device_connections(
+                with({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}}),
+                false),
+            std::nullopt);
+  // `--gpus N`: the ranks inherit the launcher's environment.
+  EXPECT_EQ(preferred_device_connections(env({}), true), std::nullopt);
+}
+
+}  // namespace
+}  // namespace sprintnet::dist
