@@ -21,7 +21,8 @@
 // (n clusters; 12 or 13 groups), each a template case of its stage (kFirst).
 // With one to three hidden layers (kDepth). Partial sums travel as bulk copies (cp.async.bulk over
 // DSMEM) onto each receiver's mbarrier; activations through L2, a grid barrier ending each stage
-// (2 kDepth + 1 a step: 7 for 784-784-784-784-10). Every sum has a fixed
+// (2 kDepth + 1 a step: 7 for 784-784-784-784-10); a forward stage fetches the next stage's weights
+// while it exchanges and waits (prefetch_weights). Every sum has a fixed
 // order: reruns are bit-identical. A partial last batch masks its missing rows (zero input, zero
 // dlogits, so zero gradients). The bf16 copy the products read is copies[0] during the epoch;
 // at its end the fp32 master, rounded, goes into both copies with the bias columns, for the
@@ -559,12 +560,14 @@ struct Epoch {
   __device__ void forward_layer(int l, int step) {
     constexpr int kTiles = kFirst ? S::kInRangeTiles : kRangeTiles;
     constexpr int kWtStride = kFirst ? S::kInWtStride : kTileStride;
+    // W_l's tile: here for the first layer (its update ended the stage before); for the others the
+    // stage before fetched it (prefetch_weights).
     if constexpr (kFirst) {
       const int tile0 = S::in_tile0(k), tiles = S::in_tile0(k + 1) - tile0;
       load_weight_tile<16 * kTiles>(l, c * kSpan, kSpan, 16 * tile0, 16 * tiles, kWtStride);
       load_slice<kTiles>(input_of(step), kIn, 16 * tile0, tiles);
     } else {
-      load_weight_tile(l, c * kSpan, kSpan);
+      if (l == 1) load_weight_tile(l, c * kSpan, kSpan);
       load_slice(below_of(l, step));
     }
     commit();
@@ -575,10 +578,24 @@ struct Epoch {
       ptx::ldmatrix_x2(b, shared_address(s.wt + (nt * 8 + (lane & 7)) * kWtStride + ks * 16 + ((lane >> 3) & 1) * 8));
     });
     constexpr int kPiece = kBatch * kOwn * 4;
-    send_pieces(s.part, kPiece, s.recv, kPiece);
+    send_pieces(s.part, kPiece, s.recv, kPiece);  // its __syncthreads: every warp has read W_l's tile
+    prefetch_weights(l + 1);
     receive_pieces(kPiece);
     const float4 v = sum_ranks();
     finish_own<true>(l, {v.x, v.y, v.z, v.w});
+  }
+  // The next stage's weights into wt while this one exchanges and waits at the grid barrier: W_next's
+  // tile (next <= kDepth), or W_out's and b_4 for the output stage. The copies complete in the next
+  // stage (its wait_all), before this block passes that stage's barrier; the owners rewrite those
+  // weights (layer next's backward, apply_output_update) stages later.
+  __device__ void prefetch_weights(int next) const {
+    if (next <= kDepth) {
+      load_weight_tile(next, c * kSpan, kSpan);
+    } else {
+      if (threadIdx.x < 3) cp16(s.b4_live + 4 * threadIdx.x, p.b4_live + 4 * threadIdx.x);
+      load_weight_tile(kDepth + 1, 0, kClasses);
+    }
+    commit();
   }
   __device__ void forward(int l, int step) {
     if constexpr (S::kSplitInput) {
@@ -590,8 +607,7 @@ struct Epoch {
   // The output layer: partial logits over the rank's range, every block adds the cluster's (rank
   // order) and runs the loss, its gradient, D_L[:, own] (L = kDepth) and the output layer's gradients.
   __device__ void output(int step, int label) {
-    if (threadIdx.x < 3) cp16(s.b4_live + 4 * threadIdx.x, p.b4_live + 4 * threadIdx.x);
-    load_weight_tile(kDepth + 1, 0, kClasses);
+    // W_out's tile and b_4 came in during the last forward stage (prefetch_weights).
     for (int i = static_cast<int>(threadIdx.x); i < (16 - kClasses) * kTileStride; i += kThreads) {
       s.wt[kClasses * kTileStride + i] = bf16(0.0f);
     }
