@@ -10,7 +10,6 @@
 
 #include "commands.h"
 #include "sprintnet/core/error.h"
-#include "sprintnet/dist/device_connections.h"
 #include "sprintnet/sweep/sweep_plot.h"
 #include "sprintnet/sweep/sweep_runner.h"
 
@@ -54,7 +53,6 @@ void add_sweep_command(CLI::App& app) {
                   "runs training at once, spread over the GPUs (0 = auto: as many as fill each GPU; on the CPU one)")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([options] {
-    dist::prefer_few_device_connections();  // before the first CUDA call
     std::vector<sweep::RunResult> results;
     std::string dir;
     if (!options->resume_dir.empty()) {

@@ -1,11 +1,12 @@
 #pragma once
 // How many hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default) this process's CUDA
 // contexts open. A context with fewer is created and released faster by the driver: measured
-// (docs/PERFORMANCE.md, "Fewer hardware queues a context"): the default run ~15-40 ms shorter on
-// the H100, a 64-run sweep over 4 H200s ~0.2 s, and the compiled step's epochs unchanged. A
-// process that trains alone (or a sweep's runs, a stream each) keeps 2: one queue left for copies
-// and side streams. Data-parallel ranks, and the launcher whose environment they inherit, keep the
-// driver's default, where NCCL's streams overlap the backward. A value the user set always wins.
+// (docs/PERFORMANCE.md, "Fewer hardware queues a context"): the default run's median 0.636 -> 0.530 s
+// on an H100, the compiled step's epochs unchanged. `sprintnet train`, `eval` and `predict` on one
+// GPU take 2 (one queue left for copies and side streams). The driver's default stays for
+// data-parallel ranks and the launcher whose environment they inherit (NCCL's streams overlap the
+// backward) and for sweeps (eight runs a GPU on two queues slowed each other: 64 runs on one H200
+// 3.49 -> 3.98 s). A value the user set always wins.
 // Must run before the process's first CUDA call: the driver reads it when it starts.
 #include <optional>
 #include <string>
