@@ -42,6 +42,10 @@ TEST(DeviceConnections, DataParallelRanksAndTheirLauncherKeepTheDriversDefault) 
                 with({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}}),
                 false),
             std::nullopt);
+  // Launcher variables that do not make a rank (eval in an sbatch script; a stray WORLD_SIZE): no error
+  // here, and the driver's default.
+  EXPECT_EQ(preferred_device_connections(env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}}), false), std::nullopt);
+  EXPECT_EQ(preferred_device_connections(env({{"WORLD_SIZE", "2"}}), false), std::nullopt);
   // `--gpus N`: the ranks inherit the launcher's environment.
   EXPECT_EQ(preferred_device_connections(env({}), true), std::nullopt);
 }

@@ -383,7 +383,8 @@ struct Epoch {
     }
   }
 
-  // ---- loads into shared memory (cp.async, one commit group a stage).
+  // ---- loads into shared memory (cp.async; a stage waits for all its groups: its own loads, and the
+  // weights the stage before prefetched).
   // src[:, col0 .. col0 + 16 tiles) (rows `stride` apart) into the slice's first `tiles` tiles (at most
   // kTiles): a thread's copies share its row and half.
   template <int kTiles>
@@ -945,7 +946,7 @@ struct Epoch {
       s.b4[cls] = p.bias ? p.master[kDepth + 1][at] : 0.0f;
       s.b4_mom[cls] = p.bias && momentum() ? p.mom[kDepth + 1][at] : 0.0f;
       s.b4_var[cls] = p.bias && kAdamUpdate ? p.var[kDepth + 1][at] : 0.0f;
-      if (r == 0) p.b4_live[cls] = s.b4[cls];  // read in the first output stage, barriers later
+      if (r == 0) p.b4_live[cls] = s.b4[cls];  // read by the last forward stage's prefetch, after a barrier
     }
   }
 
