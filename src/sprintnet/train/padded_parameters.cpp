@@ -76,6 +76,16 @@ cuda::StepState step_state_from(const optim::Counters& counters, bool fp16) {
 void import_from_flat(const FlatImages& images, const std::vector<FlatSlot>& slots,
                       const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
                       const cuda::StepState& state, std::string_view engine) {
+  const std::vector<float>* buffers[] = {&images.master, &images.state1, &images.state2};
+  const FlatSlotReader read = [&](int buffer, const FlatSlot& slot, const Shape& shape, Device device) {
+    return tensor_of(*buffers[buffer], slot, shape, device);
+  };
+  import_from_flat(read, !images.state1.empty(), slots, layers, optimizer, optim, state, engine);
+}
+
+void import_from_flat(const FlatSlotReader& read, bool has_state1, const std::vector<FlatSlot>& slots,
+                      const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
+                      const cuda::StepState& state, std::string_view engine) {
   const auto params = parameters_of(layers);
   SN_CHECK(params.size() == slots.size(), "the model has {} parameters, the {} {}", params.size(), engine,
            slots.size());
@@ -84,15 +94,13 @@ void import_from_flat(const FlatImages& images, const std::vector<FlatSlot>& slo
   for (std::size_t i = 0; i < params.size(); ++i) {
     const Tensor& value = params[i]->value;
     const Device device = value.device();
-    ops::copy(value, tensor_of(images.master, slots[i], value.shape(), device));
+    ops::copy(value, read(0, slots[i], value.shape(), device));
     if (optim.type == "sgd") {
-      if (!images.state1.empty()) {
-        tensors.emplace_back(fmt::format("{}.momentum_buffer", i), tensor_of(images.state1, slots[i], value.shape(), device));
-      }
+      if (has_state1) tensors.emplace_back(fmt::format("{}.momentum_buffer", i), read(1, slots[i], value.shape(), device));
       counters[fmt::format("{}.momentum_started", i)] = state.opt_steps > 0 ? 1 : 0;
     } else {
-      tensors.emplace_back(fmt::format("{}.exp_avg", i), tensor_of(images.state1, slots[i], value.shape(), device));
-      tensors.emplace_back(fmt::format("{}.exp_avg_sq", i), tensor_of(images.state2, slots[i], value.shape(), device));
+      tensors.emplace_back(fmt::format("{}.exp_avg", i), read(1, slots[i], value.shape(), device));
+      tensors.emplace_back(fmt::format("{}.exp_avg_sq", i), read(2, slots[i], value.shape(), device));
       counters[fmt::format("{}.step", i)] = state.opt_steps;
     }
   }

@@ -4,6 +4,7 @@
 // a column of its weight rows), and back. Dense layouts use flat_parameters.h's
 // device views instead; the counters logic is shared (step_counters()).
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -37,6 +38,13 @@ FlatImages export_to_flat(const std::vector<nn::Linear*>& layers, optim::Optimiz
 cuda::StepState step_state_from(const optim::Counters& counters, bool fp16);
 // Writes images back into the model and the optimizer, with the counters of `state`.
 void import_from_flat(const FlatImages& images, const std::vector<FlatSlot>& slots,
+                      const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
+                      const cuda::StepState& state, std::string_view engine);
+// The same from wherever the flat buffers are: `read(buffer, slot, shape, device)` gives a slot of
+// buffer 0 (master), 1 (state1) or 2 (state2) as a tensor of `shape` on `device` (the fused engine
+// copies it on the device, with no round trip through the host).
+using FlatSlotReader = std::function<Tensor(int buffer, const FlatSlot& slot, const Shape& shape, Device device)>;
+void import_from_flat(const FlatSlotReader& read, bool has_state1, const std::vector<FlatSlot>& slots,
                       const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
                       const cuda::StepState& state, std::string_view engine);
 // The update's hyper-parameters from the config, for every GPU engine (pointers and sizes left for
