@@ -14,18 +14,6 @@ void scatter(std::vector<float>& image, const FlatSlot& slot, const std::vector<
   }
 }
 
-std::vector<float> gather(const std::vector<float>& image, const FlatSlot& slot) {
-  std::vector<float> values(static_cast<std::size_t>(slot.rows * slot.cols));
-  for (std::int64_t r = 0; r < slot.rows; ++r) {
-    std::copy_n(image.begin() + slot.offset + r * slot.row_stride, slot.cols, values.begin() + r * slot.cols);
-  }
-  return values;
-}
-
-Tensor tensor_of(const std::vector<float>& image, const FlatSlot& slot, const Shape& shape, Device device) {
-  return Tensor::from_vector(gather(image, slot), shape, device);
-}
-
 std::vector<nn::Parameter*> parameters_of(const std::vector<nn::Linear*>& layers) {
   std::vector<nn::Parameter*> params;
   for (nn::Linear* layer : layers) {
@@ -71,16 +59,6 @@ cuda::StepState step_state_from(const optim::Counters& counters, bool fp16) {
   state.opt_steps = n.opt_steps;
   state.loss_scale = fp16 ? 65536.0f : 1.0f;  // torch.amp.GradScaler's initial scale
   return state;
-}
-
-void import_from_flat(const FlatImages& images, const std::vector<FlatSlot>& slots,
-                      const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
-                      const cuda::StepState& state, std::string_view engine) {
-  const std::vector<float>* buffers[] = {&images.master, &images.state1, &images.state2};
-  const FlatSlotReader read = [&](int buffer, const FlatSlot& slot, const Shape& shape, Device device) {
-    return tensor_of(*buffers[buffer], slot, shape, device);
-  };
-  import_from_flat(read, !images.state1.empty(), slots, layers, optimizer, optim, state, engine);
 }
 
 void import_from_flat(const FlatSlotReader& read, bool has_state1, const std::vector<FlatSlot>& slots,

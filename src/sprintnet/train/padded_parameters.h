@@ -1,8 +1,9 @@
 #pragma once
 // The eager model's weights and optimizer state as flat fp32 host images in a
 // padded layout (the fused engine's: weight rows padded to 16 elements, the bias
-// a column of its weight rows), and back. Dense layouts use flat_parameters.h's
-// device views instead; the counters logic is shared (step_counters()).
+// a column of its weight rows), and back from wherever those buffers are. Dense
+// layouts use flat_parameters.h's device views instead; the counters logic is
+// shared (step_counters()).
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -36,13 +37,10 @@ FlatImages export_to_flat(const std::vector<nn::Linear*>& layers, optim::Optimiz
                           std::string_view engine);
 // The step counters the flat update starts from (fp16: torch.amp.GradScaler's initial scale).
 cuda::StepState step_state_from(const optim::Counters& counters, bool fp16);
-// Writes images back into the model and the optimizer, with the counters of `state`.
-void import_from_flat(const FlatImages& images, const std::vector<FlatSlot>& slots,
-                      const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
-                      const cuda::StepState& state, std::string_view engine);
-// The same from wherever the flat buffers are: `read(buffer, slot, shape, device)` gives a slot of
-// buffer 0 (master), 1 (state1) or 2 (state2) as a tensor of `shape` on `device` (the fused engine
-// copies it on the device, with no round trip through the host).
+// Writes the flat buffers back into the model and the optimizer, with the counters of `state`:
+// `read(buffer, slot, shape, device)` gives a slot of buffer 0 (master), 1 (state1) or 2 (state2) as
+// a tensor of `shape` on `device` (the fused engine copies it on the device, no round trip through
+// the host).
 using FlatSlotReader = std::function<Tensor(int buffer, const FlatSlot& slot, const Shape& shape, Device device)>;
 void import_from_flat(const FlatSlotReader& read, bool has_state1, const std::vector<FlatSlot>& slots,
                       const std::vector<nn::Linear*>& layers, optim::Optimizer& optimizer, const OptimConfig& optim,
