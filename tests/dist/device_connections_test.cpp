@@ -5,16 +5,12 @@
 #include <map>
 
 #include "sprintnet/dist/device_connections.h"
+#include "support/fake_environment.h"
 
 namespace sprintnet::dist {
 namespace {
 
-Environment env(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    const auto it = vars.find(name);
-    return it != vars.end() ? std::optional<std::string>(it->second) : std::nullopt;
-  };
-}
+constexpr auto* env = &test::fake_environment;  // env({{"RANK", "1"}, ...}): variables from a map
 
 TEST(DeviceConnections, AProcessTrainingAloneTakesTwo) {
   EXPECT_EQ(preferred_device_connections(env({}), false), "2");

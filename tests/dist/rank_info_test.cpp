@@ -8,18 +8,14 @@
 #include "sprintnet/dist/launcher.h"
 #include "sprintnet/dist/rank_info.h"
 #include "support/error_message.h"
+#include "support/fake_environment.h"
 
 namespace sprintnet::dist {
 namespace {
 
 using ::testing::HasSubstr;
 
-Environment env(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    const auto it = vars.find(name);
-    return it != vars.end() ? std::optional<std::string>(it->second) : std::nullopt;
-  };
-}
+constexpr auto* env = &test::fake_environment;  // env({{"RANK", "1"}, ...}): variables from a map
 
 TEST(RankInfo, NoLauncherIsOneRank) {
   const RankInfo info = rank_info_from(env({}));
