@@ -51,4 +51,21 @@ LoadedData load_train_test_cached(const DataConfig& config, std::int64_t classes
   return loaded;
 }
 
+TrainTestData on_device(const LoadedData& loaded, Device device) {
+  if (device.is_cpu()) return loaded.data;
+  DeviceCopies& copies = *loaded.device_copies;
+  // Held while copying: runs that start together wait for the one copy instead of each making one.
+  const std::lock_guard lock(copies.mutex);
+  auto it = copies.by_device.find(device.index);
+  if (it == copies.by_device.end()) {
+    TrainTestData copy = loaded.data;
+    for (Dataset* set : {&copy.train, &copy.test}) {
+      set->images = set->images.to(device);  // waits for the copy: done before any other stream reads it
+      set->labels = set->labels.to(device);
+    }
+    it = copies.by_device.emplace(device.index, std::move(copy)).first;
+  }
+  return it->second;
+}
+
 }  // namespace sprintnet

@@ -137,11 +137,11 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   // The data loads, and its normalization is computed, on a helper thread while the device starts
   // (CUDA context, library handles).
   double data_s = 0.0;
-  std::future<std::pair<TrainTestData, Normalization>> data = std::async(std::launch::async, [this, &data_s] {
+  std::future<LoadedData> data = std::async(std::launch::async, [this, &data_s] {
     const auto begin = Clock::now();
     LoadedData loaded = load_train_test_cached(config_.data, config_.model.classes);  // once per process (sweeps)
     data_s = seconds_since(begin);
-    return std::pair(std::move(loaded.data), loaded.norm);
+    return loaded;
   });
   {
     const ScopedPhase phase(phases_, "device start-up");
@@ -163,13 +163,13 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   }
   {
     const ScopedPhase phase(phases_, "waiting for the data");
-    std::tie(data_, norm_) = data.get();
+    loaded_ = data.get();
   }
   phases_.add("data read, conversion and normalization", data_s, true);
   std::optional<ScopedPhase> phase(std::in_place, phases_, "model and optimizer");
-  spec_.inputs = data_.train.images.size(1);
+  spec_.inputs = loaded_.data.train.images.size(1);
   spec_.hidden = config_.model.hidden;
-  spec_.outputs = data_.train.num_classes;
+  spec_.outputs = loaded_.data.train.num_classes;
   spec_.activation = ops::parse_activation(config_.model.activation);
   spec_.bias = config_.model.bias;
   spec_.init = nn::parse_init(config_.model.init);
@@ -205,9 +205,10 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   phase.emplace(phases_, "loaders (the data set to the device)");
   const LoaderOptions train_options{config_.train.batch_size, config_.train.shuffle, config_.train.drop_last,
                                     config_.seed ^ kShuffleSeedSalt};
-  train_loader_ = std::make_unique<BatchLoader>(data_.train, norm_, train_options, device_, dtype);
+  const TrainTestData on_device_data = on_device(loaded_, device_);  // one copy a device per process (sweeps)
+  train_loader_ = std::make_unique<BatchLoader>(on_device_data.train, loaded_.norm, train_options, device_, dtype);
   const LoaderOptions test_options{eval_batch_size(), false, false, 0};
-  test_loader_ = std::make_unique<BatchLoader>(data_.test, norm_, test_options, device_, dtype);
+  test_loader_ = std::make_unique<BatchLoader>(on_device_data.test, loaded_.norm, test_options, device_, dtype);
 
   const std::int64_t steps = train_loader_->batches_per_epoch();
   schedule_ = std::make_unique<optim::LrSchedule>(config_.schedule, config_.optim.lr, steps,
@@ -310,7 +311,7 @@ std::string Trainer::describe() const {
                                          engine_.reason);
   return fmt::format("{} train / {} test samples of {} ({} classes), {}\n{}\n{}, {}, batch {}, {} epochs, lr schedule {}"
                      "\n{}",
-                     data_.train.size(), data_.test.size(), config_.data.dataset, data_.train.num_classes,
+                     loaded_.data.train.size(), loaded_.data.test.size(), config_.data.dataset, loaded_.data.train.num_classes,
                      device_.is_cpu() ? fmt::format("cpu ({} threads)", cpu_threads()) : device_.str(),
                      model_->describe(), optimizer_->describe(), loss_->describe(), config_.train.batch_size,
                      config_.train.epochs, schedule_->describe(), engine) +

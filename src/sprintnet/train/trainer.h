@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sprintnet/data/dataset.h"
+#include "sprintnet/data/dataset_cache.h"
 #include "sprintnet/dist/communicator.h"
 #include "sprintnet/dist/rank_info.h"
 #include "sprintnet/io/config.h"
@@ -116,7 +117,7 @@ class Trainer {
   EpochRecord epoch_record(std::int64_t epoch, std::chrono::steady_clock::time_point start, double loss_sum) const;
   void compile_plan();
   // Rows per evaluation batch: train.eval_batch_size, at most the test set.
-  std::int64_t eval_batch_size() const { return std::min(config_.train.eval_batch_size, data_.test.size()); }
+  std::int64_t eval_batch_size() const { return std::min(config_.train.eval_batch_size, loaded_.data.test.size()); }
   void restore(const Checkpoint& checkpoint);
   // Metadata of the weights files (<run>/model.safetensors and each checkpoint's).
   Metadata weights_metadata() const;
@@ -126,8 +127,7 @@ class Trainer {
   Config config_;
   std::chrono::steady_clock::time_point start_;
   Device device_;
-  TrainTestData data_;
-  Normalization norm_;
+  LoadedData loaded_;  // the data set (shared with other runs of the process) and its normalization
   nn::MlpSpec spec_;
   std::unique_ptr<nn::Sequential> model_;
   std::unique_ptr<nn::Loss> loss_;
