@@ -29,6 +29,7 @@
 #include "sprintnet/core/graph_capture_lock.h"
 #include "sprintnet/dist/update_sharding.h"
 #include "sprintnet/nn/linear.h"
+#include "sprintnet/memory/pinned_host_pool.h"
 #include "sprintnet/ops/cuda/cuda_backend.h"
 #include "sprintnet/ops/cuda/device_guard.h"
 #include "sprintnet/ops/cuda/gemm.h"
@@ -91,12 +92,6 @@ struct Graph {
   }
 };
 
-struct PinnedDeleter {
-  void operator()(void* p) const noexcept {
-    const std::unique_lock no_capture(graph_capture_mutex());  // graph_capture_lock.h
-    SN_CUDA_WARN(cudaFreeHost(p));
-  }
-};
 struct EventDeleter {
   void operator()(CUevent_st* e) const noexcept { SN_CUDA_WARN(cudaEventDestroy(e)); }
 };
@@ -208,7 +203,7 @@ class CudaTrainPlan final : public TrainPlan {
   cuda::GatherArgs step_gather_{};  // how the step gathers its batch (the lone skinny layer reads through it)
   Tensor order_, permutation_scratch_, lr_table_;
   Tensor state_, metrics_, eval_metrics_;  // StepState, StepMetrics (raw bytes)
-  std::unique_ptr<void, PinnedDeleter> pinned_;  // kProgressSlots + 1 StepMetrics, then a StepState
+  PinnedHostRecord pinned_;  // kProgressSlots + 1 StepMetrics, then a StepState
   std::array<Event, kProgressSlots> slot_events_;
   std::deque<std::pair<int, std::int64_t>> pending_;  // (slot, steps) in flight, oldest first
   int next_slot_ = 0;
@@ -352,12 +347,7 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   metrics_ = Tensor::zeros({static_cast<std::int64_t>(sizeof(cuda::StepMetrics))}, DType::kU8, device);
   eval_metrics_ = Tensor::zeros({static_cast<std::int64_t>(sizeof(cuda::StepMetrics))}, DType::kU8, device);
 
-  void* pinned = nullptr;
-  {
-    const std::unique_lock no_capture(graph_capture_mutex());  // graph_capture_lock.h
-    SN_CUDA_CHECK(cudaMallocHost(&pinned, (kProgressSlots + 1) * sizeof(cuda::StepMetrics) + sizeof(cuda::StepState)));
-  }
-  pinned_.reset(pinned);
+  pinned_ = PinnedHostRecord((kProgressSlots + 1) * sizeof(cuda::StepMetrics) + sizeof(cuda::StepState));
   for (auto& e : slot_events_) e = make_event();
   for (std::size_t i = 0; i < 4 * layers_.size() + 2; ++i) fork_events_.push_back(make_event());
 
@@ -373,7 +363,8 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   }
 }
 
-CudaTrainPlan::~CudaTrainPlan() = default;
+// The copies into the pinned record are done before it goes back to the pool.
+CudaTrainPlan::~CudaTrainPlan() { SN_CUDA_WARN(cudaStreamSynchronize(stream_)); }
 
 GemmDesc CudaTrainPlan::desc(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb,
                              GemmEpilogue e) const {
@@ -742,7 +733,7 @@ void CudaTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
 }
 
 cuda::StepState CudaTrainPlan::read_state() {
-  auto* host = reinterpret_cast<cuda::StepState*>(static_cast<cuda::StepMetrics*>(pinned_.get()) + kProgressSlots + 1);
+  auto* host = reinterpret_cast<cuda::StepState*>(static_cast<cuda::StepMetrics*>(pinned_.host()) + kProgressSlots + 1);
   SN_CUDA_CHECK(cudaMemcpyAsync(host, state_.raw_data(), sizeof(*host), cudaMemcpyDeviceToHost, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return *host;
@@ -795,7 +786,7 @@ void CudaTrainPlan::step() {
 }
 
 std::optional<ProgressSnapshot> CudaTrainPlan::progress(std::int64_t steps) {
-  auto* slots = static_cast<cuda::StepMetrics*>(pinned_.get());
+  auto* slots = static_cast<cuda::StepMetrics*>(pinned_.host());
   // Collect what has arrived, oldest first, without waiting.
   while (!pending_.empty()) {
     const auto [slot, at] = pending_.front();
@@ -830,7 +821,7 @@ EpochTotals CudaTrainPlan::finish_epoch() {
     SN_CHECK(end == ncclSuccess && (a == ncclSuccess || a == ncclInProgress) && (b == ncclSuccess || b == ncclInProgress),
              "rank {}: all-reduce of the epoch's sums failed: {}", spec_.rank, ncclGetErrorString(end));
   }
-  auto* final_slot = static_cast<cuda::StepMetrics*>(pinned_.get()) + kProgressSlots;
+  auto* final_slot = static_cast<cuda::StepMetrics*>(pinned_.host()) + kProgressSlots;
   SN_CUDA_CHECK(cudaMemcpyAsync(final_slot, metrics_.raw_data(), sizeof(*final_slot), cudaMemcpyDeviceToHost, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   pending_.clear();
@@ -849,7 +840,7 @@ void CudaTrainPlan::enqueue_evaluation(const BatchLoader& loader, cudaStream_t s
     enqueue_forward(eval_input_.raw_data(), rows, false, stream);
     enqueue_loss(eval_input_.raw_data(), rows, eval_labels_.data<std::int32_t>(), false, metrics, stream);
   }
-  auto* host = static_cast<cuda::StepMetrics*>(pinned_.get()) + kProgressSlots;
+  auto* host = static_cast<cuda::StepMetrics*>(pinned_.host()) + kProgressSlots;
   SN_CUDA_CHECK(cudaMemcpyAsync(host, metrics, sizeof(*host), cudaMemcpyDeviceToHost, stream));
 }
 
@@ -864,7 +855,7 @@ EvalResult CudaTrainPlan::evaluate(const BatchLoader& loader) {
   }
   SN_CUDA_CHECK(cudaGraphLaunch(eval_graph_.exec, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  const auto* host = static_cast<const cuda::StepMetrics*>(pinned_.get()) + kProgressSlots;
+  const auto* host = static_cast<const cuda::StepMetrics*>(pinned_.host()) + kProgressSlots;
   EvalResult result;
   result.samples = loader.samples();
   result.correct = host->correct;

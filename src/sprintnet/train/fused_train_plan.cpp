@@ -15,7 +15,7 @@
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
-#include "sprintnet/core/graph_capture_lock.h"
+#include "sprintnet/memory/pinned_host_pool.h"
 #include "sprintnet/ops/cuda/cuda_backend.h"
 #include "sprintnet/ops/cuda/device_guard.h"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
@@ -38,16 +38,11 @@ constexpr std::int64_t kTensorAlignment = 128;  // elements between parameters i
 
 std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
 
-struct MappedDeleter {
-  void operator()(cuda::FusedProgress* p) const noexcept {
-    const std::unique_lock no_capture(graph_capture_mutex());  // graph_capture_lock.h
-    SN_CUDA_WARN(cudaFreeHost(p));
-  }
-};
-
 class FusedTrainPlan final : public TrainPlan {
  public:
   FusedTrainPlan(const TrainPlanSpec& spec, Device device);
+  // The kernels that write the progress record are done before it goes back to the pool.
+  ~FusedTrainPlan() override { SN_CUDA_WARN(cudaStreamSynchronize(stream_)); }
 
   void load(nn::Sequential& model, optim::Optimizer& optimizer) override;
   void store(nn::Sequential& model, optim::Optimizer& optimizer) override;
@@ -79,8 +74,11 @@ class FusedTrainPlan final : public TrainPlan {
   Tensor row_loss_, row_correct_;
   Tensor order_, permutation_scratch_, lr_table_;
   Tensor state_, metrics_, eval_metrics_, sync_;  // sync_: the barrier counter, then two found_inf flags
-  std::unique_ptr<cuda::FusedProgress, MappedDeleter> progress_;
-  cuda::FusedProgress* progress_device_ = nullptr;
+  // The progress record, then the host's copy of the metrics (StepMetrics), then of the state (StepState).
+  PinnedHostRecord progress_record_;
+  cuda::FusedProgress* progress_ = nullptr;         // its host address
+  cuda::FusedProgress* progress_device_ = nullptr;  // the kernels'
+
   // The split and cluster kernels (fused_fit.h) train the models they take wherever they run
   // (choose_kernel); the grid kernel trains the rest and evaluates everything. `kernel_note_`
   // describes their launch (describe()).
@@ -224,12 +222,9 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   eval_metrics_ = zeros_bytes(sizeof(cuda::StepMetrics), device);
   sync_ = zeros_bytes(4 * sizeof(std::uint32_t), device);
 
-  cuda::FusedProgress* progress = nullptr;
-  SN_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&progress), sizeof(*progress) + sizeof(cuda::StepMetrics) +
-                                                                        sizeof(cuda::StepState),
-                              cudaHostAllocMapped));
-  progress_.reset(progress);
-  SN_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&progress_device_), progress, 0));
+  progress_record_ = PinnedHostRecord(sizeof(cuda::FusedProgress) + sizeof(cuda::StepMetrics) + sizeof(cuda::StepState));
+  progress_ = static_cast<cuda::FusedProgress*>(progress_record_.host());
+  progress_device_ = static_cast<cuda::FusedProgress*>(progress_record_.device());
 
   if (const char* profile = std::getenv("SPRINTNET_FUSED_PROFILE"); profile != nullptr && *profile == '1') {
     stage_clock_ = zeros_bytes(std::int64_t{8} << 16, device);  // 2^16 nanosecond stamps
@@ -384,7 +379,7 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
 
 std::optional<ProgressSnapshot> FusedTrainPlan::progress(std::int64_t /*steps*/) {
   // The kernel writes both fields in one 16-byte store.
-  const volatile cuda::FusedProgress* p = progress_.get();
+  const volatile cuda::FusedProgress* p = progress_;
   const std::int64_t steps = p->steps;
   if (steps == 0) return std::nullopt;
   return ProgressSnapshot{steps, p->loss_sum};
@@ -392,7 +387,7 @@ std::optional<ProgressSnapshot> FusedTrainPlan::progress(std::int64_t /*steps*/)
 
 EpochTotals FusedTrainPlan::finish_epoch() {
   const cuda::NvtxRange range("finish_epoch");
-  auto* host = reinterpret_cast<cuda::StepMetrics*>(progress_.get() + 1);
+  auto* host = reinterpret_cast<cuda::StepMetrics*>(progress_ + 1);
   SN_CUDA_CHECK(cudaMemcpyAsync(host, metrics_.raw_data(), sizeof(*host), cudaMemcpyDeviceToHost, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   if (stage_clock_.defined()) print_profile();
@@ -450,7 +445,7 @@ EvalResult FusedTrainPlan::evaluate(const BatchLoader& loader) {
   a.steps = (n + eval_batch_ - 1) / eval_batch_;
   a.metrics = static_cast<cuda::StepMetrics*>(eval_metrics_.raw_data());
   launch(a);
-  auto* host = reinterpret_cast<cuda::StepMetrics*>(progress_.get() + 1);
+  auto* host = reinterpret_cast<cuda::StepMetrics*>(progress_ + 1);
   SN_CUDA_CHECK(cudaMemcpyAsync(host, eval_metrics_.raw_data(), sizeof(*host), cudaMemcpyDeviceToHost, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   EvalResult result;
