@@ -19,14 +19,5 @@ TEST(OnDevice, OnTheCpuIsTheDataSetItself) {
   EXPECT_TRUE(loaded.device_copies->by_device.empty()) << "no copy is kept for the CPU";
 }
 
-TEST(OnDevice, CopiesOfALoadedDataSetShareItsDeviceCopies) {
-  Generator gen(test::test_seed());
-  const LoadedData loaded = test::random_loaded_data(gen);
-  const LoadedData copy = loaded;  // as the cache hands it to each run
-  EXPECT_EQ(copy.device_copies.get(), loaded.device_copies.get());
-  const LoadedData other = test::random_loaded_data(gen);
-  EXPECT_NE(other.device_copies.get(), loaded.device_copies.get());
-}
-
 }  // namespace
 }  // namespace sprintnet

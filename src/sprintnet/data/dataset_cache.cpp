@@ -4,6 +4,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -63,7 +64,14 @@ TrainTestData on_device(const LoadedData& loaded, Device device) {
       set->images = set->images.to(device);  // waits for the copy: done before any other stream reads it
       set->labels = set->labels.to(device);
     }
-    it = copies.by_device.emplace(device.index, std::move(copy)).first;
+    it = copies.by_device.emplace(device.index, copy).first;
+    // Never freed: a sweep's worker that copies them allocates them on its own stream, which is gone
+    // once the worker ends, while the data set may outlive it (the cache, other runs); freeing them then
+    // would order the free on that stream. A process keeps one copy a data set and GPU.
+    static std::mutex kept_mutex;
+    static auto& kept = *new std::vector<TrainTestData>;
+    const std::lock_guard keep(kept_mutex);
+    kept.push_back(std::move(copy));
   }
   return it->second;
 }

@@ -14,12 +14,13 @@
 
 namespace sprintnet {
 
-// A loaded data set's copies on GPUs, by device index (on_device()).
+// A loaded data set's copies on GPUs, by device index (on_device(); nothing else touches it).
 struct DeviceCopies {
   std::mutex mutex;
   std::map<int, TrainTestData> by_device;
 };
 
+// `data` must not change once loaded: every copy of a LoadedData shares the device copies made from it.
 struct LoadedData {
   TrainTestData data;
   Normalization norm;
@@ -34,7 +35,8 @@ LoadedData load_train_test_cached(const DataConfig& config, std::int64_t classes
 // call for a device copies them there; later calls with `loaded` or a copy of it return the same device
 // tensors, which nothing writes. So a sweep's runs on one GPU share one copy of the data set instead of
 // each copying it (MNIST: 55 MB a run; 8 runs starting together queued their copies on the bus, and
-// every small copy of theirs behind them: docs/SWEEP.md).
+// every small copy of theirs behind them: docs/SWEEP.md). The device copies are kept until the process
+// ends, one a data set and GPU.
 TrainTestData on_device(const LoadedData& loaded, Device device);
 
 }  // namespace sprintnet

@@ -94,7 +94,7 @@ void PinnedHostRecord::release() noexcept {
   try {
     const std::lock_guard lock(p.mutex);
     p.free.push_back({host_, device_});
-  } catch (...) {  // a lock failure leaks the slot, nothing worse
+  } catch (...) {  // a lock or allocation failure leaks the slot, nothing worse
   }
   host_ = nullptr;
   device_ = nullptr;

@@ -5,7 +5,6 @@
 #include <future>
 #include <iostream>
 #include <optional>
-#include <tuple>
 #include <utility>
 
 #include "sprintnet/data/dataset_cache.h"
