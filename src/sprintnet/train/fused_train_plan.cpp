@@ -251,9 +251,8 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   // evaluation batch has more tile jobs than a training step (the default run's 10 evaluations: 0.011 s
   // on 32 blocks, 0.004 s on 132; the same sums in the same order, so the same metrics).
   if (split_ || cluster_) {
-    blocks_ = cuda::thread_stream_resources(device.index) != nullptr
-                  ? std::min(blocks_, split_ ? split_blocks_ : cuda::kClusterCtas)
-                  : max_blocks;
+    blocks_ = gpu_shared_with_other_runs(device.index) ? std::min(blocks_, split_ ? split_blocks_ : cuda::kClusterCtas)
+                                                        : max_blocks;
   }
   if (const char* env = std::getenv("SPRINTNET_FUSED_BLOCKS"); env != nullptr && *env != '\0') {
     const int asked = std::atoi(env);
