@@ -76,8 +76,8 @@ class FusedTrainPlan final : public TrainPlan {
   Tensor state_, metrics_, eval_metrics_, sync_;  // sync_: the barrier counter, then two found_inf flags
   // The progress record, then the host's copy of the metrics (StepMetrics), then of the state (StepState).
   PinnedHostRecord progress_record_;
-  cuda::FusedProgress* progress_ = nullptr;         // its host address
-  cuda::FusedProgress* progress_device_ = nullptr;  // the kernels'
+  cuda::FusedProgress* host_progress() const { return static_cast<cuda::FusedProgress*>(progress_record_.host()); }
+  cuda::StepMetrics* host_metrics() const { return reinterpret_cast<cuda::StepMetrics*>(host_progress() + 1); }
 
   // The split and cluster kernels (fused_fit.h) train the models they take wherever they run
   // (choose_kernel); the grid kernel trains the rest and evaluates everything. `kernel_note_`
@@ -223,8 +223,6 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   sync_ = zeros_bytes(4 * sizeof(std::uint32_t), device);
 
   progress_record_ = PinnedHostRecord(sizeof(cuda::FusedProgress) + sizeof(cuda::StepMetrics) + sizeof(cuda::StepState));
-  progress_ = static_cast<cuda::FusedProgress*>(progress_record_.host());
-  progress_device_ = static_cast<cuda::FusedProgress*>(progress_record_.device());
 
   if (const char* profile = std::getenv("SPRINTNET_FUSED_PROFILE"); profile != nullptr && *profile == '1') {
     stage_clock_ = zeros_bytes(std::int64_t{8} << 16, device);  // 2^16 nanosecond stamps
@@ -362,7 +360,7 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
                                                  order_.data<std::int32_t>(), stream_));
   }
   SN_CUDA_CHECK(cudaMemsetAsync(metrics_.raw_data(), 0, metrics_.nbytes(), stream_));
-  *progress_ = cuda::FusedProgress{};
+  *host_progress() = cuda::FusedProgress{};
   cuda::FusedEpochArgs a = base_args(train);
   a.train = true;
   a.samples = samples_;
@@ -370,7 +368,7 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
   a.batch = batch_;
   a.steps = steps_per_epoch_;
   a.metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
-  a.progress = progress_device_;
+  a.progress = static_cast<cuda::FusedProgress*>(progress_record_.device());
   if (split_) {
     SN_CUDA_CHECK(cudaMemsetAsync(sync_.raw_data(), 0, sync_.nbytes(), stream_));  // the grid barrier
     SN_CUDA_CHECK(cuda::launch_split_epoch(a, split_scratch_.raw_data(), stream_));
@@ -383,7 +381,7 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
 
 std::optional<ProgressSnapshot> FusedTrainPlan::progress(std::int64_t /*steps*/) {
   // The kernel writes both fields in one 16-byte store.
-  const volatile cuda::FusedProgress* p = progress_;
+  const volatile cuda::FusedProgress* p = host_progress();
   const std::int64_t steps = p->steps;
   if (steps == 0) return std::nullopt;
   return ProgressSnapshot{steps, p->loss_sum};
@@ -391,7 +389,7 @@ std::optional<ProgressSnapshot> FusedTrainPlan::progress(std::int64_t /*steps*/)
 
 EpochTotals FusedTrainPlan::finish_epoch() {
   const cuda::NvtxRange range("finish_epoch");
-  auto* host = reinterpret_cast<cuda::StepMetrics*>(progress_ + 1);
+  cuda::StepMetrics* host = host_metrics();
   SN_CUDA_CHECK(cudaMemcpyAsync(host, metrics_.raw_data(), sizeof(*host), cudaMemcpyDeviceToHost, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   if (stage_clock_.defined()) print_profile();
@@ -449,7 +447,7 @@ EvalResult FusedTrainPlan::evaluate(const BatchLoader& loader) {
   a.steps = (n + eval_batch_ - 1) / eval_batch_;
   a.metrics = static_cast<cuda::StepMetrics*>(eval_metrics_.raw_data());
   launch(a);
-  auto* host = reinterpret_cast<cuda::StepMetrics*>(progress_ + 1);
+  cuda::StepMetrics* host = host_metrics();
   SN_CUDA_CHECK(cudaMemcpyAsync(host, eval_metrics_.raw_data(), sizeof(*host), cudaMemcpyDeviceToHost, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   EvalResult result;
