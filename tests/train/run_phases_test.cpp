@@ -39,6 +39,30 @@ TEST(RunPhases, SumsRepeatedPhasesInFirstUseOrderAndLeavesOverlappedOnesOut) {
   EXPECT_NE(table.find("0.250 s"), std::string::npos) << table;  // other = 4 - 3.75
 }
 
+TEST(RunPhases, RecordsWhenEachPhaseFirstBeganAndLastEndedOnTheProcessClock) {
+  RunPhases phases;
+  const double before = process_clock_s();
+  { const ScopedPhase phase(phases, "plan"); std::this_thread::sleep_for(std::chrono::milliseconds(5)); }
+  { const ScopedPhase phase(phases, "training"); std::this_thread::sleep_for(std::chrono::milliseconds(5)); }
+  { const ScopedPhase phase(phases, "evaluation"); }
+  { const ScopedPhase phase(phases, "training"); std::this_thread::sleep_for(std::chrono::milliseconds(5)); }
+  const double after = process_clock_s();
+  const Phase& plan = phases.phases()[0];
+  const Phase& training = phases.phases()[1];
+  const Phase& evaluation = phases.phases()[2];
+  EXPECT_GE(plan.first_start_s, before);
+  EXPECT_GE(plan.last_end_s - plan.first_start_s, 0.004);
+  EXPECT_GE(training.first_start_s, plan.last_end_s - 1e-6);  // one after the other
+  EXPECT_GE(evaluation.first_start_s, training.first_start_s);
+  EXPECT_GE(training.last_end_s, evaluation.last_end_s + 0.004);  // the second training extends the first's end
+  EXPECT_LE(training.last_end_s, after);
+  EXPECT_GE(training.last_end_s - training.first_start_s, training.seconds - 1e-6);
+
+  const nlohmann::json json = nlohmann::json::parse(phases.to_json(1.0));
+  EXPECT_NEAR(json["phases"][1]["start_s"].get<double>(), training.first_start_s, 1e-5);
+  EXPECT_NEAR(json["phases"][1]["end_s"].get<double>(), training.last_end_s, 1e-5);
+}
+
 TEST(RunPhases, ProcessAgeIsPositiveAndSmall) {
   const double age = process_age_s();
   EXPECT_GE(age, 0.0);

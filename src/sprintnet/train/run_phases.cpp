@@ -5,22 +5,35 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
 namespace sprintnet::train {
+namespace {
+
+const std::chrono::steady_clock::time_point process_clock_origin = std::chrono::steady_clock::now();
+
+}  // namespace
+
+double process_clock_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - process_clock_origin).count();
+}
 
 void RunPhases::add(std::string_view name, double seconds, bool overlapped) {
+  const double now = process_clock_s();
   const auto it = std::find_if(phases_.begin(), phases_.end(), [&](const Phase& p) { return p.name == name; });
   if (it != phases_.end()) {
     it->seconds += seconds;
+    it->last_end_s = now;
     return;
   }
-  phases_.push_back({std::string(name), seconds, overlapped});
+  phases_.push_back({std::string(name), seconds, overlapped, now - seconds, now});
 }
 
 void RunPhases::add_first(std::string_view name, double seconds) {
-  phases_.insert(phases_.begin(), Phase{std::string(name), seconds, false});
+  const double now = process_clock_s();
+  phases_.insert(phases_.begin(), Phase{std::string(name), seconds, false, now - seconds, now});
 }
 
 double RunPhases::serial_seconds() const {
@@ -42,8 +55,10 @@ std::string RunPhases::to_json(double wall_s) const {
   std::string out = fmt::format("{{\"wall_s\": {:.6f}, \"phases\": [", wall_s);
   for (std::size_t i = 0; i < phases_.size(); ++i) {
     // Phase names are ours: no quotes or backslashes to escape.
-    out += fmt::format("{}{{\"name\": \"{}\", \"seconds\": {:.6f}, \"overlapped\": {}}}", i ? ", " : "",
-                       phases_[i].name, phases_[i].seconds, phases_[i].overlapped);
+    const Phase& p = phases_[i];
+    out += fmt::format(
+        "{}{{\"name\": \"{}\", \"seconds\": {:.6f}, \"overlapped\": {}, \"start_s\": {:.6f}, \"end_s\": {:.6f}}}",
+        i ? ", " : "", p.name, p.seconds, p.overlapped, p.first_start_s, p.last_end_s);
   }
   return out + "]}\n";
 }
