@@ -8,12 +8,25 @@
 #include "sprintnet/sweep/grid.h"
 #include "sprintnet/sweep/summary.h"
 #include "sprintnet/sweep/sweep_runner.h"
+#include "sprintnet/train/fused_fit.h"
 #include "same_runs.h"
 #include "support/gpu.h"
 #include "support/test_util.h"
 
 namespace sprintnet::sweep {
 namespace {
+
+using train::gpu_runs_split_kernel;
+
+// How many of the sweep's runs in `dir` waited for a turn for the GPU's SMs (train/sm_turns.h): the
+// phase is in a run's phases.json whenever it took one, however short the wait.
+int runs_that_took_turns(const std::filesystem::path& dir) {
+  int turns = 0;
+  for (const RunResult& r : read_state(dir)) {
+    turns += test::file_bytes(dir / r.name / "phases.json").find("waiting for a turn on the GPU") != std::string::npos;
+  }
+  return turns;
+}
 
 // 12 runs of a small model, 6 at a time against one at a time, on one GPU.
 void check_engine(const std::filesystem::path& dir, const std::string& engine, const std::string& hidden = "[128, 64]") {
@@ -34,7 +47,9 @@ void check_engine(const std::filesystem::path& dir, const std::string& engine, c
 
 TEST(SweepOnAGpu, CompiledRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
   SN_REQUIRE_GPU();
-  check_engine(test::temp_dir("sweep-gpu-compiled"), "compiled");
+  const std::filesystem::path dir = test::temp_dir("sweep-gpu-compiled");
+  check_engine(dir, "compiled");
+  EXPECT_EQ(runs_that_took_turns(dir / "together"), 0) << "the compiled step's kernels come and go: no turns";
 }
 
 // auto: on Hopper the ReLU runs take the fused engine's cluster kernel (16 SMs a run, one launch an
@@ -48,7 +63,13 @@ TEST(SweepOnAGpu, AutoRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
 // a run), the GELU runs too; side by side as alone.
 TEST(SweepOnAGpu, AutoRunsOfTheDefaultWidthSharingTheGpuEqualTheRunsAloneBitForBit) {
   SN_REQUIRE_GPU();
-  check_engine(test::temp_dir("sweep-gpu-auto-256"), "auto", "[256, 256]");
+  const std::filesystem::path dir = test::temp_dir("sweep-gpu-auto-256");
+  check_engine(dir, "auto", "[256, 256]");
+  if (gpu_runs_split_kernel(0, 256, 3)) {
+    // Each split-kernel run holds its 32 SMs from its first epoch to its last evaluation, in turns.
+    EXPECT_EQ(runs_that_took_turns(dir / "together"), 12);
+    EXPECT_EQ(runs_that_took_turns(dir / "alone"), 0) << "a run alone on its GPU takes no turn";
+  }
 }
 
 TEST(SweepOnAGpu, EagerRunsSharingTheGpuEqualTheRunsAloneBitForBit) {

@@ -18,6 +18,7 @@
 #include "sprintnet/io/config.h"
 #include "sprintnet/ops/backend.h"
 #include "sprintnet/sweep/worker_plan.h"
+#include "sprintnet/train/sm_turns.h"
 #include "sprintnet/train/trainer.h"
 
 namespace sprintnet::sweep {
@@ -58,7 +59,8 @@ SweepOptions read_spec(const std::filesystem::path& dir) {
 
 // `placement`: the worker's device and thread overrides, before the run's own (a grid over
 // device.name wins).
-RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vector<std::string>& placement) {
+RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vector<std::string>& placement,
+                    train::SmTurns* turns) {
   RunResult result;
   result.name = run.name;
   result.point = run.point;
@@ -78,6 +80,7 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
     overrides.push_back("output.progress=\"none\"");
     train::Trainer trainer(load_config(o.config_path, overrides));
     trainer.set_quiet(true);
+    trainer.take_turns(turns);
     const train::TrainSummary summary = trainer.fit();
     result.status = "done";
     result.final_accuracy = summary.final_test.accuracy;
@@ -172,14 +175,14 @@ class Ledger {
 // theirs; alone on it, the runs train as `sprintnet train` would, the split kernel included), then
 // runs until none is left.
 void work(const SweepOptions& o, const std::vector<SweepRun>& runs, const std::string& device, bool shares_device,
-          std::int64_t cpu_threads, Ledger& ledger) {
+          std::int64_t cpu_threads, Ledger& ledger, train::SmTurns& turns) {
   try {
     const Device d = parse_device(device);
     std::unique_ptr<ThreadStream> stream = d.is_cuda() && shares_device ? open_thread_stream(d.index) : nullptr;
     std::vector<std::string> placement = {fmt::format("device.name=\"{}\"", device)};
     if (cpu_threads > 0) placement.push_back(fmt::format("device.threads={}", cpu_threads));
     while (const std::optional<std::size_t> index = ledger.take()) {
-      ledger.record(*index, train_one(o, runs[*index], placement), true);
+      ledger.record(*index, train_one(o, runs[*index], placement, shares_device ? &turns : nullptr), true);
     }
   } catch (...) {
     ledger.stop_locked(std::current_exception());  // the device itself failed: nothing more can train
@@ -209,12 +212,13 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
   const auto shares = [&](const std::string& device) {
     return std::count(plan.devices.begin(), plan.devices.end(), device) > 1;
   };
+  train::SmTurns turns;  // the workers sharing a GPU take turns for its SMs (train/sm_turns.h)
   if (plan.devices.size() == 1) {
-    work(o, runs, plan.devices.front(), false, plan.cpu_threads, ledger);  // in this thread: one run at a time
+    work(o, runs, plan.devices.front(), false, plan.cpu_threads, ledger, turns);  // in this thread: one run at a time
   } else {
     std::vector<std::jthread> workers;
     for (const std::string& device : plan.devices) {
-      workers.emplace_back([&, device] { work(o, runs, device, shares(device), plan.cpu_threads, ledger); });
+      workers.emplace_back([&, device] { work(o, runs, device, shares(device), plan.cpu_threads, ledger, turns); });
     }
   }
   if (ledger.error()) std::rethrow_exception(ledger.error());

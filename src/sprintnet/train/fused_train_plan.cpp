@@ -52,6 +52,7 @@ class FusedTrainPlan final : public TrainPlan {
   EpochTotals finish_epoch() override;
   EvalResult evaluate(const BatchLoader& loader) override;
   std::string describe() const override;
+  SmFootprint sm_footprint() const override { return footprint_; }
 
  private:
   // The kernel's arguments common to training and evaluation.
@@ -66,6 +67,7 @@ class FusedTrainPlan final : public TrainPlan {
   cudaStream_t stream_;
   std::int64_t batch_ = 0, eval_batch_ = 0, samples_ = 0, steps_per_epoch_ = 0, rows_alloc_ = 0, params_ = 0;
   int blocks_ = 0;
+  SmFootprint footprint_;  // the training kernel's SMs, as a share of what the GPU holds at once
   std::vector<cuda::FusedLayer> layers_;
   std::vector<FlatSlot> slots_;
   Tensor master_, state1_, state2_, grads_, copies_[2];
@@ -92,6 +94,7 @@ class FusedTrainPlan final : public TrainPlan {
   Tensor stage_clock_;  // SPRINTNET_FUSED_PROFILE=1: when each stage of the last epoch ended
   void print_profile();
   void choose_kernel();
+  SmFootprint training_footprint(int max_blocks) const;
 };
 
 Tensor zeros_bytes(std::int64_t bytes, Device device) { return Tensor::zeros({bytes}, DType::kU8, device); }
@@ -118,8 +121,12 @@ void FusedTrainPlan::choose_kernel() {
       split_scratch_ = zeros_bytes(cuda::split_epoch_scratch_bytes(), device_);
       const cuda::SplitShape& shape = *cuda::split_shape(spec_.mlp.hidden.front());
       split_blocks_ = shape.blocks;
-      kernel_note_ = fmt::format("{} blocks in clusters of {}, each block's fp32 master tiles in shared memory",
-                                 shape.blocks, shape.cluster);
+      kernel_note_ = fmt::format(
+          "{} blocks in clusters of {} (the GPU holds {} such clusters at once), each block's fp32 master tiles in "
+          "shared memory",
+          shape.blocks, shape.cluster,
+          cuda::split_epoch_active_clusters(device_.index, static_cast<int>(spec_.mlp.hidden.front()),
+                                            static_cast<int>(spec_.mlp.hidden.size())));
       return;
     }
     SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"split\": the split kernel cannot train this model: {}",
@@ -258,6 +265,27 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
              env, max_blocks);
     blocks_ = asked;
   }
+  footprint_ = training_footprint(max_blocks);
+}
+
+// The SMs the training kernel holds, scaled by how many of its clusters the GPU holds at once: a GPC's
+// SMs do not divide into whole clusters, so four 32-block runs of clusters of 4 may not fit 132 SMs
+// together even though 128 would.
+TrainPlan::SmFootprint FusedTrainPlan::training_footprint(int max_blocks) const {
+  int sms = 0;
+  SN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_.index));
+  const auto scaled = [&](int clusters_a_run, int clusters_at_once) {
+    if (clusters_at_once < clusters_a_run) return SmFootprint{sms, sms};  // the whole GPU
+    return SmFootprint{(clusters_a_run * sms + clusters_at_once - 1) / clusters_at_once, sms};
+  };
+  if (split_) {
+    const int width = static_cast<int>(spec_.mlp.hidden.front());
+    const cuda::SplitShape& shape = *cuda::split_shape(width);
+    return scaled(shape.blocks / shape.cluster,
+                  cuda::split_epoch_active_clusters(device_.index, width, static_cast<int>(spec_.mlp.hidden.size())));
+  }
+  if (cluster_) return scaled(1, cuda::cluster_epoch_active_clusters(device_.index, cluster_layout_.bytes));
+  return scaled(blocks_, max_blocks);  // the grid kernel: one block an SM
 }
 
 cuda::FusedEpochArgs FusedTrainPlan::base_args(const BatchLoader& loader) const {

@@ -68,6 +68,13 @@ class TrainPlan {
   // The CUDA stream the plan runs on (a cudaStream_t; null on the CPU): data parallelism waits on
   // it, watched for stalls, instead of blocking (dist/communicator.h).
   virtual void* stream_handle() const { return nullptr; }
+  // The SMs an epoch holds for its whole length (a persistent kernel's blocks, one an SM) and the
+  // GPU's count: runs sharing a GPU take turns for them (sm_turns.h). {0, 0} where an epoch is many
+  // kernels that come and go (the compiled step) or on the CPU.
+  struct SmFootprint {
+    int held = 0, total = 0;
+  };
+  virtual SmFootprint sm_footprint() const { return {}; }
 };
 
 // Everything the plan is compiled from.

@@ -420,6 +420,12 @@ TrainSummary Trainer::fit() {
   const ProgressMode mode =
       primary ? resolve_progress_mode(config_.output.progress, stderr_is_terminal()) : ProgressMode::kNone;
   ProgressBar progress(std::cerr, mode, train_loader_->batches_per_epoch(), config_.train.epochs);
+  SmTurns::Turn turn;
+  if (const TrainPlan::SmFootprint sms = plan_ ? plan_->sm_footprint() : TrainPlan::SmFootprint{};
+      turns_ != nullptr && sms.held > 0 && start_epoch_ < config_.train.epochs) {
+    const ScopedPhase waiting(phases_, "waiting for a turn on the GPU");
+    turn = turns_->take(device_.index, sms.held, sms.total);
+  }
 
   for (std::int64_t epoch = start_epoch_ + 1; epoch <= config_.train.epochs; ++epoch) {
     phase.emplace(phases_, "training");
@@ -431,6 +437,7 @@ TrainSummary Trainer::fit() {
       record.test_loss = summary.final_test.loss;
       record.test_accuracy = summary.final_test.accuracy;
     }
+    if (last) turn.release();  // what is left (weights back to the host, files) needs no SMs
     summary.train_time_s += record.epoch_time_s;
     phase.emplace(phases_, "metrics rows and epoch lines");
     if (metrics) metrics->write({record.step, record.epoch, record.train_loss, record.test_loss, record.test_accuracy,

@@ -32,6 +32,7 @@
 #include "sprintnet/train/evaluate.h"
 #include "sprintnet/train/resume.h"
 #include "sprintnet/train/run_phases.h"
+#include "sprintnet/train/sm_turns.h"
 #include "sprintnet/train/train_plan.h"
 
 namespace sprintnet::train {
@@ -80,6 +81,9 @@ class Trainer {
   void on_epoch_end(std::function<void(const EpochRecord&)> callback) { epoch_callback_ = std::move(callback); }
   // No per-epoch lines on stderr (a sweep prints one line per run instead).
   void set_quiet(bool quiet) { quiet_ = quiet; }
+  // Runs sharing this GPU (a sweep's): where an epoch is one persistent kernel, fit() waits for a
+  // turn for its SMs before the first epoch and gives it back after the last evaluation.
+  void take_turns(SmTurns* turns) { turns_ = turns; }
   // The process's time before this trainer (process_age_s() taken before constructing it): a phase
   // of its own, counted in the summary's wall time. The CLI's one-run commands call it.
   void count_time_before(double seconds);
@@ -144,6 +148,7 @@ class Trainer {
   std::filesystem::path resume_run_dir_;  // empty unless resuming
   std::function<void(const EpochRecord&)> epoch_callback_;
   bool quiet_ = false;
+  SmTurns* turns_ = nullptr;
   RunPhases phases_;
   double before_trainer_s_ = 0.0;
   BackgroundWriter writer_;  // last member: destroyed first, waiting for its job while the rest still lives

@@ -1297,7 +1297,7 @@ cudaLaunchConfig_t launch_config(std::int64_t shared_bytes, cudaStream_t stream,
 
 namespace {
 
-const char* probe_cluster_epoch(int device, std::int64_t shared_bytes) {
+const char* probe_cluster_epoch(int device, std::int64_t shared_bytes, int& clusters) {
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
     return "thread-block clusters need compute capability 9.0 or newer";
@@ -1314,7 +1314,6 @@ const char* probe_cluster_epoch(int device, std::int64_t shared_bytes) {
   }
   cudaLaunchAttribute attribute;
   const cudaLaunchConfig_t config = launch_config(shared_bytes, nullptr, &attribute);
-  int clusters = 0;
   if (cudaOccupancyMaxActiveClusters(&clusters, probe, &config) != cudaSuccess || clusters < 1) {
     cudaGetLastError();
     return "this GPU cannot schedule a 16-block cluster with that much shared memory";
@@ -1322,17 +1321,31 @@ const char* probe_cluster_epoch(int device, std::int64_t shared_bytes) {
   return nullptr;
 }
 
-}  // namespace
+struct ClusterProbeAnswer {
+  const char* why_not = nullptr;
+  int clusters = 0;  // co-resident at most
+};
 
-const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
+const ClusterProbeAnswer& cluster_probe_answer(int device, std::int64_t shared_bytes) {
   // The answer depends only on the GPU and the bytes: asked once (an auto run asks when it picks the
   // engine and again when the plan picks the kernel; a sweep asks for every run).
   static std::mutex mutex;
-  static std::map<std::pair<int, std::int64_t>, const char*> answers;
+  static std::map<std::pair<int, std::int64_t>, ClusterProbeAnswer> answers;
   const std::lock_guard lock(mutex);
-  const auto [at, fresh] = answers.try_emplace({device, shared_bytes}, nullptr);
-  if (fresh) at->second = probe_cluster_epoch(device, shared_bytes);
+  const auto [at, fresh] = answers.try_emplace({device, shared_bytes});
+  if (fresh) at->second.why_not = probe_cluster_epoch(device, shared_bytes, at->second.clusters);
   return at->second;
+}
+
+}  // namespace
+
+const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
+  return cluster_probe_answer(device, shared_bytes).why_not;
+}
+
+int cluster_epoch_active_clusters(int device, std::int64_t shared_bytes) {
+  const ClusterProbeAnswer& answer = cluster_probe_answer(device, shared_bytes);
+  return answer.why_not == nullptr ? answer.clusters : 0;
 }
 
 cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout& layout, float* partials,

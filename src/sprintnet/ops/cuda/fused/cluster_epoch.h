@@ -17,6 +17,9 @@ namespace sprintnet::cuda {
 
 // Whether `device` runs a cluster of kClusterCtas blocks with `shared_bytes` each (nullptr: yes).
 const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes);
+// How many such clusters `device` holds at once (0 where it cannot run them): a run takes one, so
+// this says how many runs train side by side (sweeps).
+int cluster_epoch_active_clusters(int device, std::int64_t shared_bytes);
 // Trains one epoch (args.train must be true, args.type bf16); `partials` is the first layer's partial
 // products' buffer, layout.partials_bytes of global memory.
 cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout& layout, float* partials,

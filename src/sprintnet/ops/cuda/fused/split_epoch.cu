@@ -44,7 +44,7 @@ cudaLaunchConfig_t launch_config(cudaStream_t stream, cudaLaunchAttribute (&attr
 // Asks about a kernel of the model's shape and depth, so the module it loads is the one the run
 // launches.
 template <class S>
-const char* probe(int device, int depth) {
+const char* probe(int device, int depth, int& clusters) {
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
     return "thread-block clusters and their bulk copies need compute capability 9.0 or newer";
@@ -65,7 +65,6 @@ const char* probe(int device, int depth) {
   cudaLaunchAttribute launch_attributes[2];
   cudaLaunchConfig_t config = launch_config<S>(nullptr, launch_attributes);
   config.numAttrs = 1;  // the occupancy query takes the cluster shape only
-  int clusters = 0;
   if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess || clusters < S::kClusters) {
     cudaGetLastError();
     return S::kWidth == Wide::kWidth ? "this GPU cannot hold 14 clusters of 7 blocks of the split kernel at once"
@@ -94,14 +93,35 @@ std::int64_t split_epoch_scratch_bytes() {
   return kScratchActivations * kActivationBytes + kLiveBiasBytes + 2 * kMomentumBytes;  // SGD uses one state
 }
 
+namespace {
+
+struct ProbeAnswer {
+  const char* why_not = nullptr;
+  int clusters = 0;  // of the shape, co-resident at most
+};
+
+const ProbeAnswer& probe_answer(int device, int width, int depth) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, int>, ProbeAnswer> answers;
+  const std::lock_guard lock(mutex);
+  const auto [at, fresh] = answers.try_emplace({device, width, depth});
+  if (fresh) {
+    ProbeAnswer& a = at->second;
+    a.why_not = width == Wide::kWidth ? probe<Wide>(device, depth, a.clusters) : probe<Narrow>(device, depth, a.clusters);
+  }
+  return at->second;
+}
+
+}  // namespace
+
 const char* split_epoch_unavailable(int device, int width, int depth) {
   if (split_shape(width) == nullptr) return "the split kernel is compiled for hidden layers of 784 or 256";
-  static std::mutex mutex;
-  static std::map<std::tuple<int, int, int>, const char*> answers;
-  const std::lock_guard lock(mutex);
-  const auto [at, fresh] = answers.try_emplace({device, width, depth}, nullptr);
-  if (fresh) at->second = width == Wide::kWidth ? probe<Wide>(device, depth) : probe<Narrow>(device, depth);
-  return at->second;
+  return probe_answer(device, width, depth).why_not;
+}
+
+int split_epoch_active_clusters(int device, int width, int depth) {
+  if (split_epoch_unavailable(device, width, depth) != nullptr) return 0;
+  return probe_answer(device, width, depth).clusters;
 }
 
 cudaError_t launch_split_epoch(const FusedEpochArgs& a, void* scratch, cudaStream_t stream) {

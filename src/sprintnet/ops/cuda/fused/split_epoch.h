@@ -51,6 +51,9 @@ std::int64_t split_epoch_scratch_bytes();
 // with ~218 KiB of shared memory each for 784; 8 of 4 with ~206 KiB for 256). Loads that shape and
 // depth's module (H100: ~0.01 s for 256 wide, ~0.08 s for 784 x 3), which the launch needs anyway.
 const char* split_epoch_unavailable(int device, int width, int depth);
+// How many of the shape's clusters `device` holds at once (0 where it cannot run the kernel): a run
+// takes blocks / cluster of them, so this says how many runs train side by side (sweeps).
+int split_epoch_active_clusters(int device, int width, int depth);
 // Trains one epoch: args.train, bf16, a shape above, SGD (any momentum, dampening, Nesterov,
 // weight decay), Adam or AdamW, cross-entropy (with smoothing) or MSE, every activation;
 // args.barrier zeroed. `scratch`: split_epoch_scratch_bytes() of device memory.
