@@ -55,16 +55,22 @@ LoadedData load_train_test_cached(const DataConfig& config, std::int64_t classes
 TrainTestData on_device(const LoadedData& loaded, Device device) {
   if (device.is_cpu()) return loaded.data;
   DeviceCopies& copies = *loaded.device_copies;
-  // Held while copying: runs that start together wait for the one copy instead of each making one.
-  const std::lock_guard lock(copies.mutex);
-  auto it = copies.by_device.find(device.index);
-  if (it == copies.by_device.end()) {
+  DeviceCopies::OnDevice* on = nullptr;
+  {
+    const std::lock_guard lock(copies.mutex);
+    std::unique_ptr<DeviceCopies::OnDevice>& slot = copies.by_device[device.index];
+    if (!slot) slot = std::make_unique<DeviceCopies::OnDevice>();
+    on = slot.get();
+  }
+  // Runs that start together on this GPU wait for the one copy instead of each making one.
+  const std::lock_guard lock(on->mutex);
+  if (!on->copy) {
     TrainTestData copy = loaded.data;
     for (Dataset* set : {&copy.train, &copy.test}) {
       set->images = set->images.to(device);  // waits for the copy: done before any other stream reads it
       set->labels = set->labels.to(device);
     }
-    it = copies.by_device.emplace(device.index, copy).first;
+    on->copy = copy;
     // Never freed: a sweep's worker that copies them allocates them on its own stream, which is gone
     // once the worker ends, while the data set may outlive it (the cache, other runs); freeing them then
     // would order the free on that stream. A process keeps one copy a data set and GPU.
@@ -73,7 +79,7 @@ TrainTestData on_device(const LoadedData& loaded, Device device) {
     const std::lock_guard keep(kept_mutex);
     kept.push_back(std::move(copy));
   }
-  return it->second;
+  return *on->copy;
 }
 
 }  // namespace sprintnet

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 
 #include "sprintnet/data/dataset.h"
@@ -16,8 +17,12 @@ namespace sprintnet {
 
 // A loaded data set's copies on GPUs, by device index (on_device(); nothing else touches it).
 struct DeviceCopies {
-  std::mutex mutex;
-  std::map<int, TrainTestData> by_device;
+  struct OnDevice {
+    std::mutex mutex;  // held while copying: runs starting together on this GPU wait for the one copy
+    std::optional<TrainTestData> copy;
+  };
+  std::mutex mutex;  // guards the map only: GPUs copy at once
+  std::map<int, std::unique_ptr<OnDevice>> by_device;
 };
 
 // `data` must not change once loaded: every copy of a LoadedData shares the device copies made from it.
