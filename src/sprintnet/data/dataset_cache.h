@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 
 #include "sprintnet/data/dataset.h"
 
