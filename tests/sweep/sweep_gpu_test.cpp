@@ -65,7 +65,7 @@ TEST(SweepOnAGpu, AutoRunsOfTheDefaultWidthSharingTheGpuEqualTheRunsAloneBitForB
   SN_REQUIRE_GPU();
   const std::filesystem::path dir = test::temp_dir("sweep-gpu-auto-256");
   check_engine(dir, "auto", "[256, 256]");
-  if (gpu_runs_split_kernel(0, 256, 3)) {
+  if (gpu_runs_split_kernel(0, 256, 2)) {
     // Each split-kernel run holds its 32 SMs from its first epoch to its last evaluation, in turns.
     EXPECT_EQ(runs_that_took_turns(dir / "together"), 12);
     EXPECT_EQ(runs_that_took_turns(dir / "alone"), 0) << "a run alone on its GPU takes no turn";

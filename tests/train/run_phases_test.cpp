@@ -20,7 +20,7 @@ TEST(RunPhases, SumsRepeatedPhasesInFirstUseOrderAndLeavesOverlappedOnesOut) {
   phases.add("evaluation", 0.25);
   phases.add("training", 2.0);
   phases.add("data", 5.0, /*overlapped=*/true);
-  phases.add_first("process start", 0.5);
+  phases.add_first("process start", 0.5, 0.75);
   ASSERT_EQ(phases.phases().size(), 4U);
   EXPECT_EQ(phases.phases()[0].name, "process start");
   EXPECT_EQ(phases.phases()[1].name, "training");
@@ -33,6 +33,9 @@ TEST(RunPhases, SumsRepeatedPhasesInFirstUseOrderAndLeavesOverlappedOnesOut) {
   EXPECT_EQ(json["phases"][3]["name"], "data");
   EXPECT_TRUE(json["phases"][3]["overlapped"].get<bool>());
   EXPECT_FALSE(json["phases"][1]["overlapped"].get<bool>());
+
+  EXPECT_DOUBLE_EQ(phases.phases()[0].first_start_s, 0.25);  // the phase ends where it was said to
+  EXPECT_DOUBLE_EQ(phases.phases()[0].last_end_s, 0.75);
 
   const std::string table = phases.format(4.0);
   EXPECT_NE(table.find("overlapped"), std::string::npos) << table;
@@ -61,6 +64,18 @@ TEST(RunPhases, RecordsWhenEachPhaseFirstBeganAndLastEndedOnTheProcessClock) {
   const nlohmann::json json = nlohmann::json::parse(phases.to_json(1.0));
   EXPECT_NEAR(json["phases"][1]["start_s"].get<double>(), training.first_start_s, 1e-5);
   EXPECT_NEAR(json["phases"][1]["end_s"].get<double>(), training.last_end_s, 1e-5);
+}
+
+TEST(RunPhases, AnotherThreadsPhaseKeepsItsOwnStartAndEnd) {
+  RunPhases phases;
+  phases.add_span("data", 0.10, 0.35, /*overlapped=*/true);
+  ASSERT_EQ(phases.phases().size(), 1U);
+  const Phase& data = phases.phases()[0];
+  EXPECT_NEAR(data.seconds, 0.25, 1e-12);
+  EXPECT_DOUBLE_EQ(data.first_start_s, 0.10);
+  EXPECT_DOUBLE_EQ(data.last_end_s, 0.35);
+  EXPECT_TRUE(data.overlapped);
+  EXPECT_NEAR(process_clock_at(std::chrono::steady_clock::now()), process_clock_s(), 0.01);
 }
 
 TEST(RunPhases, ProcessAgeIsPositiveAndSmall) {

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "sprintnet/core/error.h"
 #include "sprintnet/train/sm_turns.h"
 
 namespace sprintnet::train {
@@ -31,8 +32,9 @@ TEST(SmTurns, HoldsAtMostTheGpusSmsAtOnce) {
       int seen = most.load();
       while (now > seen && !most.compare_exchange_weak(seen, now)) {
       }
-      // Hold the turn until four are held at once (or long enough that they would have been).
-      const auto deadline = std::chrono::steady_clock::now() + 2s;
+      // Hold the turn until four are held at once (or long enough that they would have been, even on
+      // a loaded machine: the loop ends as soon as they are).
+      const auto deadline = std::chrono::steady_clock::now() + 60s;
       while (most.load() < 128 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
       held.fetch_sub(32);
     });
@@ -70,6 +72,12 @@ TEST(SmTurns, ServesInArrivalOrderSoALargeRequestIsNotOvertaken) {
   ASSERT_EQ(order.size(), 2U);
   EXPECT_EQ(order[0], 120);
   EXPECT_EQ(order[1], 16);
+}
+
+TEST(SmTurns, EveryCallerForOneGpuCountsInTheSameUnits) {
+  SmTurns turns;
+  SmTurns::Turn t = turns.take(0, 32, 132);
+  EXPECT_THROW(turns.take(0, 32, 1 << 20), Error);
 }
 
 TEST(SmTurns, ARequestLargerThanTheGpuTakesTheWholeGpuAndGpusAreIndependent) {

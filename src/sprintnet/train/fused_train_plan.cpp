@@ -67,7 +67,7 @@ class FusedTrainPlan final : public TrainPlan {
   cudaStream_t stream_;
   std::int64_t batch_ = 0, eval_batch_ = 0, samples_ = 0, steps_per_epoch_ = 0, rows_alloc_ = 0, params_ = 0;
   int blocks_ = 0;
-  SmFootprint footprint_;  // the training kernel's SMs, as a share of what the GPU holds at once
+  SmFootprint footprint_;  // the training kernel's share of the GPU (training_footprint)
   std::vector<cuda::FusedLayer> layers_;
   std::vector<FlatSlot> slots_;
   Tensor master_, state1_, state2_, grads_, copies_[2];
@@ -268,24 +268,24 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   footprint_ = training_footprint(max_blocks);
 }
 
-// The SMs the training kernel holds, scaled by how many of its clusters the GPU holds at once: a GPC's
-// SMs do not divide into whole clusters, so four 32-block runs of clusters of 4 may not fit 132 SMs
-// together even though 128 would.
+// The training kernel's share of the GPU: its clusters over the clusters the GPU holds at once (its
+// blocks over the blocks, for the grid kernel). Not its SMs over the GPU's: a GPC's SMs do not divide
+// into whole clusters, so an H100 holds 30 of the 256-wide split kernel's clusters of 4, not 33, and
+// four of its 32-block runs do not fit 132 SMs together though 128 would. Rounded down in units fine
+// enough that k runs fit together exactly when k of their kernels do.
 TrainPlan::SmFootprint FusedTrainPlan::training_footprint(int max_blocks) const {
-  int sms = 0;
-  SN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_.index));
-  const auto scaled = [&](int clusters_a_run, int clusters_at_once) {
-    if (clusters_at_once < clusters_a_run) return SmFootprint{sms, sms};  // the whole GPU
-    return SmFootprint{(clusters_a_run * sms + clusters_at_once - 1) / clusters_at_once, sms};
+  const auto share = [](int a_run, int at_once) {
+    if (at_once < a_run) return SmFootprint{kGpuShares, kGpuShares};  // the whole GPU
+    return SmFootprint{static_cast<int>(std::int64_t{a_run} * kGpuShares / at_once), kGpuShares};
   };
   if (split_) {
     const int width = static_cast<int>(spec_.mlp.hidden.front());
     const cuda::SplitShape& shape = *cuda::split_shape(width);
-    return scaled(shape.blocks / shape.cluster,
-                  cuda::split_epoch_active_clusters(device_.index, width, static_cast<int>(spec_.mlp.hidden.size())));
+    return share(shape.blocks / shape.cluster,
+                 cuda::split_epoch_active_clusters(device_.index, width, static_cast<int>(spec_.mlp.hidden.size())));
   }
-  if (cluster_) return scaled(1, cuda::cluster_epoch_active_clusters(device_.index, cluster_layout_.bytes));
-  return scaled(blocks_, max_blocks);  // the grid kernel: one block an SM
+  if (cluster_) return share(1, cuda::cluster_epoch_active_clusters(device_.index, cluster_layout_.bytes));
+  return share(blocks_, max_blocks);  // the grid kernel
 }
 
 cuda::FusedEpochArgs FusedTrainPlan::base_args(const BatchLoader& loader) const {

@@ -16,9 +16,11 @@ const std::chrono::steady_clock::time_point process_clock_origin = std::chrono::
 
 }  // namespace
 
-double process_clock_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - process_clock_origin).count();
+double process_clock_at(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(t - process_clock_origin).count();
 }
+
+double process_clock_s() { return process_clock_at(std::chrono::steady_clock::now()); }
 
 void RunPhases::add(std::string_view name, double seconds, bool overlapped) {
   const double now = process_clock_s();
@@ -31,9 +33,18 @@ void RunPhases::add(std::string_view name, double seconds, bool overlapped) {
   phases_.push_back({std::string(name), seconds, overlapped, now - seconds, now});
 }
 
-void RunPhases::add_first(std::string_view name, double seconds) {
-  const double now = process_clock_s();
-  phases_.insert(phases_.begin(), Phase{std::string(name), seconds, false, now - seconds, now});
+void RunPhases::add_span(std::string_view name, double start_s, double end_s, bool overlapped) {
+  const auto it = std::find_if(phases_.begin(), phases_.end(), [&](const Phase& p) { return p.name == name; });
+  if (it != phases_.end()) {
+    it->seconds += end_s - start_s;
+    it->last_end_s = end_s;
+    return;
+  }
+  phases_.push_back({std::string(name), end_s - start_s, overlapped, start_s, end_s});
+}
+
+void RunPhases::add_first(std::string_view name, double seconds, double end_s) {
+  phases_.insert(phases_.begin(), Phase{std::string(name), seconds, false, end_s - seconds, end_s});
 }
 
 double RunPhases::serial_seconds() const {

@@ -24,8 +24,10 @@ class RunPhases {
   // Adds `seconds`, ending now, to the phase `name` (created at the end on first use, so the order is
   // the first use's).
   void add(std::string_view name, double seconds, bool overlapped = false);
-  // Adds a phase, ending now, before all others.
-  void add_first(std::string_view name, double seconds);
+  // The same, for a phase that ran from `start_s` to `end_s` on the process clock (another thread's).
+  void add_span(std::string_view name, double start_s, double end_s, bool overlapped);
+  // Adds a phase of `seconds` ending at `end_s` on the process clock, before all others.
+  void add_first(std::string_view name, double seconds, double end_s);
   const std::vector<Phase>& phases() const { return phases_; }
   // The main thread's phases summed (overlapped ones excluded).
   double serial_seconds() const;
@@ -54,6 +56,8 @@ class ScopedPhase {
 
 // Seconds on a clock shared by every run of this process (steady; zero when the library was loaded).
 double process_clock_s();
+// The same clock's reading at `t`.
+double process_clock_at(std::chrono::steady_clock::time_point t);
 
 // Seconds since this process started (from /proc/self/stat, 10 ms resolution), or 0 where unknown:
 // the exec, dynamic linking, static constructors and argument parsing before the trainer starts.

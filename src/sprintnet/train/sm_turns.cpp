@@ -28,6 +28,7 @@ SmTurns::Gpu& SmTurns::gpu(int device, int total) {
   SN_CHECK(device >= 0 && total > 0, "SmTurns: GPU {} with {} SMs", device, total);
   Gpu& g = gpus_[device];
   if (g.total == 0) g.total = total;
+  SN_CHECK(g.total == total, "SmTurns: GPU {} is counted in {} units, not {}", device, g.total, total);
   return g;
 }
 

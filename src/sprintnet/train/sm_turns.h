@@ -1,11 +1,11 @@
 #pragma once
 // Runs that share a GPU (a sweep's workers) take turns for its SMs. A run whose epochs are one
-// persistent kernel (the fused engine's split and cluster kernels) holds that kernel's SMs from its
-// first epoch to its last evaluation; with turns, runs train one after another in as many lanes as
-// the GPU holds such kernels at once, instead of all runs' epochs interleaving. Interleaved, the
-// runs of a wave all finish together and then all build their next run while the GPU idles; in
-// turns, the waiting runs are built while others train (docs/SWEEP.md). Turns are first come,
-// first served: a run that needs many SMs is not overtaken by smaller ones.
+// persistent kernel (the fused engine's split and cluster kernels) holds that kernel's share of the
+// GPU from its first epoch to its last evaluation (TrainPlan::sm_footprint()); with turns, as many
+// runs train at once as the GPU holds their kernels, and the others wait with their model, data and
+// plan built, instead of every run's epochs interleaving and a kernel that does not fit waiting in
+// the GPU's queue (docs/SWEEP.md). Turns are first come, first served: a run that needs a large
+// share is not overtaken by smaller ones.
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -32,8 +32,9 @@ class SmTurns {
     int device_ = 0, sms_ = 0;
   };
 
-  // Waits until `sms` of the `total` SMs of GPU `device` are free and every earlier caller for that
-  // GPU has had its turn, then holds them. `sms` over `total` is taken as the whole GPU.
+  // Waits until `sms` of the `total` units of GPU `device` are free and every earlier caller for
+  // that GPU has had its turn, then holds them. `sms` over `total` is taken as the whole GPU. Every
+  // caller for one GPU passes the same `total` (TrainPlan::kGpuShares).
   Turn take(int device, int sms, int total);
   // Callers waiting for a turn on GPU `device`.
   int waiting(int device);

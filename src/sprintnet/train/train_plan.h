@@ -68,12 +68,14 @@ class TrainPlan {
   // The CUDA stream the plan runs on (a cudaStream_t; null on the CPU): data parallelism waits on
   // it, watched for stalls, instead of blocking (dist/communicator.h).
   virtual void* stream_handle() const { return nullptr; }
-  // The SMs an epoch holds for its whole length (a persistent kernel's blocks, one an SM) and the
-  // GPU's count: runs sharing a GPU take turns for them (sm_turns.h). {0, 0} where an epoch is many
-  // kernels that come and go (the compiled step) or on the CPU.
+  // The share of the GPU's SMs an epoch holds for its whole length (a persistent kernel's), `held`
+  // of `total` units: runs sharing a GPU take turns for them (sm_turns.h). {0, 0} where an epoch is
+  // many kernels that come and go (the compiled step) or on the CPU.
   struct SmFootprint {
     int held = 0, total = 0;
   };
+  // The units of a whole GPU in every plan's footprint, so runs of different kernels share one count.
+  static constexpr int kGpuShares = 1 << 20;
   virtual SmFootprint sm_footprint() const { return {}; }
 };
 

@@ -135,11 +135,11 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   rank_ = dist::rank_info_from(dist::process_environment());
   // The data loads, and its normalization is computed, on a helper thread while the device starts
   // (CUDA context, library handles).
-  double data_s = 0.0;
-  std::future<LoadedData> data = std::async(std::launch::async, [this, &data_s] {
-    const auto begin = Clock::now();
+  double data_start_s = 0.0, data_end_s = 0.0;  // on the process clock
+  std::future<LoadedData> data = std::async(std::launch::async, [this, &data_start_s, &data_end_s] {
+    data_start_s = process_clock_s();
     LoadedData loaded = load_train_test_cached(config_.data, config_.model.classes);  // once per process (sweeps)
-    data_s = seconds_since(begin);
+    data_end_s = process_clock_s();
     return loaded;
   });
   {
@@ -164,7 +164,7 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
     const ScopedPhase phase(phases_, "waiting for the data");
     loaded_ = data.get();
   }
-  phases_.add("data read, conversion and normalization", data_s, true);
+  phases_.add_span("data read, conversion and normalization", data_start_s, data_end_s, true);
   std::optional<ScopedPhase> phase(std::in_place, phases_, "model and optimizer");
   spec_.inputs = loaded_.data.train.images.size(1);
   spec_.hidden = config_.model.hidden;
@@ -297,7 +297,7 @@ Trainer::~Trainer() = default;
 
 void Trainer::count_time_before(double seconds) {
   before_trainer_s_ = seconds;
-  phases_.add_first("process start to trainer (exec, libraries, config)", seconds);
+  phases_.add_first("process start to trainer (exec, libraries, config)", seconds, process_clock_at(start_));
 }
 
 std::string Trainer::describe() const {
