@@ -268,15 +268,18 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   footprint_ = training_footprint(max_blocks);
 }
 
-// The training kernel's share of the GPU: its clusters over the clusters the GPU holds at once (its
-// blocks over the blocks, for the grid kernel). Not its SMs over the GPU's: a GPC's SMs do not divide
-// into whole clusters, so an H100 holds 30 of the 256-wide split kernel's clusters of 4, not 33, and
-// four of its 32-block runs do not fit 132 SMs together though 128 would. Rounded down in units fine
-// enough that k runs fit together exactly when k of their kernels do.
+// The training kernel's share of the GPU, from its clusters and the clusters the GPU holds at once
+// (its blocks and the blocks, for the grid kernel); not from its SMs and the GPU's: a GPC's SMs do not
+// divide into whole clusters, so an H100 holds 30 of the 256-wide split kernel's clusters of 4, not 33.
+// k runs take turns together when k - 1 kernels fit whole and the k-th at least half: 7 of a kernel of
+// which 7 fit, 4 of the default model's 8-cluster kernel (30 clusters: the fourth starts with 6 of its
+// 8 and gets the rest as the others' epochs end). Three of those would leave a fifth of the GPU idle
+// and the sweep's last run alone (16 runs: 1.07-1.24 s with four, 1.17-1.26 s with three; docs/SWEEP.md).
 TrainPlan::SmFootprint FusedTrainPlan::training_footprint(int max_blocks) const {
   const auto share = [](int a_run, int at_once) {
     if (at_once < a_run) return SmFootprint{kGpuShares, kGpuShares};  // the whole GPU
-    return SmFootprint{static_cast<int>(std::int64_t{a_run} * kGpuShares / at_once), kGpuShares};
+    // k * held <= kGpuShares exactly when k * a_run <= at_once + a_run / 2 (the units are fine enough).
+    return SmFootprint{static_cast<int>(std::int64_t{a_run} * kGpuShares / (at_once + a_run / 2)), kGpuShares};
   };
   if (split_) {
     const int width = static_cast<int>(spec_.mlp.hidden.front());
