@@ -22,25 +22,23 @@ double process_clock_at(std::chrono::steady_clock::time_point t) {
 
 double process_clock_s() { return process_clock_at(std::chrono::steady_clock::now()); }
 
-void RunPhases::add(std::string_view name, double seconds, bool overlapped) {
-  const double now = process_clock_s();
+void RunPhases::record(std::string_view name, double seconds, double start_s, double end_s, bool overlapped) {
   const auto it = std::find_if(phases_.begin(), phases_.end(), [&](const Phase& p) { return p.name == name; });
   if (it != phases_.end()) {
     it->seconds += seconds;
-    it->last_end_s = now;
-    return;
-  }
-  phases_.push_back({std::string(name), seconds, overlapped, now - seconds, now});
-}
-
-void RunPhases::add_span(std::string_view name, double start_s, double end_s, bool overlapped) {
-  const auto it = std::find_if(phases_.begin(), phases_.end(), [&](const Phase& p) { return p.name == name; });
-  if (it != phases_.end()) {
-    it->seconds += end_s - start_s;
     it->last_end_s = end_s;
     return;
   }
-  phases_.push_back({std::string(name), end_s - start_s, overlapped, start_s, end_s});
+  phases_.push_back({std::string(name), seconds, overlapped, start_s, end_s});
+}
+
+void RunPhases::add(std::string_view name, double seconds, bool overlapped) {
+  const double now = process_clock_s();
+  record(name, seconds, now - seconds, now, overlapped);
+}
+
+void RunPhases::add_span(std::string_view name, double start_s, double end_s, bool overlapped) {
+  record(name, end_s - start_s, start_s, end_s, overlapped);
 }
 
 void RunPhases::add_first(std::string_view name, double seconds, double end_s) {

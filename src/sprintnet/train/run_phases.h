@@ -37,6 +37,8 @@ class RunPhases {
   std::string to_json(double wall_s) const;
 
  private:
+  // Adds `seconds` to the phase `name`, which ran from `start_s` to `end_s` this time.
+  void record(std::string_view name, double seconds, double start_s, double end_s, bool overlapped);
   std::vector<Phase> phases_;
 };
 
