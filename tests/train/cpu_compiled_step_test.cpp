@@ -189,6 +189,24 @@ TEST(CpuCompiledStep, FollowsTheEagerStepForEveryActivationLossAndOptimizer) {
   }
 }
 
+// A layer whose weight gradient is computed and applied in several blocks of rows, the last one
+// shorter: on one thread, 401 -> 401 takes blocks of 201 and 200 rows. A block left out, applied
+// twice or at the wrong offset leaves weights off by far more than the tolerance.
+TEST(CpuCompiledStep, AppliesAWideLayersGradientBlockByBlock) {
+  set_cpu_threads(1);
+  ASSERT_EQ(cpu_grad_block_rows(401, 401, 1), 201);
+  Fixture f;
+  for (const std::string optimizer : {"sgd", "adamw"}) {
+    const Case c{.optimizer = optimizer, .hidden = {401, 401}};
+    Model eager = make_model(c), compiled = make_model(c);
+    const double eager_loss = train_eager(c, eager, *f.loader);
+    const EpochTotals totals = train_compiled(c, compiled, *f.loader);
+    EXPECT_NEAR(totals.loss_sum, eager_loss, 1e-5 * eager_loss) << name(c);
+    expect_close(compiled, eager, optimizer == "sgd" ? 1e-5 : 1e-4, name(c));
+  }
+  set_cpu_threads(2);
+}
+
 TEST(CpuCompiledStep, EvaluatesLikeTheEagerModel) {
   set_cpu_threads(2);
   Fixture f;

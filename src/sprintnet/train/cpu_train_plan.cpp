@@ -7,10 +7,11 @@
 //   forward   one oneDNN product per layer; bias and ReLU are the product's post-ops, so they are
 //             applied while the output is in cache (other activations: a loop right after it)
 //   loss      softmax cross-entropy (or MSE) and its gradient in one pass, the correct count
-//   backward  per layer from the top: dW = dZ^T X (K = batch), the bias gradient (column sums,
-//             fixed order), dX = dZ W and the activation's gradient
-//   update    the eager optimizer's own loop, once over the flat buffers of all parameters
-//             (then the bf16 copy of the weights)
+//   backward  per layer from the top: dX = dZ W and the activation's gradient (with the weights
+//   + update  before their update), the bias gradient (column sums, fixed order) and its update,
+//             then dW = dZ^T X (K = batch) a block of rows at a time, each block applied by the
+//             eager optimizer's own loop while it is still in cache (then its bf16 copy): the
+//             weight gradient never goes to memory
 //
 // Every product and loop runs on the one OpenMP team of the process (oneDNN, OpenBLAS and our
 // loops share it; its threads persist between regions). The elementwise and loss ops are the
@@ -49,8 +50,10 @@ struct LayerBuffers {
   Tensor dz;    // [rows, out] fp32 gradient w.r.t. the pre-activation (training)
   Tensor dz16;  // bf16 copy of dz
   Tensor dx;    // [rows, in] fp32 input gradient dZ W, before the previous activation's gradient (l > 0)
-  std::optional<DnnlMatmul> forward, input_grad, weight_grad;
+  std::int64_t grad_block_rows = 0;  // rows of dW per block (the last block may have fewer: weight_grad_tail)
+  std::optional<DnnlMatmul> forward, input_grad, weight_grad, weight_grad_tail;
 };
+
 
 // Everything a batch of `rows` samples needs.
 struct Workspace {
@@ -87,13 +90,17 @@ class CpuTrainPlan final : public TrainPlan {
   void forward(Workspace& ws);
   // The loss of ws's logits into loss_sum_/correct_ (training: the mean and its gradient).
   void loss(Workspace& ws, const Tensor& loss_sum, const Tensor& correct);
-  void backward(Workspace& ws);
-  void update();
+  // Backward and the optimizer's update, layer by layer (see the top of this file).
+  void backward_and_update(Workspace& ws);
+  // The optimizer's loop over parameters [offset, offset + grad.numel()) of the flat buffers.
+  void update_range(std::int64_t offset, const Tensor& grad, const SgdHyper& sgd, const AdamHyper& adam);
 
   TrainPlanSpec spec_;
   FlatLayout layout_;
   std::int64_t batch_ = 0, steps_per_epoch_ = 0, samples_ = 0;
-  Tensor master_, grad_, state1_, state2_;  // flat fp32
+  Tensor master_, state1_, state2_;         // flat fp32
+  Tensor grad_block_, bias_grad_;           // fp32 scratch: a block of a weight gradient, a bias gradient
+  std::vector<std::int64_t> grad_block_rows_;  // per layer, for the thread count at construction
   Tensor copy16_;                           // flat bf16 copy of master_ (bf16)
   Tensor order_;                            // int32 [N]: this epoch's sample order
   Tensor identity_;                         // int32 [n]: evaluation order
@@ -121,7 +128,14 @@ CpuTrainPlan::CpuTrainPlan(const TrainPlanSpec& spec) : spec_(spec) {
   steps_per_epoch_ = train.batches_per_epoch();
   layout_ = flat_layout(spec.mlp, kAlignment);
   master_ = Tensor::zeros({layout_.size}, DType::kF32);
-  grad_ = Tensor::zeros({layout_.size}, DType::kF32);  // padding stays 0, so the update leaves it 0
+  std::int64_t block = 0, widest = 0;
+  for (const FlatLayer& layer : layout_.layers) {
+    grad_block_rows_.push_back(cpu_grad_block_rows(layer.in, layer.out, cpu_threads()));
+    block = std::max(block, grad_block_rows_.back() * layer.in);
+    widest = std::max(widest, layer.out);
+  }
+  grad_block_ = Tensor::zeros({block}, DType::kF32);
+  bias_grad_ = Tensor::zeros({widest}, DType::kF32);
   const OptimConfig& opt = spec.optim;
   if (opt.type != "sgd" || opt.momentum != 0.0) state1_ = Tensor::zeros({layout_.size}, DType::kF32);
   if (opt.type != "sgd") state2_ = Tensor::zeros({layout_.size}, DType::kF32);
@@ -157,7 +171,14 @@ Workspace CpuTrainPlan::make_workspace(std::int64_t rows, bool training) const {
     if (training) {
       b.dz = Tensor::empty({rows, layer.out}, DType::kF32);
       if (bf16()) b.dz16 = Tensor::empty({rows, layer.out}, DType::kBF16);
-      b.weight_grad.emplace(cpu::weight_grad_product(rows, layer.in, layer.out), input, false, false);
+      b.grad_block_rows = grad_block_rows_[l];
+      cpu::MatmulShape block = cpu::weight_grad_product(rows, layer.in, layer.out);
+      block.m = b.grad_block_rows;  // rows [r, r + m) of dW: A starts at column r of dZ, same strides
+      b.weight_grad.emplace(block, input, false, false);
+      if (const std::int64_t tail = layer.out % b.grad_block_rows; tail != 0) {
+        block.m = tail;
+        b.weight_grad_tail.emplace(block, input, false, false);
+      }
       if (l > 0) {
         b.dx = Tensor::empty({rows, layer.in}, DType::kF32);
         b.input_grad.emplace(cpu::input_grad_product(rows, layer.in, layer.out), input, false, false);
@@ -246,26 +267,7 @@ void CpuTrainPlan::loss(Workspace& ws, const Tensor& loss_sum, const Tensor& cor
   if (ws.training && bf16()) cpu::copy_to_bf16(out.dz.data<float>(), bf16_data(out.dz16), out.dz.numel());
 }
 
-void CpuTrainPlan::backward(Workspace& ws) {
-  float* grad = grad_.data<float>();
-  for (std::size_t l = layout_.layers.size(); l-- > 0;) {
-    const FlatLayer& layer = layout_.layers[l];
-    LayerBuffers& b = ws.layers[l];
-    const void* dz = bf16() ? b.dz16.raw_data() : b.dz.raw_data();
-    const void* input = l == 0 ? (bf16() ? ws.x16.raw_data() : ws.x.raw_data())
-                               : (bf16() ? ws.layers[l - 1].y16.raw_data() : ws.layers[l - 1].y.raw_data());
-    b.weight_grad->run(dz, input, nullptr, grad + layer.weight_offset);
-    if (layer.bias_offset >= 0) ops::sum_rows(b.dz, flat_view(grad_, layer.bias_offset, {layer.out}));
-    if (l == 0) break;
-    LayerBuffers& prev = ws.layers[l - 1];
-    b.input_grad->run(dz, weights(layer), nullptr, b.dx.data<float>());
-    // ReLU's gradient from its output: y > 0 exactly where z > 0.
-    ops::activation_backward(spec_.mlp.activation, prev.z.defined() ? prev.z : prev.y, prev.y, b.dx, prev.dz);
-    if (bf16()) cpu::copy_to_bf16(prev.dz.data<float>(), bf16_data(prev.dz16), prev.dz.numel());
-  }
-}
-
-void CpuTrainPlan::update() {
+void CpuTrainPlan::backward_and_update(Workspace& ws) {
   const auto& table = spec_.lr_per_step;
   SN_CHECK(!table.empty(), "the compiled CPU step has no learning-rate table");
   const double lr = table[static_cast<std::size_t>(std::min<std::int64_t>(counters_.step, std::ssize(table) - 1))];
@@ -273,31 +275,48 @@ void CpuTrainPlan::update() {
   const SgdHyper sgd{lr, opt.momentum, opt.dampening, opt.weight_decay, opt.nesterov, counters_.opt_steps == 0};
   const AdamHyper adam{lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, opt.type == "adamw",
                        counters_.opt_steps + 1};
-  // The eager optimizer's own loop over [begin, end) of the flat buffers.
-  const auto update_range = [&](std::int64_t begin, std::int64_t end) {
-    const auto part = [&](const Tensor& t) { return t.defined() ? t.slice_rows(begin, end) : Tensor(); };
-    const Tensor p = part(master_), g = part(grad_), s1 = part(state1_), s2 = part(state2_);
-    if (opt.type == "sgd") {
-      ops::sgd_step(p, g, s1.defined() ? &s1 : nullptr, sgd);
-    } else {
-      ops::adam_step(p, g, s1, s2, adam);
+  const std::size_t element = bf16() ? 2 : 4;  // bytes of an element of dZ
+  for (std::size_t l = layout_.layers.size(); l-- > 0;) {
+    const FlatLayer& layer = layout_.layers[l];
+    LayerBuffers& b = ws.layers[l];
+    const void* dz = bf16() ? b.dz16.raw_data() : b.dz.raw_data();
+    const void* input = l == 0 ? (bf16() ? ws.x16.raw_data() : ws.x.raw_data())
+                               : (bf16() ? ws.layers[l - 1].y16.raw_data() : ws.layers[l - 1].y.raw_data());
+    if (l > 0) {  // first, while this layer's weights are those the forward used
+      LayerBuffers& prev = ws.layers[l - 1];
+      b.input_grad->run(dz, weights(layer), nullptr, b.dx.data<float>());
+      // ReLU's gradient from its output: y > 0 exactly where z > 0.
+      ops::activation_backward(spec_.mlp.activation, prev.z.defined() ? prev.z : prev.y, prev.y, b.dx, prev.dz);
+      if (bf16()) cpu::copy_to_bf16(prev.dz.data<float>(), bf16_data(prev.dz16), prev.dz.numel());
     }
-  };
-  if (!bf16()) {
-    update_range(0, layout_.size);  // one parallel loop over all parameters
-  } else {
-    // Block by block, each block's bf16 copy written while the block is still in cache.
-    constexpr std::int64_t kBlock = 8192;
-    const std::int64_t blocks = (layout_.size + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static)
-    for (std::int64_t b = 0; b < blocks; ++b) {
-      const std::int64_t begin = b * kBlock, end = std::min(layout_.size, begin + kBlock);
-      update_range(begin, end);
-      cpu::copy_to_bf16_serial(master_.data<float>() + begin, bf16_data(copy16_) + begin, end - begin);
+    if (layer.bias_offset >= 0) {
+      const Tensor grad = bias_grad_.slice_rows(0, layer.out);
+      ops::sum_rows(b.dz, grad);
+      update_range(layer.bias_offset, grad, sgd, adam);
+    }
+    for (std::int64_t row = 0; row < layer.out; row += b.grad_block_rows) {
+      const std::int64_t rows = std::min(b.grad_block_rows, layer.out - row);
+      const DnnlMatmul& product = rows == b.grad_block_rows ? *b.weight_grad : *b.weight_grad_tail;
+      product.run(static_cast<const char*>(dz) + static_cast<std::size_t>(row) * element, input, nullptr,
+                  grad_block_.data<float>());
+      update_range(layer.weight_offset + row * layer.in, grad_block_.slice_rows(0, rows * layer.in), sgd, adam);
     }
   }
   ++counters_.opt_steps;
   ++counters_.step;
+}
+
+void CpuTrainPlan::update_range(std::int64_t offset, const Tensor& grad, const SgdHyper& sgd,
+                                const AdamHyper& adam) {
+  const std::int64_t end = offset + grad.numel();
+  const auto part = [&](const Tensor& t) { return t.defined() ? t.slice_rows(offset, end) : Tensor(); };
+  const Tensor p = part(master_), s1 = part(state1_), s2 = part(state2_);
+  if (spec_.optim.type == "sgd") {
+    ops::sgd_step(p, grad, s1.defined() ? &s1 : nullptr, sgd);
+  } else {
+    ops::adam_step(p, grad, s1, s2, adam);
+  }
+  if (bf16()) cpu::copy_to_bf16(master_.data<float>() + offset, bf16_data(copy16_) + offset, grad.numel());
 }
 
 void CpuTrainPlan::step() {
@@ -307,8 +326,7 @@ void CpuTrainPlan::step() {
   gather(*spec_.train, order_, begin, ws);
   forward(ws);
   loss(ws, loss_sum_, correct_);
-  backward(ws);
-  update();
+  backward_and_update(ws);
   ++epoch_step_;
 }
 
@@ -358,6 +376,15 @@ std::string CpuTrainPlan::describe() const {
 }
 
 }  // namespace
+
+// The block (~512 KB a thread) stays in the cores' L2 caches between the product that writes it
+// and the update that reads it.
+std::int64_t cpu_grad_block_rows(std::int64_t in, std::int64_t out, int threads) {
+  constexpr std::int64_t kBytesPerThread = 512 * 1024;
+  const std::int64_t most = std::max<std::int64_t>(1, kBytesPerThread * std::max(threads, 1) / (in * 4));
+  const std::int64_t blocks = (out + most - 1) / most;
+  return (out + blocks - 1) / blocks;
+}
 
 std::unique_ptr<TrainPlan> make_cpu_train_plan(const TrainPlanSpec& spec) {
   return std::make_unique<CpuTrainPlan>(spec);

@@ -104,5 +104,8 @@ std::unique_ptr<TrainPlan> make_cuda_train_plan(const TrainPlanSpec& spec, Devic
 std::unique_ptr<TrainPlan> make_fused_train_plan(const TrainPlanSpec& spec, Device device);
 // The CPU plan (cpu_train_plan.cpp): oneDNN products, any activation, both losses, partial batches.
 std::unique_ptr<TrainPlan> make_cpu_train_plan(const TrainPlanSpec& spec);
+// Rows of an in -> out layer's weight gradient the CPU plan computes and applies at a time on
+// `threads` threads (the last block may have fewer).
+std::int64_t cpu_grad_block_rows(std::int64_t in, std::int64_t out, int threads);
 
 }  // namespace sprintnet::train

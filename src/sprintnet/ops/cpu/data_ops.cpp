@@ -15,10 +15,18 @@ void CpuBackend::gather_rows_u8(const Tensor& src, const Tensor& indices, const 
     const std::uint8_t* in = src.data<std::uint8_t>();
     T* out = dst.data<T>();
     const T s = static_cast<T>(scale), t = static_cast<T>(shift);
+    // The rows are scattered over the data set (47 MB for MNIST), so each one is a trip to memory:
+    // the loop fetches row r + kAhead while it converts row r (it was bound by those loads).
+    constexpr std::int64_t kAhead = 4, kLine = 64;
 #pragma omp parallel for schedule(static) if (rows * cols >= cpu::kParallelMinElements)
     for (std::int64_t r = 0; r < rows; ++r) {
-      const std::uint8_t* row = in + static_cast<std::int64_t>(idx[r]) * cols;
-      for (std::int64_t c = 0; c < cols; ++c) out[r * cols + c] = static_cast<T>(row[c]) * s + t;
+      if (r + kAhead < rows) {
+        const std::uint8_t* next = in + static_cast<std::int64_t>(idx[r + kAhead]) * cols;
+        for (std::int64_t c = 0; c < cols; c += kLine) __builtin_prefetch(next + c);
+      }
+      const std::uint8_t* __restrict row = in + static_cast<std::int64_t>(idx[r]) * cols;
+      T* __restrict out_row = out + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c) out_row[c] = static_cast<T>(row[c]) * s + t;
     }
   });
 }
