@@ -7,11 +7,12 @@
 //   forward   one oneDNN product per layer; bias and ReLU are the product's post-ops, so they are
 //             applied while the output is in cache (other activations: a loop right after it)
 //   loss      softmax cross-entropy (or MSE) and its gradient in one pass, the correct count
-//   backward  per layer from the top: dX = dZ W and the activation's gradient (with the weights
-//   + update  before their update), the bias gradient (column sums, fixed order) and its update,
-//             then dW = dZ^T X (K = batch) a block of rows at a time, each block applied by the
-//             eager optimizer's own loop while it is still in cache (then its bf16 copy): the
-//             weight gradient never goes to memory
+//   backward  per layer from the top, a block of W's rows at a time: that block's part of
+//   + update  dX = dZ W (k split by blocks, accumulated), its rows of dW = dZ^T X (K = batch),
+//             then the eager optimizer's own loop on the block (then its bf16 copy) while the
+//             block's weights and gradient are still in cache: the weight gradient never goes to
+//             memory and the weights come from memory once. Then the activation's gradient; the
+//             bias gradient (column sums, fixed order) and its update before the blocks.
 //
 // Every product and loop runs on the one OpenMP team of the process (oneDNN, OpenBLAS and our
 // loops share it; its threads persist between regions). The elementwise and loss ops are the
@@ -50,8 +51,10 @@ struct LayerBuffers {
   Tensor dz;    // [rows, out] fp32 gradient w.r.t. the pre-activation (training)
   Tensor dz16;  // bf16 copy of dz
   Tensor dx;    // [rows, in] fp32 input gradient dZ W, before the previous activation's gradient (l > 0)
-  std::int64_t grad_block_rows = 0;  // rows of dW per block (the last block may have fewer: weight_grad_tail)
-  std::optional<DnnlMatmul> forward, input_grad, weight_grad, weight_grad_tail;
+  // The backward's products a block of W's rows at a time (the last block may have fewer rows: the
+  // _tail products): dW's rows, and dX's part (k = the block's rows; the blocks after the first add).
+  std::int64_t grad_block_rows = 0;
+  std::optional<DnnlMatmul> forward, input_grad, input_grad_add, input_grad_add_tail, weight_grad, weight_grad_tail;
 };
 
 
@@ -172,16 +175,24 @@ Workspace CpuTrainPlan::make_workspace(std::int64_t rows, bool training) const {
       b.dz = Tensor::empty({rows, layer.out}, DType::kF32);
       if (bf16()) b.dz16 = Tensor::empty({rows, layer.out}, DType::kBF16);
       b.grad_block_rows = grad_block_rows_[l];
+      const std::int64_t tail = layer.out % b.grad_block_rows;
       cpu::MatmulShape block = cpu::weight_grad_product(rows, layer.in, layer.out);
       block.m = b.grad_block_rows;  // rows [r, r + m) of dW: A starts at column r of dZ, same strides
       b.weight_grad.emplace(block, input, false, false);
-      if (const std::int64_t tail = layer.out % b.grad_block_rows; tail != 0) {
+      if (tail != 0) {
         block.m = tail;
         b.weight_grad_tail.emplace(block, input, false, false);
       }
-      if (l > 0) {
+      if (l > 0) {  // dX += dZ[:, r, r + k) W[r, r + k): A from column r of dZ, B from row r of W
         b.dx = Tensor::empty({rows, layer.in}, DType::kF32);
-        b.input_grad.emplace(cpu::input_grad_product(rows, layer.in, layer.out), input, false, false);
+        cpu::MatmulShape part = cpu::input_grad_product(rows, layer.in, layer.out);
+        part.k = b.grad_block_rows;
+        b.input_grad.emplace(part, input, false, false);
+        if (layer.out > b.grad_block_rows) b.input_grad_add.emplace(part, input, false, false, true);
+        if (tail != 0) {
+          part.k = tail;
+          b.input_grad_add_tail.emplace(part, input, false, false, true);
+        }
       }
     }
     ws.layers.push_back(std::move(b));
@@ -275,20 +286,14 @@ void CpuTrainPlan::backward_and_update(Workspace& ws) {
   const SgdHyper sgd{lr, opt.momentum, opt.dampening, opt.weight_decay, opt.nesterov, counters_.opt_steps == 0};
   const AdamHyper adam{lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, opt.type == "adamw",
                        counters_.opt_steps + 1};
-  const std::size_t element = bf16() ? 2 : 4;  // bytes of an element of dZ
+  const std::size_t element = bf16() ? 2 : 4;  // bytes of an element of dZ and of the weights multiplied
   for (std::size_t l = layout_.layers.size(); l-- > 0;) {
     const FlatLayer& layer = layout_.layers[l];
     LayerBuffers& b = ws.layers[l];
-    const void* dz = bf16() ? b.dz16.raw_data() : b.dz.raw_data();
+    const char* dz = static_cast<const char*>(bf16() ? b.dz16.raw_data() : b.dz.raw_data());
+    const char* w = static_cast<const char*>(weights(layer));
     const void* input = l == 0 ? (bf16() ? ws.x16.raw_data() : ws.x.raw_data())
                                : (bf16() ? ws.layers[l - 1].y16.raw_data() : ws.layers[l - 1].y.raw_data());
-    if (l > 0) {  // first, while this layer's weights are those the forward used
-      LayerBuffers& prev = ws.layers[l - 1];
-      b.input_grad->run(dz, weights(layer), nullptr, b.dx.data<float>());
-      // ReLU's gradient from its output: y > 0 exactly where z > 0.
-      ops::activation_backward(spec_.mlp.activation, prev.z.defined() ? prev.z : prev.y, prev.y, b.dx, prev.dz);
-      if (bf16()) cpu::copy_to_bf16(prev.dz.data<float>(), bf16_data(prev.dz16), prev.dz.numel());
-    }
     if (layer.bias_offset >= 0) {
       const Tensor grad = bias_grad_.slice_rows(0, layer.out);
       ops::sum_rows(b.dz, grad);
@@ -296,10 +301,20 @@ void CpuTrainPlan::backward_and_update(Workspace& ws) {
     }
     for (std::int64_t row = 0; row < layer.out; row += b.grad_block_rows) {
       const std::int64_t rows = std::min(b.grad_block_rows, layer.out - row);
-      const DnnlMatmul& product = rows == b.grad_block_rows ? *b.weight_grad : *b.weight_grad_tail;
-      product.run(static_cast<const char*>(dz) + static_cast<std::size_t>(row) * element, input, nullptr,
-                  grad_block_.data<float>());
+      const bool whole = rows == b.grad_block_rows;
+      const char* dz_block = dz + static_cast<std::size_t>(row) * element;
+      if (l > 0) {  // the block's rows of W before their update: the first block writes dX, the rest add
+        const DnnlMatmul& part = row == 0 ? *b.input_grad : whole ? *b.input_grad_add : *b.input_grad_add_tail;
+        part.run(dz_block, w + static_cast<std::size_t>(row * layer.in) * element, nullptr, b.dx.data<float>());
+      }
+      (whole ? *b.weight_grad : *b.weight_grad_tail).run(dz_block, input, nullptr, grad_block_.data<float>());
       update_range(layer.weight_offset + row * layer.in, grad_block_.slice_rows(0, rows * layer.in), sgd, adam);
+    }
+    if (l > 0) {
+      LayerBuffers& prev = ws.layers[l - 1];
+      // ReLU's gradient from its output: y > 0 exactly where z > 0.
+      ops::activation_backward(spec_.mlp.activation, prev.z.defined() ? prev.z : prev.y, prev.y, b.dx, prev.dz);
+      if (bf16()) cpu::copy_to_bf16(prev.dz.data<float>(), bf16_data(prev.dz16), prev.dz.numel());
     }
   }
   ++counters_.opt_steps;

@@ -41,7 +41,9 @@ struct DnnlMatmul::Impl {
   std::unordered_map<int, dnnl::memory> args;  // the same handles: run() only changes their data
 };
 
-DnnlMatmul::DnnlMatmul(const MatmulShape& s, MatmulInput input, bool with_bias, bool relu) : impl_(new Impl) {
+DnnlMatmul::DnnlMatmul(const MatmulShape& s, MatmulInput input, bool with_bias, bool relu, bool accumulate)
+    : impl_(new Impl) {
+  SN_CHECK(!(accumulate && relu), "matmul: an accumulating product has no ReLU (it would apply to the sum)");
   SN_CHECK(s.m > 0 && s.n > 0 && s.k > 0, "matmul {}x{}x{}: every dimension must be positive", s.m, s.n, s.k);
   using dt = dnnl::memory::data_type;
   const dt in_type = input == MatmulInput::kBF16 ? dt::bf16 : dt::f32;
@@ -50,11 +52,10 @@ DnnlMatmul::DnnlMatmul(const MatmulShape& s, MatmulInput input, bool with_bias, 
   const dnnl::memory::desc c_md({s.m, s.n}, dt::f32, {s.n, 1});
   const dnnl::memory::desc bias_md({1, s.n}, dt::f32, {s.n, 1});
   dnnl::primitive_attr attr;
-  if (relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0F, dnnl::algorithm::eltwise_relu, 0.0F, 0.0F);
-    attr.set_post_ops(ops);
-  }
+  dnnl::post_ops ops;
+  if (accumulate) ops.append_sum(1.0F);
+  if (relu) ops.append_eltwise(1.0F, dnnl::algorithm::eltwise_relu, 0.0F, 0.0F);
+  attr.set_post_ops(ops);
   DnnlContext& ctx = context();
   try {
     const auto desc = with_bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);

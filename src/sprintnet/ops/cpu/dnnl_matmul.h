@@ -26,11 +26,12 @@ MatmulShape weight_grad_product(std::int64_t rows, std::int64_t in, std::int64_t
 
 class DnnlMatmul {
  public:
-  DnnlMatmul(const MatmulShape& shape, MatmulInput input, bool with_bias, bool relu);
+  // accumulate: c += a b (oneDNN's sum post-op), for a product split along k.
+  DnnlMatmul(const MatmulShape& shape, MatmulInput input, bool with_bias, bool relu, bool accumulate = false);
   ~DnnlMatmul();
   DnnlMatmul(DnnlMatmul&&) noexcept;
   DnnlMatmul& operator=(DnnlMatmul&&) noexcept;
-  // c = a b (+ bias) (then ReLU). bias is read only when the product was planned with one.
+  // c = a b (+ bias) (then ReLU), or c += a b. bias is read only when the product was planned with one.
   void run(const void* a, const void* b, const float* bias, float* c) const;
 
  private:
