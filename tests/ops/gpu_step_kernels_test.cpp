@@ -390,19 +390,28 @@ TEST(GpuStepKernels, BatchGatherTakesTheStepsBatchFromTheOrder) {
   }
 }
 
-TEST(GpuStepKernels, ColumnSumIsTheCpuSumOfRows) {
+// The bias gradient where cuBLASLt fuses none: fp32 sums of x's elements stored in x's type.
+TEST(GpuStepKernels, SumRowsIsTheCpuSumOfRowsInEveryElementType) {
   SN_REQUIRE_GPU();
   Generator gen(test::test_seed() + 4);
-  for (const auto& [rows, cols] : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {128, 784}, {4096, 10}}) {
-    const Tensor x = test::random_uniform({rows, cols}, DType::kF32, gen);
-    const Tensor ref = Tensor::empty({cols}, DType::kF64);
-    ops::sum_rows(test::oracle_copy(x), ref);
-    const Tensor out = test::poisoned({cols}, DType::kF32, gpu());
-    const Tensor d_x = x.to(gpu());
-    SN_CUDA_CHECK(cuda::launch_column_sum(d_x.raw_data(), cuda::ElementType::kF32, rows, cols, out.data<float>(),
-                                          stream()));
-    // Sequential fp32 sums of up to 4096 O(1) terms: error ~ n * 2^-24 of the terms' magnitude.
-    test::expect_allclose(out, ref, 1e-6 * static_cast<double>(rows), 1e-5, "column sum");
+  const std::vector<std::pair<DType, cuda::ElementType>> types = {
+      {DType::kF32, cuda::ElementType::kF32}, {DType::kBF16, cuda::ElementType::kBF16},
+      {DType::kF16, cuda::ElementType::kF16}};
+  for (const auto& [dtype, element] : types) {
+    for (const auto& [rows, cols] :
+         std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {128, 784}, {4096, 10}, {33, 70}}) {
+      const Tensor x = test::random_uniform({rows, cols}, DType::kF32, gen).to(dtype);
+      const Tensor ref = Tensor::empty({cols}, DType::kF64);
+      ops::sum_rows(test::oracle_copy(x.to(DType::kF32)), ref);
+      const Tensor out = test::poisoned({cols}, dtype, gpu());
+      const Tensor d_x = x.to(gpu());
+      SN_CUDA_CHECK(cuda::launch_sum_rows(d_x.raw_data(), element, rows, cols, 0.0F, out.raw_data(), stream()));
+      // fp32 sums of up to 4096 O(1) terms in 16 ordered lanes: error ~ n * 2^-24 of the terms'
+      // magnitude; then one rounding to the output type (2^-9 relative in bf16, 2^-12 in fp16).
+      const double relative = dtype == DType::kF32 ? 1e-5 : dtype == DType::kBF16 ? 8e-3 : 1e-3;
+      test::expect_allclose(out.to(DType::kF32), ref, 1e-6 * static_cast<double>(rows), relative,
+                            fmt::format("sum_rows {} {}x{}", dtype_name(dtype), rows, cols));
+    }
   }
 }
 

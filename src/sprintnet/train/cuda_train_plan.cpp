@@ -582,8 +582,8 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
                        .bias = fused ? grad_at(layer.bias_offset) : nullptr},
                       wgrad);
       if (bias && !fused) {
-        SN_CUDA_CHECK(cuda::launch_column_sum(layer.grad.raw_data(), precision_.element, rows, layer.out,
-                                              grad_at(layer.bias_offset), wgrad));
+        SN_CUDA_CHECK(cuda::launch_sum_rows(layer.grad.raw_data(), precision_.element, rows, layer.out, 0.0F,
+                                            grad_at(layer.bias_offset), wgrad));
       }
       if (l > 0) {
         Layer& below = layers_[l - 1];

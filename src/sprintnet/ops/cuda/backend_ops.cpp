@@ -85,8 +85,8 @@ void CudaBackend::sum_rows(const Tensor& x, const Tensor& out, double beta) {
   check_operand(x, DType::kF32, device(), "sum_rows", "x");
   check_operand(out, DType::kF32, device(), "sum_rows", "out");
   const DeviceGuard guard(index_);
-  SN_CUDA_CHECK(
-      launch_sum_rows(x.data<float>(), out.data<float>(), x.size(0), x.size(1), static_cast<float>(beta), stream()));
+  SN_CUDA_CHECK(launch_sum_rows(x.data<float>(), ElementType::kF32, x.size(0), x.size(1), static_cast<float>(beta),
+                                out.data<float>(), stream()));
 }
 
 void CudaBackend::activation_forward(Activation act, const Tensor& x, const Tensor& y) {
@@ -207,9 +207,18 @@ void CudaBackend::gather_rows_u8(const Tensor& src, const Tensor& indices, const
   if (count == 0 || cols == 0) return;
   SN_CHECK(src_rows >= 1, "gather_rows_u8: src {} has no rows to gather", shape_str(src.shape()));
   const DeviceGuard guard(index_);
-  SN_CUDA_CHECK(launch_gather_rows_u8(src.data<std::uint8_t>(), src_rows, cols, indices.data<std::int32_t>(), count,
-                                      dst.data<float>(), static_cast<float>(scale), static_cast<float>(shift),
-                                      resources().device_error, stream()));
+  GatherArgs args{};  // batch_gather.cu, the compiled step's gather, with the caller's indices checked
+  args.images = src.data<std::uint8_t>();
+  args.features = cols;
+  args.order = indices.data<std::int32_t>();
+  args.rows = count;
+  args.scale = static_cast<float>(scale);
+  args.shift = static_cast<float>(shift);
+  args.dst = dst.data<float>();
+  args.dst_type = ElementType::kF32;
+  args.error = resources().device_error;
+  args.samples = src_rows;
+  SN_CUDA_CHECK(launch_gather_batch(args, stream()));
 }
 
 void CudaBackend::gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& dst) {
@@ -220,8 +229,14 @@ void CudaBackend::gather_labels(const Tensor& labels, const Tensor& indices, con
   if (count == 0) return;
   SN_CHECK(labels.numel() >= 1, "gather_labels: labels are empty, nothing to gather");
   const DeviceGuard guard(index_);
-  SN_CUDA_CHECK(launch_gather_labels(labels.data<std::int32_t>(), labels.numel(), indices.data<std::int32_t>(), count,
-                                     dst.data<std::int32_t>(), resources().device_error, stream()));
+  GatherArgs args{};  // batch_gather.cu with labels only
+  args.labels = labels.data<std::int32_t>();
+  args.order = indices.data<std::int32_t>();
+  args.rows = count;
+  args.dst_labels = dst.data<std::int32_t>();
+  args.error = resources().device_error;
+  args.samples = labels.numel();
+  SN_CUDA_CHECK(launch_gather_batch(args, stream()));
 }
 
 }  // namespace sprintnet::cuda

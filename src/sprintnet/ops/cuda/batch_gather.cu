@@ -1,8 +1,8 @@
 // The batch of the current step, gathered from the uint8 data set on the device
 // and normalised into the compute type (batch_rows.cuh: which rows, how they are
-// normalised). Large batches of rows of whole 16-byte pieces (MNIST's 784) take
-// the vector kernel; the others one block row per sample (blockIdx.y), a thread
-// per feature.
+// normalised), with its labels; also the eager ops' gathers by index. Large batches
+// of rows of whole 16-byte pieces (MNIST's 784) take the vector kernel; the others
+// one block row per sample (blockIdx.y, striding past 65535 rows), a thread per feature.
 #include <cstdint>
 #include <type_traits>
 
@@ -15,15 +15,20 @@ namespace sprintnet::cuda {
 namespace {
 
 __global__ void gather_batch_kernel(GatherArgs a) {
-  const std::int64_t row = blockIdx.y;
-  const std::int64_t sample = batch_sample(a, batch_first_row(a), row);
-  const std::uint8_t* src = a.images + sample * a.features;
-  const std::int64_t out = row * a.features;
-  for (std::int64_t f = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; f < a.features;
-       f += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    store_element(a.dst, a.dst_type, out + f, normalized_pixel(a, src[f]));
+  const std::int64_t first = batch_first_row(a);
+  for (std::int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) {
+    if (a.dst != nullptr) {
+      const std::uint8_t* src = a.images + batch_sample(a, first, row) * a.features;
+      const std::int64_t out = row * a.features;
+      for (std::int64_t f = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; f < a.features;
+           f += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+        store_element(a.dst, a.dst_type, out + f, normalized_pixel(a, src[f]));
+      }
+    }
+    if (a.dst_labels != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+      a.dst_labels[row] = a.labels[batch_sample(a, first, row)];
+    }
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) a.dst_labels[row] = a.labels[sample];
 }
 
 // Rows of whole 16-byte pieces (features % 16 == 0, aligned): a warp a row, 16 features a lane a
@@ -67,7 +72,7 @@ __global__ void __launch_bounds__(kVectorGatherWarps * kWarpSize) gather_batch_v
     for (int j = 0; j < 16; ++j) x[j] = normalized_pixel(a, bytes[j]);
     store16(dst + v * 16, x);
   }
-  if (lane == 0) a.dst_labels[row] = a.labels[sample];
+  if (lane == 0 && a.dst_labels != nullptr) a.dst_labels[row] = a.labels[sample];
 }
 
 }  // namespace
@@ -78,7 +83,8 @@ cudaError_t launch_gather_batch(const GatherArgs& args, cudaStream_t stream) {
   const auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   // From 1024 rows (128 blocks): at batch 128 its 16 blocks took 5.0-6.0 us against the element
   // kernel's 4.5-4.7 (H100), at 4096 rows 7.3 against 23.
-  if (args.rows >= 1024 && args.features % 16 == 0 && aligned16(args.images) && aligned16(args.dst)) {
+  if (args.dst != nullptr && args.rows >= 1024 && args.features % 16 == 0 && aligned16(args.images) &&
+      aligned16(args.dst)) {
     const auto blocks = static_cast<unsigned>((args.rows + kVectorGatherWarps - 1) / kVectorGatherWarps);
     constexpr int threads = kVectorGatherWarps * kWarpSize;
     switch (args.dst_type) {
@@ -88,9 +94,13 @@ cudaError_t launch_gather_batch(const GatherArgs& args, cudaStream_t stream) {
     }
     return cudaGetLastError();
   }
-  const std::int64_t per_row = (args.features + kElementwiseThreads - 1) / kElementwiseThreads;
-  const dim3 grid(static_cast<unsigned>(per_row < 8 ? per_row : 8), static_cast<unsigned>(args.rows));
-  gather_batch_kernel<<<grid, kElementwiseThreads, 0, stream>>>(args);
+  // Labels alone (the eager gather_labels): a warp a row is plenty.
+  const int threads = args.dst != nullptr ? kElementwiseThreads : kWarpSize;
+  const std::int64_t per_row = args.dst != nullptr && args.features > 0 ? (args.features + threads - 1) / threads : 1;
+  constexpr std::int64_t kMaxGridY = 65535;
+  const dim3 grid(static_cast<unsigned>(per_row < 8 ? per_row : 8),
+                  static_cast<unsigned>(args.rows < kMaxGridY ? args.rows : kMaxGridY));
+  gather_batch_kernel<<<grid, threads, 0, stream>>>(args);
   return cudaGetLastError();
 }
 

@@ -5,6 +5,7 @@
 // so one captured launch serves every step of every epoch.
 #include <cstdint>
 
+#include "sprintnet/ops/cuda/device_error.h"
 #include "sprintnet/ops/cuda/step_launch.h"
 
 namespace sprintnet::cuda {
@@ -13,9 +14,12 @@ namespace sprintnet::cuda {
 __device__ inline std::int64_t batch_first_row(const GatherArgs& g) {
   return (g.state != nullptr ? g.state->step % g.steps_per_epoch : 0) * (g.stride > 0 ? g.stride : g.rows) + g.first;
 }
-// Row `row` of the step's batch: its sample index in the data set.
+// Row `row` of the step's batch: its sample index in the data set (checked when g.error is set).
 __device__ inline std::int64_t batch_sample(const GatherArgs& g, std::int64_t first, std::int64_t row) {
-  return g.order != nullptr ? g.order[first + row] : first + row;
+  if (g.order == nullptr) return first + row;
+  if (g.error == nullptr) return g.order[first + row];
+  const DeviceErrorCode code = g.dst != nullptr ? DeviceErrorCode::kGatherRowsIndex : DeviceErrorCode::kGatherLabelsIndex;
+  return checked_index(g.order[first + row], g.samples, first + row, code, g.error);
 }
 // A pixel normalised (before its rounding to the compute type).
 __device__ inline float normalized_pixel(const GatherArgs& g, std::uint8_t v) {

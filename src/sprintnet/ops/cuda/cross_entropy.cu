@@ -1,15 +1,14 @@
-// Softmax cross-entropy with label smoothing, fused with its gradient.
+// Softmax cross-entropy with label smoothing, fused with its gradient (the eager op).
 //
-// One warp per row: lanes stride over the classes, then butterfly reductions
-// give every lane the row's max, sum of exp and sum of logits (log-sum-exp in
-// fp32, shifted by the max so exp never overflows). Each row's loss goes to
-// row_loss[r]; the batch sum is taken afterwards in a fixed order
-// (reduce.cu), so the loss is bit-identical run to run.
+// One warp per row (row_softmax.cuh, shared with the compiled step's loss). Each row's loss goes
+// to row_loss[r]; the batch sum is taken afterwards in a fixed order (reduce.cu), so the loss is
+// bit-identical run to run.
 #include <cmath>
 
 #include "sprintnet/ops/cuda/launch.h"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
+#include "sprintnet/ops/cuda/row_softmax.cuh"
 
 namespace sprintnet::cuda {
 namespace {
@@ -28,30 +27,11 @@ __global__ void cross_entropy_kernel(const float* logits, const std::int32_t* la
   float max_logit = -INFINITY;
   for (std::int64_t c = lane; c < classes; c += kWarpSize) max_logit = fmaxf(max_logit, x[c]);
   max_logit = warp_max(max_logit);
-  float exp_sum = 0.0f, logit_sum = 0.0f;
-  for (std::int64_t c = lane; c < classes; c += kWarpSize) {
-    exp_sum += expf(x[c] - max_logit);
-    logit_sum += x[c];
-  }
-  exp_sum = warp_sum(exp_sum);
-  logit_sum = warp_sum(logit_sum);
-  const float log_sum_exp = max_logit + logf(exp_sum);
-  const float off_target = smoothing / static_cast<float>(classes);  // target = (1-s)*onehot + s/C
-
-  // -sum_c target_c * log_softmax_c = lse - (1-s)*x[label] - (s/C)*sum_c x_c; combined in double,
-  // which costs nothing here and avoids a rounding in the cancellation lse - x[label].
-  if (lane == 0) {
-    row_loss[row] = static_cast<double>(log_sum_exp) - (1.0 - smoothing) * static_cast<double>(x[label]) -
-                    static_cast<double>(off_target) * static_cast<double>(logit_sum);
-  }
-  if constexpr (kWithGradient) {
-    float* dx = dlogits + row * classes;
-    for (std::int64_t c = lane; c < classes; c += kWarpSize) {
-      const float softmax = expf(x[c] - log_sum_exp);
-      const float target = (c == label ? 1.0f - smoothing : 0.0f) + off_target;
-      dx[c] = grad_scale * (softmax - target);
-    }
-  }
+  float* dx = kWithGradient ? dlogits + row * classes : nullptr;
+  const double loss = warp_softmax_cross_entropy([&](std::int64_t c) { return x[c]; }, classes, label, max_logit,
+                                                 smoothing, grad_scale, kWithGradient,
+                                                 [&](std::int64_t c, float g) { dx[c] = g; });
+  if (lane == 0) row_loss[row] = loss;
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // Softmax cross-entropy (or squared error) of a whole batch in one block, fused with its gradient
 // and the step's metrics (loss sum and correct predictions), so the training
 // step needs no separate reduction launch. One warp per row (rows strided over
-// the block's 32 warps): butterfly reductions give every lane the row's max,
-// sum of exp and sum of logits; log-sum-exp in fp32, shifted by the max. The
-// block's partial sums are added in warp order by one thread: deterministic.
+// the block's 32 warps): the row's first maximum here, its softmax cross-entropy and
+// gradient by row_softmax.cuh (shared with the eager op). The block's partial sums
+// are added in warp order by one thread: deterministic.
 // A batch of B rows costs B/32 row passes: one block is enough for MNIST-sized
 // class counts at every batch size we train with.
 #include <cmath>
@@ -11,6 +11,7 @@
 #include "sprintnet/ops/cuda/element_access.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
+#include "sprintnet/ops/cuda/row_softmax.cuh"
 
 namespace sprintnet::cuda {
 namespace {
@@ -42,7 +43,6 @@ __global__ void __launch_bounds__(kThreads) fused_cross_entropy_kernel(CrossEntr
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const float scale = a.grad_scale * (a.state != nullptr ? a.state->loss_scale : 1.0f);
-  const float off_target = a.smoothing / static_cast<float>(a.classes);
   double loss = 0.0;
   long long correct = 0;
   for (std::int64_t row = warp; row < a.rows; row += kWarps) {
@@ -70,27 +70,13 @@ __global__ void __launch_bounds__(kThreads) fused_cross_entropy_kernel(CrossEntr
       squared_error_row(a, base, label, scale, max_index, lane, loss, correct);
       continue;
     }
-    float exp_sum = 0.0f, logit_sum = 0.0f;
-    for (std::int64_t c = lane; c < a.classes; c += kWarpSize) {
-      const float v = load_element(a.logits, a.type, base + c);
-      exp_sum += expf(v - max_logit);
-      logit_sum += v;
-    }
-    exp_sum = warp_sum(exp_sum);
-    logit_sum = warp_sum(logit_sum);
-    const float log_sum_exp = max_logit + logf(exp_sum);
+    const double row_loss = warp_softmax_cross_entropy(
+        [&](std::int64_t c) { return load_element(a.logits, a.type, base + c); }, a.classes, label, max_logit,
+        a.smoothing, scale, a.dlogits != nullptr,
+        [&](std::int64_t c, float g) { store_element(a.dlogits, a.type, base + c, g); });
     if (lane == 0) {
-      const float target_logit = load_element(a.logits, a.type, base + label);
-      loss += static_cast<double>(log_sum_exp) - (1.0 - a.smoothing) * static_cast<double>(target_logit) -
-              static_cast<double>(off_target) * static_cast<double>(logit_sum);
+      loss += row_loss;
       correct += max_index == label ? 1 : 0;
-    }
-    if (a.dlogits != nullptr) {
-      for (std::int64_t c = lane; c < a.classes; c += kWarpSize) {
-        const float softmax = expf(load_element(a.logits, a.type, base + c) - log_sum_exp);
-        const float target = (c == label ? 1.0f - a.smoothing : 0.0f) + off_target;
-        store_element(a.dlogits, a.type, base + c, scale * (softmax - target));
-      }
     }
   }
   if (lane == 0) {

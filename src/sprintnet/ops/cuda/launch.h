@@ -28,9 +28,6 @@ cudaError_t launch_axpy(float* y, const float* x, std::int64_t count, float alph
 
 // bias.cu: y[r, c] += bias[c]
 cudaError_t launch_add_bias(float* y, const float* bias, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
-// sum_rows.cu: out[c] = sum_r x[r, c] + beta * out[c], in a fixed order (bit-identical run to run).
-cudaError_t launch_sum_rows(const float* x, float* out, std::int64_t rows, std::int64_t cols, float beta,
-                            cudaStream_t stream);
 
 // activation.cu (declared in step_launch.h, with the element type): y = f(x); dx = f'(x) * dy.
 
@@ -69,11 +66,5 @@ struct AdamScalars {
 cudaError_t launch_adam_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t count,
                              const AdamScalars& s, cudaStream_t stream);
 
-// gather.cu: dst[i, :] = float(src[indices[i], :]) * scale + shift; dst[i] = labels[indices[i]].
-cudaError_t launch_gather_rows_u8(const std::uint8_t* src, std::int64_t src_rows, std::int64_t cols,
-                                  const std::int32_t* indices, std::int64_t count, float* dst, float scale, float shift,
-                                  DeviceError* error, cudaStream_t stream);
-cudaError_t launch_gather_labels(const std::int32_t* labels, std::int64_t label_count, const std::int32_t* indices,
-                                 std::int64_t count, std::int32_t* dst, DeviceError* error, cudaStream_t stream);
 
 }  // namespace sprintnet::cuda

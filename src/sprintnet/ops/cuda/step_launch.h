@@ -46,8 +46,9 @@ cudaError_t launch_activation_backward(ActivationKind act, ElementType type, con
                                        const void* dy, void* dx, std::int64_t count, cudaStream_t stream);
 
 // batch_gather.cu: rows of a uint8 data set to the compute type, normalised: dst[i, :] = x * scale + shift
-// with x the row order[first + i] (identity when order is null). With `state` set, first =
-// (state->step % steps_per_epoch) * rows: the batch of the current step.
+// with x the row order[first + i] (identity when order is null), and their labels. With `state` set,
+// first = (state->step % steps_per_epoch) * rows: the batch of the current step. The eager ops'
+// gathers by index (gather_rows_u8, gather_labels) are the same launch with `error` set.
 struct GatherArgs {
   const std::uint8_t* images;
   const std::int32_t* labels;
@@ -62,6 +63,11 @@ struct GatherArgs {
   ElementType dst_type;
   std::int32_t* dst_labels;
   std::int64_t stride = 0;  // with `state`: rows between consecutive steps' batches (0: rows; data parallel: the global batch)
+  // The eager gathers (order = the caller's indices): with `error` set, each index is checked
+  // against `samples` (the data set's rows or labels); one out of range is clamped for the read and
+  // recorded (device_error.h). dst or dst_labels may be null: only the other is gathered.
+  DeviceError* error = nullptr;
+  std::int64_t samples = 0;
 };
 cudaError_t launch_gather_batch(const GatherArgs& args, cudaStream_t stream);
 
@@ -203,10 +209,11 @@ cudaError_t launch_skinny_input_grad(const float* dlogits, int classes, const vo
 cudaError_t launch_convert_from_f32(const float* src, void* dst, ElementType dst_type, std::int64_t count,
                                     cudaStream_t stream);
 
-// column_sum.cu: out[c] = sum_r x[r, c], summed in fp32 with rows in order, stored in `type` like x
-// (the bias gradient where cuBLASLt has no fused epilogue for it).
-cudaError_t launch_column_sum(const void* x, ElementType type, std::int64_t rows, std::int64_t cols, void* out,
-                              cudaStream_t stream);
+// sum_rows.cu: out[c] = sum_r x[r, c] + beta * out[c], summed in fp32 in a fixed order (bit-identical
+// run to run), out in `type` like x: the eager sum_rows and the bias gradient where cuBLASLt has no
+// fused epilogue for it.
+cudaError_t launch_sum_rows(const void* x, ElementType type, std::int64_t rows, std::int64_t cols, float beta,
+                            void* out, cudaStream_t stream);
 
 // permutation.cu: the epoch's order, identical to core/random.h's epoch_permutation():
 // samples sorted by (permutation_key(seed, epoch, i), i) with a device radix sort.
