@@ -14,11 +14,16 @@
 namespace sprintnet::cuda {
 namespace {
 
+// Row `row`'s sample: checked for the eager gathers (their indices come from the caller).
+__device__ inline std::int64_t gathered_sample(const GatherArgs& a, std::int64_t first, std::int64_t row) {
+  return a.error != nullptr ? checked_batch_sample(a, first, row) : batch_sample(a, first, row);
+}
+
 __global__ void gather_batch_kernel(GatherArgs a) {
   const std::int64_t first = batch_first_row(a);
   for (std::int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) {
     if (a.dst != nullptr) {
-      const std::uint8_t* src = a.images + batch_sample(a, first, row) * a.features;
+      const std::uint8_t* src = a.images + gathered_sample(a, first, row) * a.features;
       const std::int64_t out = row * a.features;
       for (std::int64_t f = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; f < a.features;
            f += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -26,7 +31,7 @@ __global__ void gather_batch_kernel(GatherArgs a) {
       }
     }
     if (a.dst_labels != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
-      a.dst_labels[row] = a.labels[batch_sample(a, first, row)];
+      a.dst_labels[row] = a.labels[gathered_sample(a, first, row)];
     }
   }
 }
@@ -61,7 +66,7 @@ __global__ void __launch_bounds__(kVectorGatherWarps * kWarpSize) gather_batch_v
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kVectorGatherWarps + threadIdx.x / kWarpSize;
   if (row >= a.rows) return;
-  const std::int64_t sample = batch_sample(a, batch_first_row(a), row);
+  const std::int64_t sample = gathered_sample(a, batch_first_row(a), row);
   const uint4* src = reinterpret_cast<const uint4*>(a.images + sample * a.features);
   T* dst = static_cast<T*>(a.dst) + row * a.features;
   for (std::int64_t v = lane; v < a.features / 16; v += kWarpSize) {

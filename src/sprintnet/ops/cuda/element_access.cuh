@@ -38,5 +38,8 @@ template <>
 __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <>
 __device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
+// v as storing it in a T and loading it back gives it (the rounding a T output applies).
+template <typename T>
+__device__ inline float round_to(float v) { return to_float(from_float<T>(v)); }
 
 }  // namespace sprintnet::cuda

@@ -1,6 +1,6 @@
 #pragma once
 // What the output layer's kernels share (skinny_layer.cu: the FMA kernels; skinny_mma.cu: the
-// tensor-core ones): rounding and 4-element loads and stores, the gathered input, a row's softmax
+// tensor-core ones): 4-element loads and stores, the gathered input, a row's softmax
 // cross-entropy, the fixed-order metric sums, and the sliced weight gradient's bias block and tail.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -18,10 +18,6 @@ namespace sprintnet::cuda::skinny_detail {
 
 constexpr int kForwardThreads = 256;
 constexpr int kForwardWarps = kForwardThreads / kWarpSize;
-
-__device__ inline float round_to(float v, const float*) { return v; }
-__device__ inline float round_to(float v, const __nv_bfloat16*) { return __bfloat162float(__float2bfloat16_rn(v)); }
-__device__ inline float round_to(float v, const __half*) { return __half2float(__float2half_rn(v)); }
 
 // Four consecutive elements as floats, in one load (8 bytes of bf16/fp16, 16 of fp32): the wide
 // layers' rows (in % 4 == 0, aligned; vectorizable()) are read this way, a quarter of the loads.
@@ -58,7 +54,7 @@ __device__ __host__ inline bool vectorizable(const void* p, std::int64_t in) {
 // A gathered input value, normalised and rounded to T exactly as batch_gather.cu stores it.
 template <typename T>
 __device__ inline float gathered_value(const GatherArgs& g, const std::uint8_t* row, std::int64_t f) {
-  return round_to(normalized_pixel(g, row[f]), static_cast<const T*>(nullptr));
+  return round_to<T>(normalized_pixel(g, row[f]));
 }
 
 // A warp's row of the softmax cross-entropy from lane c's product (class c < a.classes): the logits
@@ -71,7 +67,7 @@ __device__ void finish_row(const SkinnyForwardArgs& a, std::int64_t row, float p
   if (active) {
     float v = product;
     if (a.bias != nullptr) v += to_float(static_cast<const T*>(a.bias)[lane]);
-    logit = round_to(v, static_cast<const T*>(nullptr));
+    logit = round_to<T>(v);
   }
   std::int32_t label;
   if constexpr (kGathered) {

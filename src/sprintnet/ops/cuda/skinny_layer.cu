@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(kGradWarps * kWarpSize)
       float sum = 0.0f;
       for (int i = 0; i < kGradWarps; ++i) sum += partial[i][c][lane];
       if constexpr (kUpdate) {
-        update_element(update.args, scalars, update.weight_offset + c * in + f, to_float(from_float<T>(sum)));
+        update_element(update.args, scalars, update.weight_offset + c * in + f, round_to<T>(sum));
       } else {
         dw[c * in + f] = from_float<T>(sum);
       }
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(kGradWarps * kWarpSize)
   }
   if (bias_thread) {
     if constexpr (kUpdate) {
-      update_element(update.args, scalars, update.bias_offset + lane, to_float(from_float<T>(bias_acc)));
+      update_element(update.args, scalars, update.bias_offset + lane, round_to<T>(bias_acc));
     } else {
       dbias[lane] = from_float<T>(bias_acc);
     }
