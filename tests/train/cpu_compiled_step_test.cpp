@@ -192,22 +192,36 @@ TEST(CpuCompiledStep, FollowsTheEagerStepForEveryActivationLossAndOptimizer) {
   }
 }
 
-// A layer whose weight gradient is computed and applied in several blocks of rows, the last one
-// shorter: on one thread, 401 -> 401 takes blocks of 201 and 200 rows. A block left out, applied
-// twice or at the wrong offset leaves weights off by far more than the tolerance.
+// The thread count for one test, and back to the suite's 2 whatever happens in it.
+struct CpuThreads {
+  explicit CpuThreads(int threads) { set_cpu_threads(threads); }
+  ~CpuThreads() { set_cpu_threads(2); }
+  CpuThreads(const CpuThreads&) = delete;
+  CpuThreads& operator=(const CpuThreads&) = delete;
+};
+
+// Layers whose weight gradient is computed and applied in several blocks of rows, the last one
+// shorter: on one thread, 401 -> 401 takes blocks of 201 and 200 rows with dX split the same way
+// (128 x 401 fp32 stays in cache), and 1101 -> 1101 nine blocks of 111 and one of 102 with dX whole
+// (128 x 1101 does not). A block left out, applied twice or at the wrong offset, or a dX part
+// missing leaves weights off by far more than the tolerance. The products reorder sums of K = 128
+// (dW) and of k = 401 or 1101 (dX) terms, still far inside 1e-5 over three steps.
 TEST(CpuCompiledStep, AppliesAWideLayersGradientBlockByBlock) {
-  set_cpu_threads(1);
+  const CpuThreads one(1);
   ASSERT_EQ(cpu_grad_block_rows(401, 401, 1), 201);
+  ASSERT_TRUE(cpu_split_input_grad(128, 401, 1));
+  ASSERT_EQ(cpu_grad_block_rows(1101, 1101, 1), 111);
+  ASSERT_FALSE(cpu_split_input_grad(128, 1101, 1));
   Fixture f;
-  for (const std::string optimizer : {"sgd", "adamw"}) {
-    const Case c{.optimizer = optimizer, .hidden = {401, 401}};
+  for (const auto& [optimizer, width] : std::vector<std::pair<std::string, std::int64_t>>{
+           {"sgd", 401}, {"adamw", 401}, {"sgd", 1101}}) {
+    const Case c{.optimizer = optimizer, .hidden = {width, width}};
     Model eager = make_model(c), compiled = make_model(c);
     const double eager_loss = train_eager(c, eager, *f.loader);
     const EpochTotals totals = train_compiled(c, compiled, *f.loader);
     EXPECT_NEAR(totals.loss_sum, eager_loss, 1e-5 * eager_loss) << name(c);
     expect_close(compiled, eager, optimizer == "sgd" ? 1e-5 : 1e-4, name(c));
   }
-  set_cpu_threads(2);
 }
 
 TEST(CpuCompiledStep, EvaluatesLikeTheEagerModel) {
@@ -251,11 +265,11 @@ TEST(CpuCompiledStep, IsBitIdenticalRunToRunAtAFixedThreadCount) {
 TEST(CpuCompiledStep, Bf16FollowsFp32ToBf16Rounding) {
   if (!cpu::cpu_has_native_bf16()) GTEST_SKIP() << "this CPU has no AVX512-BF16/AMX (" << cpu::dnnl_cpu_isa() << ")";
   Fixture f;
-  // The default layers on two threads, and on one thread 401-wide ones whose gradient goes in blocks
-  // (bf16 weights and dZ: the blocks' offsets in 2-byte elements).
+  // The default layers on two threads, and 401-wide ones on one thread (bf16 keeps each layer whole:
+  // oneDNN's bf16 kernels would fall back to generic ones on strided sub-blocks).
   for (const auto& [optimizer, threads, hidden] : {std::tuple<std::string, int, std::vector<std::int64_t>>{"sgd", 2, {24, 16}},
                                                    {"adamw", 2, {24, 16}}, {"sgd", 1, {401, 401}}}) {
-    set_cpu_threads(threads);
+    const CpuThreads scope(threads);
     Case c{Activation::kReLU, "cross_entropy", optimizer};
     c.hidden = hidden;
     Model start = make_model(c), fp32 = make_model(c), bf16 = make_model(c);
@@ -273,7 +287,6 @@ TEST(CpuCompiledStep, Bf16FollowsFp32ToBf16Rounding) {
       EXPECT_LT(test::relative_error(change16, change32), 0.2) << optimizer << " " << p0[i].first;
     }
   }
-  set_cpu_threads(2);
 }
 
 }  // namespace

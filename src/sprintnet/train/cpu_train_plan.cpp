@@ -7,12 +7,15 @@
 //   forward   one oneDNN product per layer; bias and ReLU are the product's post-ops, so they are
 //             applied while the output is in cache (other activations: a loop right after it)
 //   loss      softmax cross-entropy (or MSE) and its gradient in one pass, the correct count
-//   backward  per layer from the top, a block of W's rows at a time: that block's part of
-//   + update  dX = dZ W (k split by blocks, accumulated), its rows of dW = dZ^T X (K = batch),
-//             then the eager optimizer's own loop on the block (then its bf16 copy) while the
-//             block's weights and gradient are still in cache: the weight gradient never goes to
-//             memory and the weights come from memory once. Then the activation's gradient; the
-//             bias gradient (column sums, fixed order) and its update before the blocks.
+//   backward  per layer from the top, a block of W's rows at a time (fp32): that block's part of
+//   + update  dX = dZ W (k split by blocks, accumulated; only while dX stays in cache, else dX
+//             whole first), its rows of dW = dZ^T X (K = batch), then the eager optimizer's own
+//             loop on the block while the block's weights and gradient are still in cache: the
+//             weight gradient never goes to memory and the weights come from memory once. Then
+//             the activation's gradient; the bias gradient (column sums, fixed order) and its
+//             update before the blocks. bf16 keeps each layer whole (one block; then the bf16
+//             copy of the weights): oneDNN multiplies strided bf16 sub-blocks with its generic
+//             gemm:jit kernel instead of the AMX/AVX512-BF16 brgemm ones.
 //
 // Every product and loop runs on the one OpenMP team of the process (oneDNN, OpenBLAS and our
 // loops share it; its threads persist between regions). The elementwise and loss ops are the
@@ -54,6 +57,7 @@ struct LayerBuffers {
   // The backward's products a block of W's rows at a time (the last block may have fewer rows: the
   // _tail products): dW's rows, and dX's part (k = the block's rows; the blocks after the first add).
   std::int64_t grad_block_rows = 0;
+  bool split_input_grad = false;  // dX block by block too (else whole, before the blocks)
   std::optional<DnnlMatmul> forward, input_grad, input_grad_add, input_grad_add_tail, weight_grad, weight_grad_tail;
 };
 
@@ -133,7 +137,7 @@ CpuTrainPlan::CpuTrainPlan(const TrainPlanSpec& spec) : spec_(spec) {
   master_ = Tensor::zeros({layout_.size}, DType::kF32);
   std::int64_t block = 0, widest = 0;
   for (const FlatLayer& layer : layout_.layers) {
-    grad_block_rows_.push_back(cpu_grad_block_rows(layer.in, layer.out, cpu_threads()));
+    grad_block_rows_.push_back(bf16() ? layer.out : cpu_grad_block_rows(layer.in, layer.out, cpu_threads()));
     block = std::max(block, grad_block_rows_.back() * layer.in);
     widest = std::max(widest, layer.out);
   }
@@ -183,15 +187,18 @@ Workspace CpuTrainPlan::make_workspace(std::int64_t rows, bool training) const {
         block.m = tail;
         b.weight_grad_tail.emplace(block, input, false, false);
       }
-      if (l > 0) {  // dX += dZ[:, r, r + k) W[r, r + k): A from column r of dZ, B from row r of W
+      if (l > 0) {  // split: dX += dZ[:, r, r + k) W[r, r + k), A from column r of dZ, B from row r of W
         b.dx = Tensor::empty({rows, layer.in}, DType::kF32);
+        b.split_input_grad = layer.out > b.grad_block_rows && cpu_split_input_grad(rows, layer.in, cpu_threads());
         cpu::MatmulShape part = cpu::input_grad_product(rows, layer.in, layer.out);
-        part.k = b.grad_block_rows;
+        if (b.split_input_grad) part.k = b.grad_block_rows;
         b.input_grad.emplace(part, input, false, false);
-        if (layer.out > b.grad_block_rows) b.input_grad_add.emplace(part, input, false, false, true);
-        if (tail != 0) {
-          part.k = tail;
-          b.input_grad_add_tail.emplace(part, input, false, false, true);
+        if (b.split_input_grad) {
+          b.input_grad_add.emplace(part, input, false, false, true);
+          if (tail != 0) {
+            part.k = tail;
+            b.input_grad_add_tail.emplace(part, input, false, false, true);
+          }
         }
       }
     }
@@ -299,11 +306,12 @@ void CpuTrainPlan::backward_and_update(Workspace& ws) {
       ops::sum_rows(b.dz, grad);
       update_range(layer.bias_offset, grad, sgd, adam);
     }
+    if (l > 0 && !b.split_input_grad) b.input_grad->run(dz, w, nullptr, b.dx.data<float>());  // before any update
     for (std::int64_t row = 0; row < layer.out; row += b.grad_block_rows) {
       const std::int64_t rows = std::min(b.grad_block_rows, layer.out - row);
       const bool whole = rows == b.grad_block_rows;
       const char* dz_block = dz + static_cast<std::size_t>(row) * element;
-      if (l > 0) {  // the block's rows of W before their update: the first block writes dX, the rest add
+      if (b.split_input_grad) {  // the block's rows of W before their update: the first block writes dX, the rest add
         const DnnlMatmul& part = row == 0 ? *b.input_grad : whole ? *b.input_grad_add : *b.input_grad_add_tail;
         part.run(dz_block, w + static_cast<std::size_t>(row * layer.in) * element, nullptr, b.dx.data<float>());
       }
@@ -384,21 +392,29 @@ EvalResult CpuTrainPlan::evaluate(const BatchLoader& loader) {
 std::string CpuTrainPlan::describe() const {
   const bool relu = spec_.mlp.activation == Activation::kReLU;
   return fmt::format("compiled CPU step: {}{}, oneDNN products ({}) with the bias{} fused, {} and its gradient in one "
-                     "pass, one {} update over {} flat parameters, {} threads",
+                     "pass, the {} update applied {} over {} flat parameters, {} threads",
                      spec_.precision, bf16() ? " (fp32 master weights)" : "", cpu::dnnl_cpu_isa(),
                      relu ? " and ReLU" : "", spec_.loss == "mse" ? "MSE" : "softmax cross-entropy", spec_.optim.type,
-                     layout_.size, cpu_threads());
+                     bf16() ? "layer by layer" : "block by block with the weight gradient", layout_.size,
+                     cpu_threads());
 }
 
 }  // namespace
 
-// The block (~512 KB a thread) stays in the cores' L2 caches between the product that writes it
-// and the update that reads it.
+// What a thread's L2 holds of the backward's working set (the H100 machines' hosts and the 2-core
+// Xeon have 2 MiB a core; 256 KB and 1 MB a thread measured slower there, docs/PERFORMANCE.md).
+constexpr std::int64_t kCacheBytesPerThread = 512 * 1024;
+
+// The block stays in the cores' L2 caches between the product that writes it and the update that reads it.
 std::int64_t cpu_grad_block_rows(std::int64_t in, std::int64_t out, int threads) {
-  constexpr std::int64_t kBytesPerThread = 512 * 1024;
-  const std::int64_t most = std::max<std::int64_t>(1, kBytesPerThread * std::max(threads, 1) / (in * 4));
+  const std::int64_t most = std::max<std::int64_t>(1, kCacheBytesPerThread * std::max(threads, 1) / (in * 4));
   const std::int64_t blocks = (out + most - 1) / most;
   return (out + blocks - 1) / blocks;
+}
+
+// Each block after the first re-reads and rewrites dX [rows, in]: worth it only while dX stays in cache.
+bool cpu_split_input_grad(std::int64_t rows, std::int64_t in, int threads) {
+  return rows * in * 4 <= kCacheBytesPerThread * std::max(threads, 1);
 }
 
 std::unique_ptr<TrainPlan> make_cpu_train_plan(const TrainPlanSpec& spec) {

@@ -105,7 +105,9 @@ std::unique_ptr<TrainPlan> make_fused_train_plan(const TrainPlanSpec& spec, Devi
 // The CPU plan (cpu_train_plan.cpp): oneDNN products, any activation, both losses, partial batches.
 std::unique_ptr<TrainPlan> make_cpu_train_plan(const TrainPlanSpec& spec);
 // Rows of an in -> out layer's weight gradient the CPU plan computes and applies at a time on
-// `threads` threads (the last block may have fewer).
+// `threads` threads (fp32; the last block may have fewer), and whether a batch of `rows` also
+// computes the input gradient block by block (else whole, before the blocks).
 std::int64_t cpu_grad_block_rows(std::int64_t in, std::int64_t out, int threads);
+bool cpu_split_input_grad(std::int64_t rows, std::int64_t in, int threads);
 
 }  // namespace sprintnet::train

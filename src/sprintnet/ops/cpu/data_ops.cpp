@@ -23,6 +23,7 @@ void CpuBackend::gather_rows_u8(const Tensor& src, const Tensor& indices, const 
       if (r + kAhead < rows) {
         const std::uint8_t* next = in + static_cast<std::int64_t>(idx[r + kAhead]) * cols;
         for (std::int64_t c = 0; c < cols; c += kLine) __builtin_prefetch(next + c);
+        __builtin_prefetch(next + cols - 1);  // the row's last line, when it does not start on a line
       }
       const std::uint8_t* __restrict row = in + static_cast<std::int64_t>(idx[r]) * cols;
       T* __restrict out_row = out + r * cols;
