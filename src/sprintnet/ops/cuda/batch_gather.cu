@@ -36,6 +36,14 @@ __global__ void gather_batch_kernel(GatherArgs a) {
   }
 }
 
+// Labels alone (the eager gather_labels): a thread a label.
+__global__ void gather_labels_kernel(GatherArgs a) {
+  const std::int64_t first = batch_first_row(a);
+  for (std::int64_t row = global_thread(); row < a.rows; row += grid_threads()) {
+    a.dst_labels[row] = a.labels[gathered_sample(a, first, row)];
+  }
+}
+
 // Rows of whole 16-byte pieces (features % 16 == 0, aligned): a warp a row, 16 features a lane a
 // load, stored as 16 values of T. The kernel above reads one byte a thread and works out the row's
 // place in the epoch (a 64-bit modulo, the permutation's entry) for every element: 23 us for 4096
@@ -99,13 +107,15 @@ cudaError_t launch_gather_batch(const GatherArgs& args, cudaStream_t stream) {
     }
     return cudaGetLastError();
   }
-  // Labels alone (the eager gather_labels): a warp a row is plenty.
-  const int threads = args.dst != nullptr ? kElementwiseThreads : kWarpSize;
-  const std::int64_t per_row = args.dst != nullptr && args.features > 0 ? (args.features + threads - 1) / threads : 1;
+  if (args.dst == nullptr) {
+    gather_labels_kernel<<<elementwise_blocks(args.rows), kElementwiseThreads, 0, stream>>>(args);
+    return cudaGetLastError();
+  }
+  const std::int64_t per_row = args.features > 0 ? (args.features + kElementwiseThreads - 1) / kElementwiseThreads : 1;
   constexpr std::int64_t kMaxGridY = 65535;
   const dim3 grid(static_cast<unsigned>(per_row < 8 ? per_row : 8),
                   static_cast<unsigned>(args.rows < kMaxGridY ? args.rows : kMaxGridY));
-  gather_batch_kernel<<<grid, threads, 0, stream>>>(args);
+  gather_batch_kernel<<<grid, kElementwiseThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }
 
