@@ -61,7 +61,6 @@ struct LayerBuffers {
   std::optional<DnnlMatmul> forward, input_grad, input_grad_add, input_grad_add_tail, weight_grad, weight_grad_tail;
 };
 
-
 // Everything a batch of `rows` samples needs.
 struct Workspace {
   std::int64_t rows = 0;
@@ -331,15 +330,32 @@ void CpuTrainPlan::backward_and_update(Workspace& ws) {
 
 void CpuTrainPlan::update_range(std::int64_t offset, const Tensor& grad, const SgdHyper& sgd,
                                 const AdamHyper& adam) {
+  // The eager optimizer's own loop over [begin, end) of the flat buffers.
+  const auto apply = [&](std::int64_t begin, std::int64_t end) {
+    const auto part = [&](const Tensor& t) { return t.defined() ? t.slice_rows(begin, end) : Tensor(); };
+    const Tensor p = part(master_), g = grad.slice_rows(begin - offset, end - offset), s1 = part(state1_),
+                 s2 = part(state2_);
+    if (spec_.optim.type == "sgd") {
+      ops::sgd_step(p, g, s1.defined() ? &s1 : nullptr, sgd);
+    } else {
+      ops::adam_step(p, g, s1, s2, adam);
+    }
+  };
   const std::int64_t end = offset + grad.numel();
-  const auto part = [&](const Tensor& t) { return t.defined() ? t.slice_rows(offset, end) : Tensor(); };
-  const Tensor p = part(master_), s1 = part(state1_), s2 = part(state2_);
-  if (spec_.optim.type == "sgd") {
-    ops::sgd_step(p, grad, s1.defined() ? &s1 : nullptr, sgd);
-  } else {
-    ops::adam_step(p, grad, s1, s2, adam);
+  if (!bf16()) {
+    apply(offset, end);  // one parallel loop
+    return;
   }
-  if (bf16()) cpu::copy_to_bf16(master_.data<float>() + offset, bf16_data(copy16_) + offset, grad.numel());
+  // Chunk by chunk, each chunk's bf16 copy written while the chunk is still in cache (bf16 updates a
+  // whole layer at a time: a second pass would read the weights from memory again).
+  constexpr std::int64_t kChunk = 8192;
+  const std::int64_t chunks = (end - offset + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t begin = offset + c * kChunk, stop = std::min(end, begin + kChunk);
+    apply(begin, stop);
+    cpu::copy_to_bf16_serial(master_.data<float>() + begin, bf16_data(copy16_) + begin, stop - begin);
+  }
 }
 
 void CpuTrainPlan::step() {

@@ -19,16 +19,15 @@ __device__ inline std::int64_t gathered_sample(const GatherArgs& a, std::int64_t
   return a.error != nullptr ? checked_batch_sample(a, first, row) : batch_sample(a, first, row);
 }
 
+// Rows (dst is set: labels alone take gather_labels_kernel).
 __global__ void gather_batch_kernel(GatherArgs a) {
   const std::int64_t first = batch_first_row(a);
   for (std::int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) {
-    if (a.dst != nullptr) {
-      const std::uint8_t* src = a.images + gathered_sample(a, first, row) * a.features;
-      const std::int64_t out = row * a.features;
-      for (std::int64_t f = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; f < a.features;
-           f += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-        store_element(a.dst, a.dst_type, out + f, normalized_pixel(a, src[f]));
-      }
+    const std::uint8_t* src = a.images + gathered_sample(a, first, row) * a.features;
+    const std::int64_t out = row * a.features;
+    for (std::int64_t f = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; f < a.features;
+         f += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      store_element(a.dst, a.dst_type, out + f, normalized_pixel(a, src[f]));
     }
     if (a.dst_labels != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
       a.dst_labels[row] = a.labels[gathered_sample(a, first, row)];
