@@ -68,10 +68,14 @@ struct FirstSteps {
   double tolerance = 0.10;
   // Cases named "..._cluster" ask for the cluster kernel (SPRINTNET_FUSED_KERNEL, docs/FUSED.md v4),
   // "..._split" for the split kernel (v7, on its 784-784-784-784-10 or 784-256-256-256-10 and
-  // shallower), the others for the grid kernel (the cluster and split kernels are the default where
-  // they run).
+  // shallower), "..._regression" for the regression kernel (v8, models without a hidden layer), the
+  // others for the grid kernel (the cluster, split and regression kernels are the default where they
+  // run).
   std::string kernel() const {
-    return name.ends_with("_cluster") ? "cluster" : name.ends_with("_split") ? "split" : "grid";
+    return name.ends_with("_cluster")      ? "cluster"
+           : name.ends_with("_split")      ? "split"
+           : name.ends_with("_regression") ? "regression"
+                                           : "grid";
   }
 };
 
@@ -100,6 +104,9 @@ TEST_P(FusedFirstSteps, MatchTheCpuFp32ReferencePerTensor) {
   SN_REQUIRE_GPU();
   const FirstSteps& p = GetParam();
   if (p.kernel() == "split" && !gpu_runs_split_kernel(0, 784, 3)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  if (p.kernel() == "regression" && !gpu_runs_regression_kernel(0)) {
+    GTEST_SKIP() << "this GPU or build does not run the regression kernel";
+  }
   std::vector<std::string> extra = {"data.train_limit=512", "data.test_limit=1000", "train.epochs=1",
                                     "train.batch_size=128", "model.hidden=[64, 48]", "optim.lr=0.1"};
   extra.insert(extra.end(), p.overrides.begin(), p.overrides.end());
@@ -213,6 +220,26 @@ std::vector<FirstSteps> first_steps_cases() {
                    "bf16", 0.25});
   cases.push_back({"narrow_adamw_gelu_split", {narrow, "optim.type=\"adamw\"", "optim.lr=0.001",
                                                "optim.weight_decay=0.1", "model.activation=\"gelu\""}, "bf16", 0.25});
+  // The regression kernel (models without a hidden layer): both losses, label smoothing, SGD's
+  // variants, Adam, AdamW, a schedule, no bias, a partial last batch, a batch of 32 (96 rows masked),
+  // 16 classes (its whole logit tile; 784-16 with the labels 0-9).
+  const std::string none = "model.hidden=[]";
+  cases.push_back({"softmax_regression_regression", {none}});
+  cases.push_back({"mse_regression", {none, "loss.type=\"mse\"", "optim.lr=0.01"}});
+  cases.push_back({"label_smoothing_regression", {none, "loss.label_smoothing=0.1"}});
+  cases.push_back({"no_bias_regression", {none, "model.bias=false"}});
+  cases.push_back(
+      {"sgd_nesterov_decay_regression", {none, "optim.nesterov=true", "optim.weight_decay=0.01", "optim.momentum=0.8"}});
+  cases.push_back({"sgd_dampening_regression", {none, "optim.dampening=0.3"}});
+  cases.push_back({"sgd_plain_regression", {none, "optim.momentum=0"}});
+  cases.push_back({"warmup_cosine_regression", {none, "schedule.type=\"cosine\"", "schedule.warmup_steps=2"}});
+  cases.push_back({"partial_batch_regression", {none, "data.train_limit=500", "train.drop_last=false"}});
+  cases.push_back({"batch32_regression", {none, "train.batch_size=32", "data.train_limit=128"}});
+  cases.push_back({"sixteen_classes_regression", {none, "model.classes=16"}});
+  cases.push_back({"adam_regression", {none, "optim.type=\"adam\"", "optim.lr=0.001", "optim.weight_decay=0.01"},
+                   "bf16", 0.25});
+  cases.push_back({"adamw_regression", {none, "optim.type=\"adamw\"", "optim.lr=0.001", "optim.weight_decay=0.1"},
+                   "bf16", 0.25});
   cases.push_back({"fp16", {}, "fp16"});
   cases.push_back({"fp16_gelu_adam", {"model.activation=\"gelu\"", "optim.type=\"adam\"", "optim.lr=0.001"}, "fp16",
                    0.25});
@@ -238,6 +265,7 @@ void expect_ten_epochs_like_the_compiled_step(const std::string& name, const std
     Trainer compiled(config_for("cuda", "compiled", "bf16", fmt::format("{}-compiled-{}", name, seed), extra));
     ASSERT_EQ(fused.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << fused.describe();
     ASSERT_EQ(fused.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << fused.describe();
+    ASSERT_EQ(fused.describe().find("8-block cluster") != std::string::npos, kernel == "regression") << fused.describe();
     const TrainSummary f = fused.fit(), c = compiled.fit();
     std::printf("seed %d: %s %.2f %% in %.3f s, compiled %.2f %% in %.3f s\n", seed, name.c_str(),
                 100 * f.final_test.accuracy, f.train_time_s, 100 * c.final_test.accuracy, c.train_time_s);
@@ -284,6 +312,16 @@ TEST(FusedEngine, TheNarrowSplitKernelsTenEpochsMatchTheCompiledStep) {
       "split-default-adam", {"optim.type=\"adam\"", "optim.lr=0.001", "schedule.type=\"cosine\""}, "split");
 }
 
+// The regression kernel (docs/FUSED.md v8) on softmax regression, with SGD and with Adam.
+TEST(FusedEngine, TheRegressionKernelsTenEpochsMatchTheCompiledStep) {
+  SN_REQUIRE_GPU();
+  if (!gpu_runs_regression_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the regression kernel";
+  expect_ten_epochs_like_the_compiled_step("regression", {"model.hidden=[]"}, "regression");
+  expect_ten_epochs_like_the_compiled_step(
+      "regression-adam", {"model.hidden=[]", "optim.type=\"adam\"", "optim.lr=0.001", "schedule.type=\"cosine\""},
+      "regression");
+}
+
 // The cluster kernel (docs/FUSED.md v4) on 784-128-128-128-10, the model it was built for.
 TEST(FusedEngine, TheClusterKernelsTenEpochsMatchTheCompiledStep) {
   SN_REQUIRE_GPU();
@@ -300,6 +338,7 @@ void expect_bit_identical_reruns(const std::string& name, const std::vector<std:
   Trainer b(config_for("cuda", "fused", "bf16", name + "-b", extra));
   ASSERT_EQ(a.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << a.describe();
   ASSERT_EQ(a.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << a.describe();
+  ASSERT_EQ(a.describe().find("8-block cluster") != std::string::npos, kernel == "regression") << a.describe();
   a.fit();
   b.fit();
   const auto wa = weights_of(a), wb = weights_of(b);
@@ -328,6 +367,16 @@ TEST(FusedEngine, TheSplitKernelGivesBitIdenticalWeightsForTheSameSeed) {
                               "split");
 }
 
+// A partial last batch, Adam (its running bias corrections), label smoothing.
+TEST(FusedEngine, TheRegressionKernelGivesBitIdenticalWeightsForTheSameSeed) {
+  SN_REQUIRE_GPU();
+  if (!gpu_runs_regression_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the regression kernel";
+  expect_bit_identical_reruns("regression-rerun",
+                              {"data.train_limit=10000", "train.epochs=2", "model.hidden=[]", "optim.type=\"adam\"",
+                               "optim.lr=0.001", "loss.label_smoothing=0.1", "train.drop_last=false"},
+                              "regression");
+}
+
 // Widths that leave padding in the blocks' columns, tanh, a partial last batch.
 TEST(FusedEngine, TheClusterKernelGivesBitIdenticalWeightsForTheSameSeed) {
   SN_REQUIRE_GPU();
@@ -350,6 +399,11 @@ TEST(FusedEngine, TheBannerSaysWhichEngineRunsAndWhy) {
   }
   Trainer grid(config_for("cuda", "fused", "auto", "grid", {"train.epochs=1", "model.hidden=[200, 100]"}));
   EXPECT_NE(grid.describe().find("a grid of "), std::string::npos) << grid.describe();
+  {  // A kernel asked for that cannot train the model says why: the regression kernel, hidden layers.
+    const KernelChoice regression("regression");
+    EXPECT_THAT(test::error_message([] { Trainer(config_for("cuda", "fused", "auto", "hidden", {"train.epochs=1"})); }),
+                ::testing::HasSubstr("regression kernel cannot train this model: 2 hidden layers"));
+  }
   // The default model's 256-wide layers are too wide for one cluster: asked for, it says so.
   const KernelChoice kernel("cluster");
   EXPECT_THAT(test::error_message([] { Trainer(config_for("cuda", "fused", "auto", "wide", {"train.epochs=1"})); }),
@@ -369,9 +423,15 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
   if (!gpu_runs_cluster_kernel(0, regression)) GTEST_SKIP() << "this GPU or build does not run the cluster kernel";
   Trainer small(config_for("cuda", "fused", "auto", "small", {"train.epochs=1", "model.hidden=[128]"}));
   EXPECT_NE(small.describe().find("16-block cluster"), std::string::npos) << small.describe();
+  // Softmax regression: the regression kernel where the GPU runs it (auto's choice too), else the
+  // cluster kernel; with 30 classes (more than its logit tile) the cluster kernel.
   Trainer softmax(config_for("cuda", "auto", "auto", "softmax", {"train.epochs=1", "model.hidden=[]"}));
-  EXPECT_NE(softmax.describe().find("auto: softmax regression trains fastest"), std::string::npos) << softmax.describe();
-  EXPECT_NE(softmax.describe().find("16-block cluster"), std::string::npos) << softmax.describe();
+  EXPECT_NE(softmax.describe().find("softmax regression) train fastest"), std::string::npos) << softmax.describe();
+  EXPECT_NE(softmax.describe().find(gpu_runs_regression_kernel(0) ? "8-block cluster" : "16-block cluster"),
+            std::string::npos)
+      << softmax.describe();
+  Trainer classes30(config_for("cuda", "auto", "auto", "softmax30", {"train.epochs=1", "model.hidden=[]", "model.classes=30"}));
+  EXPECT_NE(classes30.describe().find("16-block cluster"), std::string::npos) << classes30.describe();
   Trainer narrow(config_for("cuda", "auto", "auto", "narrow", {"train.epochs=1", "model.hidden=[64, 64, 64]"}));
   EXPECT_NE(narrow.describe().find("16-block cluster"), std::string::npos) << narrow.describe();
   Trainer hidden(config_for("cuda", "auto", "auto", "hidden", {"train.epochs=1", "model.hidden=[128, 128, 128]"}));

@@ -108,6 +108,26 @@ TEST(FusedFit, TheSplitKernelTakesItsTwoShapesAndNamesWhyNotForTheRest) {
   EXPECT_FALSE(fused_split_shares_a_gpu(mlp({784, 784, 784})));
 }
 
+// The regression kernel: models without a hidden layer, bf16, a batch of at most 128, inputs a
+// multiple of 16 up to 1024 (whole k-tiles of pixels), at most 16 classes (one tile of logits).
+TEST(FusedFit, TheRegressionKernelTakesModelsWithoutAHiddenLayerAndNamesWhyNotForTheRest) {
+  EXPECT_EQ(fused_regression_unsupported(mlp({}), "bf16", 128), std::nullopt);
+  EXPECT_EQ(fused_regression_unsupported(mlp({}), "bf16", 32), std::nullopt);
+  EXPECT_EQ(fused_regression_unsupported(mlp({}, 16), "bf16", 128), std::nullopt);
+  nn::MlpSpec wide = mlp({});
+  wide.inputs = 1024;
+  EXPECT_EQ(fused_regression_unsupported(wide, "bf16", 128), std::nullopt);
+  EXPECT_THAT(fused_regression_unsupported(mlp({64}), "bf16", 128).value_or(""), HasSubstr("1 hidden layers"));
+  EXPECT_THAT(fused_regression_unsupported(mlp({}), "fp16", 128).value_or(""), HasSubstr("device.precision = \"fp16\""));
+  EXPECT_THAT(fused_regression_unsupported(mlp({}), "bf16", 256).value_or(""), HasSubstr("a batch of 256"));
+  EXPECT_THAT(fused_regression_unsupported(mlp({}, 17), "bf16", 128).value_or(""), HasSubstr("17 classes"));
+  nn::MlpSpec odd = mlp({});
+  odd.inputs = 792;  // a multiple of 8, not of 16: the cluster kernel's
+  EXPECT_THAT(fused_regression_unsupported(odd, "bf16", 128).value_or(""), HasSubstr("792 input features"));
+  wide.inputs = 1040;
+  EXPECT_THAT(fused_regression_unsupported(wide, "bf16", 128).value_or(""), HasSubstr("at most 1024"));
+}
+
 TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
   // 784-128-128-128-10: three 128 x 128 activation buffers and D (32 KiB each, by column blocks,
   // unpadded), the first layer's 64 features of the batch and of W, and the output layer with its
@@ -162,6 +182,12 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   };
   EXPECT_EQ(with_clusters(with({}), mlp({})).engine, Engine::kFused);
   EXPECT_THAT(with_clusters(with({}), mlp({})).reason, HasSubstr("softmax regression"));
+  EXPECT_THAT(with_clusters(with({}), mlp({})).reason, HasSubstr("regression kernel"));
+  // Softmax regression the regression kernel does not take (30 classes), or on a GPU that does not run
+  // it: the cluster kernel.
+  EXPECT_THAT(with_clusters(with({}), mlp({}, 30)).reason, HasSubstr("cluster kernel"));
+  const auto no_regression = [](FusedKernel kernel) { return kernel != FusedKernel::kRegression; };
+  EXPECT_THAT(resolve_engine(with({}), gpu, mlp({}), 1000, kH100L2, no_regression).reason, HasSubstr("cluster kernel"));
   EXPECT_EQ(engine(with({}), mlp({})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({}), mlp({128})).engine, Engine::kFused);
   EXPECT_EQ(with_clusters(with({}), mlp({64, 64})).engine, Engine::kFused);

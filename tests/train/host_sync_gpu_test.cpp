@@ -175,14 +175,19 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   if (kernel == "split" && !gpu_runs_split_kernel(0, narrow ? 256 : 784, narrow ? 2 : 3)) {
     GTEST_SKIP() << "this GPU or build does not run the split kernel";
   }
+  if (kernel == "regression" && !gpu_runs_regression_kernel(0)) {
+    GTEST_SKIP() << "this GPU or build does not run the regression kernel";
+  }
   ::setenv("SPRINTNET_FUSED_KERNEL", kernel.c_str(), 1);
-  const std::string hidden = kernel == "cluster" ? "[128, 128]"
-                             : kernel == "split" ? (narrow ? "[256, 256]" : "[784, 784, 784]")
-                                                 : "[256, 256]";
+  const std::string hidden = kernel == "cluster"      ? "[128, 128]"
+                             : kernel == "split"      ? (narrow ? "[256, 256]" : "[784, 784, 784]")
+                             : kernel == "regression" ? "[]"
+                                                      : "[256, 256]";
   Trainer trainer(run_config("caching", "fused", hidden));
   ::unsetenv("SPRINTNET_FUSED_KERNEL");
   ASSERT_EQ(trainer.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << trainer.describe();
   ASSERT_EQ(trainer.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << trainer.describe();
+  ASSERT_EQ(trainer.describe().find("8-block cluster") != std::string::npos, kernel == "regression") << trainer.describe();
   TrainPlan* plan = trainer.plan();
   ASSERT_NE(plan, nullptr);
   const std::int64_t steps = trainer.steps_per_epoch();
@@ -199,7 +204,7 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   }
   counting = false;
   EXPECT_EQ(cooperative_launches.load(), kernel == "grid" ? 1 : 0) << "the grid kernel's epoch";
-  EXPECT_EQ(cluster_launches.load(), kernel == "grid" ? 0 : 1) << "the cluster or split kernel's epoch";
+  EXPECT_EQ(cluster_launches.load(), kernel == "grid" ? 0 : 1) << "the cluster, split or regression kernel's epoch";
   EXPECT_EQ(graph_launches.load(), 0);
   EXPECT_EQ(waits.load(), 0) << "synchronising CUDA calls while enqueuing an epoch";
   EXPECT_EQ(allocations.load(), 0) << "device or pinned allocations while enqueuing an epoch";
@@ -211,7 +216,7 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   EXPECT_DOUBLE_EQ(seen->loss_sum, totals.loss_sum);
 }
 
-INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Values("grid", "cluster", "split", "split_narrow"),
+INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Values("grid", "cluster", "split", "split_narrow", "regression"),
                          [](const auto& case_info) { return case_info.param; });
 
 }  // namespace

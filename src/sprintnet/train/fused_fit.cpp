@@ -91,6 +91,27 @@ std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const
   return std::nullopt;
 }
 
+std::optional<std::string> fused_regression_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                                        std::int64_t batch) {
+  // ops/cuda/fused/regression_epoch.h's limits (kept here as numbers: this file builds without CUDA).
+  constexpr std::int64_t kRows = 128, kMaxInputs = 1024, kMaxClasses = 16;
+  if (precision != "bf16") {
+    return fmt::format("device.precision = \"{}\" (the regression kernel computes in bf16)", precision);
+  }
+  if (!mlp.hidden.empty()) {
+    return fmt::format("{} hidden layers (the regression kernel trains models without one)", mlp.hidden.size());
+  }
+  if (batch > kRows) return fmt::format("a batch of {} (the regression kernel takes at most {})", batch, kRows);
+  if (mlp.inputs > kMaxInputs || mlp.inputs % 16 != 0) {
+    return fmt::format("{} input features (the regression kernel takes a multiple of 16, at most {})", mlp.inputs,
+                       kMaxInputs);
+  }
+  if (mlp.outputs > kMaxClasses) {
+    return fmt::format("{} classes (the regression kernel takes at most {})", mlp.outputs, kMaxClasses);
+  }
+  return std::nullopt;
+}
+
 bool fused_split_shares_a_gpu(const nn::MlpSpec& mlp) { return !mlp.hidden.empty() && mlp.hidden.front() == 256; }
 
 std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,

@@ -19,7 +19,7 @@ inline constexpr std::int64_t kFusedMaxClassesSupported = 64;
 
 // The fused engine's kernels that train only the models they are built for (docs/FUSED.md); the
 // grid kernel trains the rest.
-enum class FusedKernel { kCluster, kSplit };
+enum class FusedKernel { kCluster, kSplit, kRegression };
 
 struct FusedFootprint {
   std::int64_t params = 0;  // padded flat length
@@ -47,6 +47,12 @@ std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, con
 // loss, with or without biases and a partial last batch.
 std::optional<std::string> fused_split_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                    std::int64_t batch);
+// Why the regression kernel (docs/FUSED.md v8: a model without hidden layers in one cluster of 8
+// blocks, ops/cuda/fused/regression_epoch.h) cannot train this model, or nullopt when it can: no
+// hidden layer, bf16, a batch of at most 128, at most 1024 input features (a multiple of 16) and at
+// most 16 classes. Every optimizer and loss, with or without a bias and a partial last batch.
+std::optional<std::string> fused_regression_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                                        std::int64_t batch);
 // Whether the split kernel's runs of this model may share a GPU: its 256-wide shape holds 32 SMs a
 // run (four fit an H100 at once); the 784-wide one holds 98, so runs beside it would take turns.
 bool fused_split_shares_a_gpu(const nn::MlpSpec& mlp);
@@ -57,6 +63,9 @@ std::int64_t gpu_on_chip_bytes(int index);
 // Whether CUDA device `index` runs the cluster kernel with `mlp`'s layout (compute capability 9.0+,
 // code for it in this build, a 16-block cluster with that much shared memory; false without CUDA).
 bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp);
+// Whether CUDA device `index` runs the regression kernel (compute capability 9.0+, code for it in this
+// build, an 8-block cluster with its shared memory; false without CUDA).
+bool gpu_runs_regression_kernel(int index);
 // Whether CUDA device `index` runs the split kernel for `depth` hidden layers `width` wide (compute
 // capability 9.0+, code for it in this build, its clusters co-resident: 14 of 7 blocks for 784, 8
 // of 4 for 256; false without CUDA or for another shape).

@@ -20,6 +20,7 @@
 #include "sprintnet/ops/cuda/device_guard.h"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
 #include "sprintnet/ops/cuda/fused/fused_epoch.h"
+#include "sprintnet/ops/cuda/fused/regression_epoch.h"
 #include "sprintnet/ops/cuda/fused/split_epoch.h"
 #include "sprintnet/ops/cuda/nvtx.h"
 #include "sprintnet/ops/cuda/step_launch.h"
@@ -81,10 +82,11 @@ class FusedTrainPlan final : public TrainPlan {
   cuda::FusedProgress* host_progress() const { return static_cast<cuda::FusedProgress*>(progress_record_.host()); }
   cuda::StepMetrics* host_metrics() const { return reinterpret_cast<cuda::StepMetrics*>(host_progress() + 1); }
 
-  // The split and cluster kernels (fused_fit.h) train the models they take wherever they run
-  // (choose_kernel); the grid kernel trains the rest and evaluates everything. `kernel_note_`
+  // The split, regression and cluster kernels (fused_fit.h) train the models they take wherever they
+  // run (choose_kernel); the grid kernel trains the rest and evaluates everything. `kernel_note_`
   // describes their launch (describe()).
   bool split_ = false;
+  bool regression_ = false;
   int split_blocks_ = 0;  // the split kernel's shape (split_epoch.h)
   Tensor split_scratch_;  // the split kernel's activations and gradients (split_epoch_scratch_bytes())
   bool cluster_ = false;
@@ -99,16 +101,32 @@ class FusedTrainPlan final : public TrainPlan {
 
 Tensor zeros_bytes(std::int64_t bytes, Device device) { return Tensor::zeros({bytes}, DType::kU8, device); }
 
-// The split and the cluster kernel each train every model they take on a GPU that runs them
-// (docs/FUSED.md: faster than the grid kernel on each), the grid kernel the rest; the kernel lab's
-// SPRINTNET_FUSED_KERNEL = "grid", "split" or "cluster" insists on one ("split" and "cluster" fail
-// naming why they cannot).
+// The split, the regression and the cluster kernel each train every model they take on a GPU that
+// runs them (docs/FUSED.md: faster than the grid kernel on each; the regression kernel than the
+// cluster kernel), the grid kernel the rest; the kernel lab's SPRINTNET_FUSED_KERNEL = "grid",
+// "split", "regression" or "cluster" insists on one (all but "grid" fail naming why they cannot).
 void FusedTrainPlan::choose_kernel() {
   const char* env = std::getenv("SPRINTNET_FUSED_KERNEL");
   const std::string asked = env != nullptr ? env : "";
-  SN_CHECK(asked.empty() || asked == "grid" || asked == "split" || asked == "cluster",
-           "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\", \"split\" or \"cluster\"", asked);
+  SN_CHECK(asked.empty() || asked == "grid" || asked == "split" || asked == "regression" || asked == "cluster",
+           "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\", \"split\", \"regression\" or \"cluster\"", asked);
   if (asked == "grid") return;
+  if (asked.empty() || asked == "regression") {
+    std::optional<std::string> why_not = fused_regression_unsupported(spec_.mlp, spec_.precision, batch_);
+    if (!why_not) {
+      if (const char* gpu = cuda::regression_epoch_unavailable(device_.index)) why_not = gpu;
+    }
+    if (!why_not) {
+      regression_ = true;
+      kernel_note_ = fmt::format(
+          "one {}-block cluster, each block's slice of the weights in shared memory and its fp32 master in registers "
+          "(the GPU holds {} such clusters at once)",
+          cuda::kRegressionCtas, cuda::regression_epoch_active_clusters(device_.index));
+      return;
+    }
+    SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"regression\": the regression kernel cannot train this model: {}",
+             *why_not);
+  }
   if (asked.empty() || asked == "split") {
     std::optional<std::string> why_not = fused_split_unsupported(spec_.mlp, spec_.precision, batch_);
     if (!why_not) {
@@ -255,9 +273,9 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   // 0.134 s a run on 132 blocks, ~the whole-GPU wait). Alone, on every block the GPU holds at once: an
   // evaluation batch has more tile jobs than a training step (the default run's 10 evaluations: 0.011 s
   // on 32 blocks, 0.004 s on 132; the same sums in the same order, so the same metrics).
-  if (split_ || cluster_) {
-    blocks_ = gpu_shared_with_other_runs(device.index) ? std::min(blocks_, split_ ? split_blocks_ : cuda::kClusterCtas)
-                                                        : max_blocks;
+  if (split_ || regression_ || cluster_) {
+    const int training_blocks = split_ ? split_blocks_ : regression_ ? cuda::kRegressionCtas : cuda::kClusterCtas;
+    blocks_ = gpu_shared_with_other_runs(device.index) ? std::min(blocks_, training_blocks) : max_blocks;
   }
   if (const char* env = std::getenv("SPRINTNET_FUSED_BLOCKS"); env != nullptr && *env != '\0') {
     const int asked = std::atoi(env);
@@ -287,6 +305,7 @@ TrainPlan::SmFootprint FusedTrainPlan::training_footprint(int max_blocks) const 
     return share(shape.blocks / shape.cluster,
                  cuda::split_epoch_active_clusters(device_.index, width, static_cast<int>(spec_.mlp.hidden.size())));
   }
+  if (regression_) return share(1, cuda::regression_epoch_active_clusters(device_.index));
   if (cluster_) return share(1, cuda::cluster_epoch_active_clusters(device_.index, cluster_layout_.bytes));
   return share(blocks_, max_blocks);  // the grid kernel
 }
@@ -403,6 +422,8 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
   if (split_) {
     SN_CUDA_CHECK(cudaMemsetAsync(sync_.raw_data(), 0, sync_.nbytes(), stream_));  // the grid barrier
     SN_CUDA_CHECK(cuda::launch_split_epoch(a, split_scratch_.raw_data(), stream_));
+  } else if (regression_) {
+    SN_CUDA_CHECK(cuda::launch_regression_epoch(a, stream_));
   } else if (cluster_) {
     SN_CUDA_CHECK(cuda::launch_cluster_epoch(a, cluster_layout_, cluster_partials_.data<float>(), stream_));
   } else {
@@ -433,10 +454,11 @@ void FusedTrainPlan::print_profile() {
   std::vector<std::int64_t> clock(bytes.size() / 8);
   std::memcpy(clock.data(), bytes.data(), clock.size() * 8);
   // Grid kernel: 2 stages a layer (fp16: one more); the split kernel: 2 a layer but the output's
-  // one; the cluster kernel: as many stamps a step as it wrote (its lab adds some inside stages).
+  // one; the cluster and regression kernels: as many stamps a step as they wrote (their lab adds some
+  // inside stages).
   const std::size_t layers = layers_.size();
   std::size_t per_step = split_ ? 2 * layers - 1 : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
-  if (cluster_) {
+  if (cluster_ || regression_) {
     const auto written = static_cast<std::size_t>(std::count_if(clock.begin(), clock.end(), [](auto t) { return t != 0; }));
     per_step = (written - 2) / static_cast<std::size_t>(std::max<std::int64_t>(steps_per_epoch_, 1));
   }
@@ -447,9 +469,10 @@ void FusedTrainPlan::print_profile() {
     ++steps;
   }
   const double per = 1e-3 / static_cast<double>(std::max<std::int64_t>(steps, 1));
-  const std::string kernel = split_     ? fmt::format("split kernel, {} blocks", split_blocks_)
-                             : cluster_ ? fmt::format("cluster kernel, {} blocks", cuda::kClusterCtas)
-                                        : fmt::format("grid kernel, {} blocks", blocks_);
+  const std::string kernel = split_        ? fmt::format("split kernel, {} blocks", split_blocks_)
+                             : regression_ ? fmt::format("regression kernel, {} blocks", cuda::kRegressionCtas)
+                             : cluster_    ? fmt::format("cluster kernel, {} blocks", cuda::kClusterCtas)
+                                           : fmt::format("grid kernel, {} blocks", blocks_);
   std::string line = fmt::format("fused profile ({}, {} steps): start+gather {:.2f} us; per step:", kernel, steps,
                                  1e-3 * static_cast<double>(clock[1] - clock[0]));
   double total = 0.0;
@@ -492,12 +515,17 @@ EvalResult FusedTrainPlan::evaluate(const BatchLoader& loader) {
 std::string FusedTrainPlan::describe() const {
   const std::size_t layers = layers_.size();
   // The cluster kernel: the first layer's partial sums and one before the output stage (its other
-  // stages wait on their data's mbarriers); the split kernel: a grid barrier a stage, the output
-  // layer's forward and backward one; the grid kernel: 2 a layer (fp16: one more).
-  const std::size_t barriers = cluster_ ? 2 : split_ ? 2 * layers - 1 : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
+  // stages wait on their data's mbarriers); the regression kernel: none (two exchanges on
+  // mbarriers); the split kernel: a grid barrier a stage, the output layer's forward and backward
+  // one; the grid kernel: 2 a layer (fp16: one more).
+  const std::size_t barriers = regression_ ? 0
+                               : cluster_  ? 2
+                               : split_    ? 2 * layers - 1
+                                           : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
   return fmt::format("fused engine: one persistent kernel per epoch on {} ({} barriers a step), {} tensor-core "
                      "products with fp32 master weights, {} update over {} flat parameters",
-                     split_ || cluster_ ? kernel_note_ : fmt::format("a grid of {} blocks exchanging through L2", blocks_),
+                     split_ || regression_ || cluster_ ? kernel_note_
+                                                       : fmt::format("a grid of {} blocks exchanging through L2", blocks_),
                      barriers, spec_.precision, spec_.optim.type, params_);
 }
 
@@ -512,6 +540,11 @@ std::int64_t gpu_on_chip_bytes(int index) {
 bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp) {
   const cuda::DeviceGuard guard(index);
   return cuda::cluster_epoch_unavailable(index, fused_cluster_layout(mlp).bytes) == nullptr;
+}
+
+bool gpu_runs_regression_kernel(int index) {
+  const cuda::DeviceGuard guard(index);
+  return cuda::regression_epoch_unavailable(index) == nullptr;
 }
 
 bool gpu_runs_split_kernel(int index, std::int64_t width, std::int64_t depth) {

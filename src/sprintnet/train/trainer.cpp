@@ -99,6 +99,11 @@ EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSp
       return {Engine::kFused, "auto: models of 1 to 3 hidden layers all 784 or all 256 wide at a batch of at most 128 "
                               "train fastest on the fused engine's split kernel"};
     }
+    if (!fused_regression_unsupported(mlp, precision, config.train.batch_size) &&
+        fused_kernel_runs(FusedKernel::kRegression)) {
+      return {Engine::kFused, "auto: models without a hidden layer (softmax regression) train fastest on the fused "
+                              "engine's regression kernel"};
+    }
     if (!fused_cluster_unsupported(mlp, precision, config.train.batch_size) &&
         fused_kernel_runs(FusedKernel::kCluster)) {
       return {Engine::kFused, mlp.hidden.empty()
@@ -183,6 +188,7 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
                                       gpu_runs_split_kernel(device_.index, spec_.hidden.empty() ? 0 : spec_.hidden.front(),
                                                             static_cast<std::int64_t>(spec_.hidden.size()));
                              }
+                             if (kernel == FusedKernel::kRegression) return gpu_runs_regression_kernel(device_.index);
                              return gpu_runs_cluster_kernel(device_.index, spec_);
                            });
   if (rank_.distributed()) {
