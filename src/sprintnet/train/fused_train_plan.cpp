@@ -87,6 +87,7 @@ class FusedTrainPlan final : public TrainPlan {
   // describes their launch (describe()).
   bool split_ = false;
   bool regression_ = false;
+  Tensor normalised_;  // the regression kernel's data set, normalised to the compute type once
   int split_blocks_ = 0;  // the split kernel's shape (split_epoch.h)
   Tensor split_scratch_;  // the split kernel's activations and gradients (split_epoch_scratch_bytes())
   bool cluster_ = false;
@@ -253,6 +254,20 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
     stage_clock_ = zeros_bytes(std::int64_t{8} << 16, device);  // 2^16 nanosecond stamps
   }
   choose_kernel();
+  if (regression_) {
+    // The regression kernel gathers its batches from the training set normalised once (as
+    // launch_gather_batch rounds every batch): its step has no conversion left in it (FUSED.md, v8b).
+    normalised_ = Tensor::empty({train.samples(), mlp.inputs}, dtype_, device);
+    cuda::GatherArgs g{};
+    g.images = train.images().data<std::uint8_t>();
+    g.features = mlp.inputs;
+    g.rows = train.samples();
+    g.scale = static_cast<float>(train.normalization().scale);
+    g.shift = static_cast<float>(train.normalization().shift);
+    g.dst = normalised_.raw_data();
+    g.dst_type = type_;
+    SN_CUDA_CHECK(cuda::launch_gather_batch(g, stream_));
+  }
   int max_blocks = 0;
   SN_CUDA_CHECK(cuda::fused_epoch_max_blocks(device.index, &max_blocks));
   // More blocks than the widest training stage has jobs only add barrier arrivals (evaluation,
@@ -419,6 +434,7 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
   a.steps = steps_per_epoch_;
   a.metrics = static_cast<cuda::StepMetrics*>(metrics_.raw_data());
   a.progress = static_cast<cuda::FusedProgress*>(progress_record_.device());
+  a.normalised = normalised_.defined() ? normalised_.raw_data() : nullptr;  // the regression kernel's
   if (split_) {
     SN_CUDA_CHECK(cudaMemsetAsync(sync_.raw_data(), 0, sync_.nbytes(), stream_));  // the grid barrier
     SN_CUDA_CHECK(cuda::launch_split_epoch(a, split_scratch_.raw_data(), stream_));

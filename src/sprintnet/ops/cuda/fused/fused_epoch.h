@@ -60,6 +60,9 @@ struct FusedEpochArgs {
   std::int64_t samples = 0;     // training: samples per epoch (the last batch may be partial)
   const std::int32_t* order = nullptr;  // the epoch's permutation (training), null for evaluation
   float scale = 1.0f, shift = 0.0f;
+  // The same rows normalised and rounded to `type` once, [samples][features] (the regression kernel
+  // gathers them; null for the other kernels).
+  const void* normalised = nullptr;
   std::int64_t batch = 0;
   std::int64_t steps = 0;       // training steps in this epoch (evaluation: batches)
   void* inputs[2] = {nullptr, nullptr};        // gathered batches [rows_alloc][in_pad], alternate steps

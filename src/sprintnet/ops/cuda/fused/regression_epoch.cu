@@ -1,18 +1,19 @@
 // The fused engine's regression kernel (regression_epoch.h, docs/FUSED.md "v8"): a whole epoch of a
-// model without hidden layers in one cluster of 8 blocks, no barrier inside a step.
+// model without hidden layers in one cluster of 8 blocks, no barrier across blocks inside a step.
 //
 //   inputs     block r owns k-tiles [t0, t0 + tiles) of the in_pad / 16 (the bias is weight column
 //              `in`: its tile, the last, meets a constant 1 in the batch); its slice of every batch
-//              (128 rows x its pixels) is gathered by cp.async two steps ahead and normalised one
-//              step ahead, while the exchanges of the step before are in flight
-//   forward    warp w: rows 16w..16w+15 against the block's slice of W (bf16, shared memory): a
-//              partial 16 x 16 tile of logits, copied (one bulk copy) to block w, which owns those rows
+//              (128 rows x its pixels) is gathered two steps ahead by cp.async, from the data set
+//              normalised to bf16 once (args.normalised), into a ring of three batch buffers
+//   forward    warps w and w + 8: rows 16w..16w+15 (classes 0-7 and 8-15) against the block's slice
+//              of W (bf16, shared memory): a partial 16 x 16 tile of logits, copied (one bulk copy)
+//              to block w, which owns those rows
 //   loss       block q adds the 8 partials of its rows in block order, computes their softmax
 //              cross-entropy (or MSE), and copies the rows' gradient (bf16) with their loss and hit
 //              to every block (one bulk copy each)
-//   update     warp w: the weight gradient of its k-tile(s) (dl^T X: 16 classes x 16 pixels over the
-//              128 rows), applied at once to the fp32 master and state its threads hold in registers
-//              for the whole epoch; the new bf16 weights into the block's slice
+//   update     warp w: the weight gradient of 8 pixels of a k-tile (dl^T X: 16 classes x 8
+//              pixels over the 128 rows), applied at once to the fp32 master and state its threads hold
+//              in registers for the whole epoch; the new bf16 weights into the block's slice
 //
 // Each exchange completes on the receiver's mbarrier (its phase is the step's parity); a buffer's
 // next write depends on data its readers sent after reading it, so no copy lands in a buffer still
@@ -39,18 +40,18 @@ namespace {
 namespace cg = cooperative_groups;
 using bf16 = __nv_bfloat16;
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr int kCtas = kRegressionCtas;
 constexpr int kRows = kRegressionRows;
 constexpr int kOwned = kRows / kCtas;  // rows a block owns: one 16-row tile
-static_assert(kOwned == 16 && kWarps == kCtas, "warp w computes the partial logits of block w's rows");
+static_assert(kOwned == 16 && kWarps == 2 * kCtas, "warps w and w + 8 compute the partial logits of block w's rows");
 constexpr int kTileSum = kOwned * kRegressionMaxClasses;  // a 16 x 16 tile of fp32 partial logits
 // At most 1040 / 16 = 65 k-tiles (1024 inputs and the bias), 8 or 9 a block.
 constexpr int kMaxTiles = ((kRegressionMaxInputs + 16) / 16 + kCtas - 1) / kCtas;
 constexpr int kLd = kMaxTiles * 16 + 8;  // bf16 row stride of X and W: 304 bytes, an odd multiple of 16 (no
                                          // ldmatrix bank conflicts)
-constexpr int kStageLd = kMaxTiles * 16;  // bytes a row of a gathered, not yet normalised, batch
+constexpr int kBuffers = 3;  // batch buffers: step s reads s % 3 while s + 1's and s + 2's land
 
 // What a row's owner sends every block: the gradient of its 16 rows' logits, and their loss and hit.
 struct RowRecord {
@@ -65,17 +66,15 @@ struct alignas(16) Message {
 
 // The shared-memory layout (byte offsets, each a multiple of 16).
 struct Layout {
-  static constexpr int kX = 0;  // bf16 [2][128][kLd]: the batch by step parity
+  static constexpr int kX = 0;  // bf16 [3][128][kLd]: the batch of step s in buffer s % 3
   static constexpr int kXBytes = kRows * kLd * 2;
-  static constexpr int kW = kX + 2 * kXBytes;  // bf16 [16][kLd]: this block's slice of the weights
-  static constexpr int kStage = kW + kRegressionMaxClasses * kLd * 2;  // uint8 [2][128][kStageLd]
-  static constexpr int kStageBytes = kRows * kStageLd;
-  static constexpr int kStageLabels = kStage + 2 * kStageBytes;  // int [2][16]: gathered labels of owned rows
-  static constexpr int kLabels = kStageLabels + 2 * kOwned * 4;  // int [2][16]: the step's labels
-  static constexpr int kSend = kLabels + 2 * kOwned * 4;         // float [8][16 x 16]: partials by destination
-  static constexpr int kRecv = kSend + kCtas * kTileSum * 4;     // float [8][16 x 16]: partials by source
+  static constexpr int kW = kX + kBuffers * kXBytes;  // bf16 [16][kLd]: this block's slice of the weights
+  static constexpr int kLabels = kW + kRegressionMaxClasses * kLd * 2;  // int [3][16]: owned rows' labels
+  static constexpr int kSend = kLabels + kBuffers * kOwned * 4;       // float [8][16 x 16]: partials by destination
+  static constexpr int kRecv = kSend + kCtas * kTileSum * 4;           // float [8][16 x 16]: partials by source
   static constexpr int kMessages = kRecv + kCtas * kTileSum * 4;  // Message [2][8]: by step parity, by owner
-  static constexpr int kBars = kMessages + 2 * kCtas * static_cast<int>(sizeof(Message));  // 2 mbarriers
+  // 2 mbarriers: the partials' and the gradient rows'
+  static constexpr int kBars = kMessages + 2 * kCtas * static_cast<int>(sizeof(Message));
   static constexpr int kBytes = kBars + 16;
 };
 static_assert(sizeof(Message) % 16 == 0 && Layout::kMessages % 16 == 0, "bulk copies move 16-byte pieces");
@@ -93,15 +92,9 @@ __device__ __forceinline__ void cp_async_4(void* shared, const void* global) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(ptx::shared_address(shared)), "l"(global) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-// Every group but the newest has landed (this thread's copies).
+// Every group but the newest has landed (this thread's copies), or every group.
 __device__ __forceinline__ void cp_async_wait_older() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
-
-// Byte k of `word` as a float, exactly: the byte as the low mantissa bits of 2^23 (one byte
-// permute), less 2^23. Four times the rate of the int-to-float conversion, which bounded the
-// batch's normalisation (16 a clock an SM on sm_90).
-__device__ __forceinline__ float byte_value(std::uint32_t word, int k) {
-  return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440u + static_cast<unsigned>(k))) - 8388608.0f;
-}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 __device__ __forceinline__ double warp_sum_double(double v) {
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullWarpMask, v, offset);
@@ -124,9 +117,10 @@ struct Regression {
   int stamps = 0;
   double loss_total = 0.0;  // block 0's last warp: the epoch's sums
   std::int64_t hits_total = 0;
-  // This thread's parameters: the weight-gradient fragments of k-tiles warp and warp + 8, two 8-wide
-  // halves of 4 elements each (mma's C layout: classes g and g + 8, pixels 2t and 2t + 1).
-  float p[2][8], m[2][8], v[2][8];
+  // This thread's parameters: the weight-gradient fragments of jobs warp and warp + 16 (job j: the
+  // 8 pixels 8j..8j+7 of the block's slice), 4 elements each (mma's C layout: classes g and g + 8,
+  // pixels 2t and 2t + 1).
+  float p[2][4], m[2][4], v[2][4];
 
   __device__ Regression(const FusedEpochArgs& args, unsigned char* shared)
       : a(args), layer(args.layers[0]), smem(shared), cluster(cg::this_cluster()) {
@@ -146,32 +140,29 @@ struct Regression {
   __device__ T* at(int offset) const {
     return reinterpret_cast<T*>(smem + offset);
   }
-  __device__ bf16* x(std::int64_t step) const { return at<bf16>(Layout::kX) + (step & 1) * (kRows * kLd); }
+  // The batch buffer of step s (an epoch's steps fit an int).
+  __device__ static int buffer(std::int64_t s) { return static_cast<int>(s) % kBuffers; }
+  __device__ bf16* x(std::int64_t s) const { return at<bf16>(Layout::kX) + buffer(s) * (kRows * kLd); }
   __device__ bf16* w() const { return at<bf16>(Layout::kW); }
-  __device__ unsigned char* staged(std::int64_t step) const {
-    return at<unsigned char>(Layout::kStage) + (step & 1) * Layout::kStageBytes;
-  }
-  __device__ int* staged_labels(std::int64_t step) const { return at<int>(Layout::kStageLabels) + (step & 1) * kOwned; }
-  __device__ int* labels(std::int64_t step) const { return at<int>(Layout::kLabels) + (step & 1) * kOwned; }
+  __device__ int* labels(std::int64_t s) const { return at<int>(Layout::kLabels) + buffer(s) * kOwned; }
   __device__ float* send_tile(int to) const { return at<float>(Layout::kSend) + to * kTileSum; }
   __device__ float* recv_tile(int from) const { return at<float>(Layout::kRecv) + from * kTileSum; }
   __device__ Message* message(std::int64_t step, int owner) const {
     return at<Message>(Layout::kMessages) + (step & 1) * kCtas + owner;
   }
-  __device__ std::uint32_t partials_bar() const { return ptx::shared_address(at<std::uint64_t>(Layout::kBars)); }
-  __device__ std::uint32_t gradients_bar() const { return ptx::shared_address(at<std::uint64_t>(Layout::kBars) + 1); }
+  __device__ std::uint32_t bar(int i) const { return ptx::shared_address(at<std::uint64_t>(Layout::kBars) + i); }
+  __device__ std::uint32_t partials_bar() const { return bar(0); }
+  __device__ std::uint32_t gradients_bar() const { return bar(1); }
 
   __device__ std::int64_t rows_of(std::int64_t s) const {
     const std::int64_t left = a.samples - s * a.batch;
     return left < a.batch ? left : a.batch;
   }
-  __device__ int sample(std::int64_t s, int row) const {
-    const std::int64_t i = s * a.batch + row;
-    return a.order != nullptr ? a.order[i] : static_cast<int>(i);
-  }
   // The sample behind `row` of step `s`, or -1 past the epoch or the step's rows.
   __device__ int sample_or_none(std::int64_t s, int row) const {
-    return s < a.steps && row < rows_of(s) ? sample(s, row) : -1;
+    if (s >= a.steps || row >= rows_of(s)) return -1;
+    const std::int64_t i = s * a.batch + row;
+    return a.order != nullptr ? a.order[i] : static_cast<int>(i);
   }
 
   __device__ void stamp() {
@@ -181,15 +172,13 @@ struct Regression {
     ++stamps;
   }
 
-  // ---- the parameters: element j of fragment `half` of this warp's k-tile number `which`.
-  __device__ int param_class(int j) const { return g + 8 * ((j & 3) >> 1); }
-  __device__ int param_column(int which, int j) const {  // in the block's slice
-    return 16 * (warp + kWarps * which) + 8 * (j >> 2) + 2 * t + (j & 1);
-  }
+  // ---- the parameters: element j of job `which`'s fragment (its job: warp + 16 which).
+  __device__ int job(int which) const { return warp + kWarps * which; }
+  __device__ int param_class(int j) const { return g + 8 * (j >> 1); }
+  __device__ int param_column(int which, int j) const { return 8 * job(which) + 2 * t + (j & 1); }  // in the slice
   __device__ bool param_valid(int which, int j) const {
-    const int tile = warp + kWarps * which;
     const int column = 16 * tile0 + param_column(which, j);
-    return tile < tiles && param_class(j) < classes && column < layer.in + layer.bias;
+    return job(which) < 2 * tiles && param_class(j) < classes && column < layer.in + layer.bias;
   }
   __device__ std::int64_t param_index(int which, int j) const {
     return layer.weight_offset + static_cast<std::int64_t>(param_class(j)) * layer.in_pad + 16 * tile0 +
@@ -206,7 +195,7 @@ struct Regression {
 #pragma unroll
     for (int which = 0; which < 2; ++which) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < 4; ++j) {
         const bool valid = param_valid(which, j);
         const std::int64_t index = param_index(which, j);
         p[which][j] = valid ? o.master[index] : 0.0f;
@@ -225,7 +214,7 @@ struct Regression {
 #pragma unroll
     for (int which = 0; which < 2; ++which) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < 4; ++j) {
         if (!param_valid(which, j)) continue;
         const std::int64_t index = param_index(which, j);
         o.master[index] = p[which][j];
@@ -235,118 +224,116 @@ struct Regression {
     }
   }
 
-  // ---- the batch. Thread i gathers row i % 128 of step `s` (its sample `sample`, -1: none), the
-  // block's 16-byte pieces of it with parity i / 128, and (the first half) the label of an owned row.
+  // ---- the batch, from the data set normalised to bf16 once (args.normalised, [samples][in]): warp w
+  // copies rows 8w..8w+7 of step s, the block's 16-byte pieces of them in order (a warp's cp.async
+  // covers 2-3 rows' contiguous bytes: coalesced), lane l < 8 holding row 8w + l's sample (-1: none);
+  // the owned rows' labels too.
   __device__ void gather(std::int64_t s, int sample) const {
-    const int row = static_cast<int>(threadIdx.x) % kRows, half = static_cast<int>(threadIdx.x) / kRows;
-    if (sample >= 0) {
-      const int data_tiles = min(tiles, pixel_tiles - tile0);
-      const std::uint8_t* from = a.images + static_cast<std::int64_t>(sample) * layer.in + 16 * tile0;
-      unsigned char* to = staged(s) + row * kStageLd;
-      for (int j = half; j < data_tiles; j += 2) cp_async_16(to + 16 * j, from + 16 * j);
-      const int owned = row - kOwned * rank;
-      if (half == 0 && owned >= 0 && owned < kOwned) cp_async_4(staged_labels(s) + owned, a.labels + sample);
+    constexpr int kRowsAWarp = kRows / kWarps;
+    const int pieces = 2 * max(0, min(tiles, pixel_tiles - tile0));  // 16-byte pieces a row
+    const bf16* data = static_cast<const bf16*>(a.normalised) + 16 * tile0;
+    for (int p = lane; p < (kRowsAWarp * 2 * kMaxTiles + 31) / 32 * 32; p += 32) {
+      const int r = min(p / max(pieces, 1), kRowsAWarp - 1), k = p - r * pieces;
+      const int row_sample = __shfl_sync(kFullWarpMask, sample, r);
+      if (p < kRowsAWarp * pieces && row_sample >= 0) {
+        cp_async_16(x(s) + (kRowsAWarp * warp + r) * kLd + 8 * k,
+                    data + static_cast<std::int64_t>(row_sample) * layer.in + 8 * k);
+      }
     }
+    const int owned = kRowsAWarp * warp + lane - kOwned * rank;
+    if (lane < kRowsAWarp && sample >= 0 && owned >= 0 && owned < kOwned) cp_async_4(labels(s) + owned, a.labels + sample);
     cp_async_commit();
   }
-  // Step s's gathered slice normalised (x * scale + shift, rounded to bf16 as launch_gather_batch
-  // does) into x(s); rows past the step's end are zeros, the bias column is 1 in the step's rows.
-  // The whole block calls it once its copies have landed (cp_async_wait_older + __syncthreads).
-  __device__ void normalise(std::int64_t s) const {
+  // A partial batch (the epoch's last): its rows past the end zeros, bias column and labels included
+  // (no copy wrote them: they hold an older step's). Published by the next barrier.
+  __device__ void clear_rows_past_end(std::int64_t s) const {
     const std::int64_t n = rows_of(s);
-    bf16* to = x(s);
-    const unsigned char* from = staged(s);
-    for (int i = static_cast<int>(threadIdx.x); i < kRows * tiles; i += kThreads) {
-      const int row = i / tiles, j = i % tiles, tile = tile0 + j;
-      std::uint32_t packed[8] = {};
-      if (row < n && tile < pixel_tiles) {
-        const uint4 bytes = *reinterpret_cast<const uint4*>(from + row * kStageLd + 16 * j);
-        const std::uint32_t words[4] = {bytes.x, bytes.y, bytes.z, bytes.w};
-#pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          const std::uint32_t word = words[q / 2];
-          const int k = 2 * (q & 1);
-          const __nv_bfloat162 two = __floats2bfloat162_rn(byte_value(word, k) * a.scale + a.shift,
-                                                           byte_value(word, k + 1) * a.scale + a.shift);
-          packed[q] = *reinterpret_cast<const std::uint32_t*>(&two);
-        }
-      } else if (row < n && layer.bias && tile == pixel_tiles) {
-        const __nv_bfloat162 one = __floats2bfloat162_rn(1.0f, 0.0f);
-        packed[0] = *reinterpret_cast<const std::uint32_t*>(&one);
-      }
-      uint4* out = reinterpret_cast<uint4*>(to + row * kLd + 16 * j);
-      out[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-      out[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+    if (n >= kRows) return;
+    for (int i = static_cast<int>(threadIdx.x); i < kRows * tiles * 2; i += kThreads) {
+      const int row = i / (tiles * 2), k = i % (tiles * 2);
+      if (row >= n) *reinterpret_cast<uint4*>(x(s) + row * kLd + 8 * k) = make_uint4(0, 0, 0, 0);
     }
-    if (threadIdx.x < kOwned) {
-      labels(s)[threadIdx.x] = kOwned * rank + static_cast<int>(threadIdx.x) < n ? staged_labels(s)[threadIdx.x] : 0;
+    if (threadIdx.x < kOwned && kOwned * rank + static_cast<int>(threadIdx.x) >= n) labels(s)[threadIdx.x] = 0;
+  }
+  // Every row of every batch buffer starts with the bias column's 1 (no copy writes it).
+  __device__ void set_bias_column() const {
+    if (!layer.bias || pixel_tiles < tile0 || pixel_tiles >= tile0 + tiles) return;
+    for (int i = static_cast<int>(threadIdx.x); i < kBuffers * kRows; i += kThreads) {
+      x(i / kRows)[(i % kRows) * kLd + 16 * (pixel_tiles - tile0)] = __float2bfloat16_rn(1.0f);
     }
   }
 
-  // ---- the forward: warp w's partial logits of rows 16w..16w+15 over the block's k-tiles, to block w
-  // (its own rows straight into recv_tile(rank)). send_tile(w) is free again: its last copy landed
-  // in block w before block w sent the gradient rows this block waited for last step.
+  // ---- the forward: warps w and w + 8 (classes 0-7, 8-15), the partial logits of rows 16w..16w+15 over
+  // the block's k-tiles (even and odd k-steps: two chains), to block w (its own rows straight into
+  // recv_tile(rank)). send_tile(w) is free again: its last copy landed in block w before block w sent
+  // the gradient rows this block waited for last step.
   __device__ void forward(std::int64_t s) const {
-    float acc[2][4] = {};
-    const bf16* xa = x(s) + kOwned * warp * kLd;
-    for (int ks = 0; ks < tiles; ++ks) {
-      std::uint32_t fa[4];
-      ptx::ldmatrix_x4(fa, ptx::shared_address(xa + (lane & 15) * kLd + ks * 16 + (lane >> 4) * 8));
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        std::uint32_t fb[2];
-        ptx::ldmatrix_x2(fb, ptx::shared_address(w() + (8 * h + (lane & 7)) * kLd + ks * 16 + ((lane >> 3) & 1) * 8));
-        ptx::mma_bf16(acc[h], fa, fb);
-      }
+    const int rows_tile = warp % kCtas, half = warp / kCtas;
+    float acc[4] = {}, odd[4] = {};
+    const bf16* xa = x(s) + (kOwned * rows_tile + (lane & 15)) * kLd + (lane >> 4) * 8;
+    const bf16* wb = w() + (8 * half + (lane & 7)) * kLd + ((lane >> 3) & 1) * 8;
+    int ks = 0;
+    for (; ks + 1 < tiles; ks += 2) {
+      std::uint32_t fa[4], fb[2], fa1[4], fb1[2];
+      ptx::ldmatrix_x4(fa, ptx::shared_address(xa + ks * 16));
+      ptx::ldmatrix_x2(fb, ptx::shared_address(wb + ks * 16));
+      ptx::ldmatrix_x4(fa1, ptx::shared_address(xa + ks * 16 + 16));
+      ptx::ldmatrix_x2(fb1, ptx::shared_address(wb + ks * 16 + 16));
+      ptx::mma_bf16(acc, fa, fb);
+      ptx::mma_bf16(odd, fa1, fb1);
     }
-    float* tile = warp == rank ? recv_tile(rank) : send_tile(warp);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      *reinterpret_cast<float2*>(tile + g * 16 + 8 * h + 2 * t) = make_float2(acc[h][0], acc[h][1]);
-      *reinterpret_cast<float2*>(tile + (g + 8) * 16 + 8 * h + 2 * t) = make_float2(acc[h][2], acc[h][3]);
+    if (ks < tiles) {
+      std::uint32_t fa[4], fb[2];
+      ptx::ldmatrix_x4(fa, ptx::shared_address(xa + ks * 16));
+      ptx::ldmatrix_x2(fb, ptx::shared_address(wb + ks * 16));
+      ptx::mma_bf16(acc, fa, fb);
     }
-    if (warp == rank) return;
-    ptx::fence_proxy_async();  // this lane's stores, before the copy reads them
-    __syncwarp();
-    if (lane == 0) {
-      ptx::bulk_copy_to_block(ptx::in_block(ptx::shared_address(recv_tile(rank)), warp), ptx::shared_address(tile),
-                              kTileSum * 4, ptx::in_block(partials_bar(), warp));
+    float* tile = rows_tile == rank ? recv_tile(rank) : send_tile(rows_tile);
+    *reinterpret_cast<float2*>(tile + g * 16 + 8 * half + 2 * t) = make_float2(acc[0] + odd[0], acc[1] + odd[1]);
+    *reinterpret_cast<float2*>(tile + (g + 8) * 16 + 8 * half + 2 * t) = make_float2(acc[2] + odd[2], acc[3] + odd[3]);
+    ptx::fence_proxy_async();  // this thread's stores, before the copies read them
+    __syncthreads();
+    if (threadIdx.x < kCtas && static_cast<int>(threadIdx.x) != rank) {
+      const int to = static_cast<int>(threadIdx.x);
+      ptx::bulk_copy_to_block(ptx::in_block(ptx::shared_address(recv_tile(rank)), to),
+                              ptx::shared_address(send_tile(to)), kTileSum * 4, ptx::in_block(partials_bar(), to));
     }
   }
 
   // Waits for the step's exchange on `bar` (`bytes` from the 7 other blocks), then the block's own
-  // boundary. recv_tile's next copies come after the senders got this block's gradient rows, sent
-  // after the loss read these; the messages alternate by parity (block 0 reads a step's records one
-  // step later, before it sends the partials every later message needs).
+  // boundary. recv_tile's next copies come after the senders got this block's gradient rows, sent after
+  // the loss read these; the messages alternate by parity (block 0 reads a step's records one step
+  // later, before it sends the partials every later message needs).
   __device__ static void receive(std::uint32_t bar, std::uint32_t bytes, std::int64_t s) {
     if (threadIdx.x == 0) ptx::mbarrier_expect_bytes(bar, bytes);
     ptx::mbarrier_wait(bar, static_cast<std::uint32_t>(s & 1));
     __syncthreads();
   }
 
-  // ---- the loss of the block's 16 rows (warp w: rows w and w + 8, a half-warp each, a class a
-  // lane), their gradient rows to every block.
+  // ---- the loss of the block's 16 rows (warps 0-7: rows w and w + 8, a half-warp each, a
+  // class a lane), their gradient rows to every block.
   __device__ void loss(std::int64_t s) const {
-    const std::int64_t n = rows_of(s);
-    const bool mse = a.loss == FusedLoss::kMse;
-    const float grad_scale =
-        mse ? 2.0f / static_cast<float>(n * classes) : 1.0f / static_cast<float>(n);
     Message* mine = message(s, rank);
-    const int row = warp + kWarps * (lane / kRegressionMaxClasses), cls = lane % kRegressionMaxClasses;
-    const bool valid = kOwned * rank + row < n;
-    float z[2] = {-INFINITY, -INFINITY};
-    if (cls < classes) {
-      float sum = 0.0f;
+    if (warp < kOwned / 2) {
+      const std::int64_t n = rows_of(s);
+      const bool mse = a.loss == FusedLoss::kMse;
+      const float grad_scale = mse ? 2.0f / static_cast<float>(n * classes) : 1.0f / static_cast<float>(n);
+      const int row = warp + (kOwned / 2) * (lane / kRegressionMaxClasses), cls = lane % kRegressionMaxClasses;
+      const bool valid = kOwned * rank + row < n;
+      float z[2] = {-INFINITY, -INFINITY};
+      if (cls < classes) {
+        float sum = 0.0f;
 #pragma unroll
-      for (int from = 0; from < kCtas; ++from) sum += recv_tile(from)[row * 16 + cls];
-      z[0] = sum;
+        for (int from = 0; from < kCtas; ++from) sum += recv_tile(from)[row * 16 + cls];
+        z[0] = sum;
+      }
+      const int label = labels(s)[row];
+      const fused::RowLoss r =
+          fused::warp_row_loss<kRegressionMaxClasses>(z, classes, label, mse, a.smoothing, grad_scale);
+      mine->dl[row][cls] = __float2bfloat16_rn(valid && cls < classes ? r.grad[0] : 0.0f);
+      if (cls == 0) mine->rows[row] = RowRecord{valid ? r.loss : 0.0, valid && r.best_index == label ? 1 : 0, 0};
+      ptx::fence_proxy_async();
     }
-    const int label = labels(s)[row];
-    const fused::RowLoss r =
-        fused::warp_row_loss<kRegressionMaxClasses>(z, classes, label, mse, a.smoothing, grad_scale);
-    mine->dl[row][cls] = __float2bfloat16_rn(valid && cls < classes ? r.grad[0] : 0.0f);
-    if (cls == 0) mine->rows[row] = RowRecord{valid ? r.loss : 0.0, valid && r.best_index == label ? 1 : 0, 0};
-    ptx::fence_proxy_async();
     __syncthreads();
     if (threadIdx.x < kCtas - 1) {
       const int to = static_cast<int>(threadIdx.x) >= rank ? static_cast<int>(threadIdx.x) + 1 : static_cast<int>(threadIdx.x);
@@ -355,33 +342,28 @@ struct Regression {
     }
   }
 
-  // ---- the weight gradient of the warp's k-tiles over the step's 128 rows, applied at once.
+  // ---- the weight gradient of the warp's jobs (8 pixels each) over the step's 128 rows, applied at once.
   __device__ void update(std::int64_t s, const BlockScalars& scalars) {
     const Message* rows = message(s, 0);
     const bf16* xs = x(s);
 #pragma unroll
     for (int which = 0; which < 2; ++which) {
-      const int tile = warp + kWarps * which;
-      if (tile >= tiles) continue;
-      float acc[2][4] = {};
+      if (job(which) >= 2 * tiles) continue;
+      float acc[4] = {}, odd[4] = {};  // even and odd k-steps: two chains of 4 mma's
 #pragma unroll
       for (int ks = 0; ks < kRows / 16; ++ks) {
         // A(class, row) = dl[row][class], transposed by ldmatrix; B(row, pixel) = X[row][pixel].
         const int a_row = 16 * ks + (lane & 7) + (lane >> 4) * 8;
-        std::uint32_t fa[4];
+        std::uint32_t fa[4], fb[2];
         ptx::ldmatrix_x4_trans(fa, ptx::shared_address(&rows[a_row / kOwned].dl[a_row % kOwned][((lane >> 3) & 1) * 8]));
         const int b_row = 16 * ks + (lane & 7) + ((lane >> 3) & 1) * 8;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          std::uint32_t fb[2];
-          ptx::ldmatrix_x2_trans(fb, ptx::shared_address(xs + b_row * kLd + 16 * tile + 8 * h));
-          ptx::mma_bf16(acc[h], fa, fb);
-        }
+        ptx::ldmatrix_x2_trans(fb, ptx::shared_address(xs + b_row * kLd + 8 * job(which)));
+        ptx::mma_bf16(ks % 2 == 0 ? acc : odd, fa, fb);
       }
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < 4; ++j) {
         if (!param_valid(which, j)) continue;
-        const float grad = acc[j >> 2][j & 3];
+        const float grad = acc[j] + odd[j];
         if constexpr (kAdam) {
           adam_update_fast(a.optimizer, scalars, p[which][j], grad, m[which][j], v[which][j]);
         } else {
@@ -389,15 +371,15 @@ struct Regression {
         }
       }
 #pragma unroll
-      for (int j = 0; j < 8; j += 2) {
+      for (int j = 0; j < 4; j += 2) {
         *reinterpret_cast<__nv_bfloat162*>(w() + param_class(j) * kLd + param_column(which, j)) =
             __floats2bfloat162_rn(p[which][j], p[which][j + 1]);
       }
     }
   }
 
-  // Block 0's last warp: step s's mean loss and hits added to the epoch's sums (rows in order, as the
-  // cluster kernel), and the progress record.
+  // Block 0's last warp: step s's mean loss and hits added to the epoch's sums (rows in order,
+  // as the cluster kernel), and the progress record.
   __device__ void add_metrics(std::int64_t s) {
     if (rank != 0 || warp != kWarps - 1) return;
     double loss = 0.0, hits = 0.0;
@@ -434,14 +416,15 @@ struct Regression {
       ptx::mbarrier_init(gradients_bar());
       ptx::fence_mbarrier_init();
     }
+    set_bias_column();
     load_parameters();
-    const int row = static_cast<int>(threadIdx.x) % kRows;
+    // Lane l < 8 of warp w: row 8w + l's sample of the step gathered next (loaded a step before).
+    const int row = (kRows / kWarps) * warp + (lane < kRows / kWarps ? lane : 0);
     gather(0, sample_or_none(0, row));
     gather(1, sample_or_none(1, row));
-    int next_sample = sample_or_none(2, row);  // step s + 2's, loaded a step before it is used
+    int next_sample = sample_or_none(2, row);
     cp_async_wait_older();
-    __syncthreads();
-    normalise(0);
+    clear_rows_past_end(0);
     // Adam's bias corrections as running products of beta^t (t: the update's count, from 1).
     const FlatOptimizerArgs& o = a.optimizer;
     double beta1_t = pow(o.beta1_d, static_cast<double>(state.opt_steps + 1));
@@ -450,22 +433,23 @@ struct Regression {
     cluster.sync();  // the mbarriers and every block's buffers are ready for the others' copies
     stamp();
     for (std::int64_t s = 0; s < a.steps; ++s) {
-      // Step s + 2's slice into the staging buffer step s left (normalised into x(s) a step ago).
-      gather(s + 2, next_sample);
-      next_sample = sample_or_none(s + 3, row);
       const double lr_now = lr;
       lr = step_lr(o, state.step + 1);  // used next step: its load is not waited for here
       forward(s);
-      // While the partials travel: step s + 1's slice normalised.
-      cp_async_wait_older();
-      __syncthreads();
-      if (s + 1 < a.steps) normalise(s + 1);
+      // While the partials travel: step s + 1's batch landed (this thread's copies, the only ones in
+      // flight: issued last step; the barrier in receive publishes them), a partial batch's rows past
+      // its end cleared.
+      cp_async_wait_all();
+      if (s + 1 < a.steps) clear_rows_past_end(s + 1);
       stamp();
       receive(partials_bar(), (kCtas - 1) * kTileSum * 4, s);
       stamp();
       loss(s);
-      // While the gradient rows travel: the update's scalars (Adam's in double), block 0's metrics of
-      // step s - 1.
+      // While the gradient rows travel: step s + 2's batch into the buffer step s - 1 left (here, not
+      // before the forward, where its copies' issue held up the step's critical path; docs/FUSED.md),
+      // the update's scalars (Adam's in double), block 0's metrics of step s - 1.
+      gather(s + 2, next_sample);
+      next_sample = sample_or_none(s + 3, row);
       BlockScalars scalars{};
       if constexpr (kAdam) {
         scalars = update_scalars(o, lr_now, beta1_t, beta2_t, state.opt_steps == 0, 1.0f, false);
@@ -475,7 +459,6 @@ struct Regression {
         scalars.lr = static_cast<float>(lr_now);
         scalars.inv_scale = 1.0f;
         scalars.first_update = state.opt_steps == 0;
-        scalars.skip = false;
       }
       if (s > 0) add_metrics(s - 1);
       receive(gradients_bar(), (kCtas - 1) * sizeof(Message), s);
@@ -486,7 +469,7 @@ struct Regression {
       stamp();
     }
     if (a.steps > 0) add_metrics(a.steps - 1);
-    asm volatile("cp.async.wait_all;" ::: "memory");
+    cp_async_wait_all();
     cluster.sync();  // every copy into this block has landed, and every copy out of it
     store_parameters();
     if (rank == 0 && threadIdx.x == 0) {
