@@ -3,14 +3,15 @@
 //
 //   inputs     block r owns k-tiles [t0, t0 + tiles) of the in_pad / 16 (the bias is weight column
 //              `in`: its tile, the last, meets a constant 1 in the batch); its slice of every batch
-//              (128 rows x its pixels) is gathered two steps ahead by cp.async, from the data set
-//              normalised to bf16 once (args.normalised), into a ring of three batch buffers
+//              (128 rows x its pixels) is gathered two steps ahead by cp.async (warps 8-15, while
+//              warps 0-7 compute the loss), from the data set normalised to bf16 once
+//              (args.normalised), into a ring of three batch buffers
 //   forward    warps w and w + 8: rows 16w..16w+15 (classes 0-7 and 8-15) against the block's slice
 //              of W (bf16, shared memory): a partial 16 x 16 tile of logits, copied (one bulk copy)
 //              to block w, which owns those rows
 //   loss       block q adds the 8 partials of its rows in block order, computes their softmax
-//              cross-entropy (or MSE), and copies the rows' gradient (bf16) with their loss and hit
-//              to every block (one bulk copy each)
+//              cross-entropy (or MSE) (warp w < 8: rows w and w + 8), and each warp copies its rows'
+//              gradient (bf16) with their loss and hit to every block (a bulk copy each)
 //   update     warp w: the weight gradient of 8 pixels of a k-tile (dl^T X: 16 classes x 8
 //              pixels over the 128 rows), applied at once to the fp32 master and state its threads hold
 //              in registers for the whole epoch; the new bf16 weights into the block's slice
@@ -59,10 +60,18 @@ struct RowRecord {
   int hit;
   int unused;
 };
-struct alignas(16) Message {
-  bf16 dl[kOwned][kRegressionMaxClasses];
-  RowRecord rows[kOwned];
+// Warp w < 8 of the owner computes rows w and w + 8 and sends its piece itself (no barrier among the
+// loss warps): a message is 8 such pieces.
+struct alignas(16) Piece {
+  bf16 dl[2][kRegressionMaxClasses];
+  RowRecord rows[2];
 };
+struct Message {
+  Piece pieces[kOwned / 2];
+};
+// Row r (of the owner's 16) in a message: its gradient and its record.
+__device__ __forceinline__ const bf16* dl_row(const Message& m, int r) { return m.pieces[r % 8].dl[r / 8]; }
+__device__ __forceinline__ const RowRecord& row_record(const Message& m, int r) { return m.pieces[r % 8].rows[r / 8]; }
 
 // The shared-memory layout (byte offsets, each a multiple of 16).
 struct Layout {
@@ -77,7 +86,7 @@ struct Layout {
   static constexpr int kBars = kMessages + 2 * kCtas * static_cast<int>(sizeof(Message));
   static constexpr int kBytes = kBars + 16;
 };
-static_assert(sizeof(Message) % 16 == 0 && Layout::kMessages % 16 == 0, "bulk copies move 16-byte pieces");
+static_assert(sizeof(Piece) % 16 == 0 && Layout::kMessages % 16 == 0, "bulk copies move 16-byte pieces");
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #define SPRINTNET_HAS_CLUSTERS 1
@@ -224,12 +233,14 @@ struct Regression {
     }
   }
 
-  // ---- the batch, from the data set normalised to bf16 once (args.normalised, [samples][in]): warp w
-  // copies rows 8w..8w+7 of step s, the block's 16-byte pieces of them in order (a warp's cp.async
-  // covers 2-3 rows' contiguous bytes: coalesced), lane l < 8 holding row 8w + l's sample (-1: none);
-  // the owned rows' labels too.
+  // ---- the batch, from the data set normalised to bf16 once (args.normalised, [samples][in]): warp
+  // 8 + w copies rows 16w..16w+15 of step s, the block's 16-byte pieces of them in order (a warp's
+  // cp.async covers 2-3 rows' contiguous bytes: coalesced), lane l < 16 holding row 16w + l's sample
+  // (-1: none); the owned rows' labels too. Warps 8-15 call it while warps 0-7 compute the loss.
+  static constexpr int kRowsAWarp = kRows / (kWarps / 2);
+  __device__ int gathered_row() const { return kRowsAWarp * (warp - kWarps / 2) + (lane < kRowsAWarp ? lane : 0); }
   __device__ void gather(std::int64_t s, int sample) const {
-    constexpr int kRowsAWarp = kRows / kWarps;
+    const int warp = this->warp - kWarps / 2;
     const int pieces = 2 * max(0, min(tiles, pixel_tiles - tile0));  // 16-byte pieces a row
     const bf16* data = static_cast<const bf16*>(a.normalised) + 16 * tile0;
     for (int p = lane; p < (kRowsAWarp * 2 * kMaxTiles + 31) / 32 * 32; p += 32) {
@@ -291,12 +302,11 @@ struct Regression {
     float* tile = rows_tile == rank ? recv_tile(rank) : send_tile(rows_tile);
     *reinterpret_cast<float2*>(tile + g * 16 + 8 * half + 2 * t) = make_float2(acc[0] + odd[0], acc[1] + odd[1]);
     *reinterpret_cast<float2*>(tile + (g + 8) * 16 + 8 * half + 2 * t) = make_float2(acc[2] + odd[2], acc[3] + odd[3]);
-    ptx::fence_proxy_async();  // this thread's stores, before the copies read them
+    ptx::fence_proxy_async();  // this thread's stores, before the copy reads them
     __syncthreads();
-    if (threadIdx.x < kCtas && static_cast<int>(threadIdx.x) != rank) {
-      const int to = static_cast<int>(threadIdx.x);
-      ptx::bulk_copy_to_block(ptx::in_block(ptx::shared_address(recv_tile(rank)), to),
-                              ptx::shared_address(send_tile(to)), kTileSum * 4, ptx::in_block(partials_bar(), to));
+    if (half == 0 && lane == 0 && rows_tile != rank) {  // lane 0 of warp w < 8: the copy to block w
+      ptx::bulk_copy_to_block(ptx::in_block(ptx::shared_address(recv_tile(rank)), rows_tile),
+                              ptx::shared_address(tile), kTileSum * 4, ptx::in_block(partials_bar(), rows_tile));
     }
   }
 
@@ -310,11 +320,11 @@ struct Regression {
     __syncthreads();
   }
 
-  // ---- the loss of the block's 16 rows (warps 0-7: rows w and w + 8, a half-warp each, a
-  // class a lane), their gradient rows to every block.
+  // ---- the loss of the block's 16 rows (warps 0-7 call it: rows w and w + 8, a half-warp each, a
+  // class a lane), the warp's piece of the gradient rows to every block (lane k < 7: to one block).
   __device__ void loss(std::int64_t s) const {
     Message* mine = message(s, rank);
-    if (warp < kOwned / 2) {
+    {
       const std::int64_t n = rows_of(s);
       const bool mse = a.loss == FusedLoss::kMse;
       const float grad_scale = mse ? 2.0f / static_cast<float>(n * classes) : 1.0f / static_cast<float>(n);
@@ -330,15 +340,19 @@ struct Regression {
       const int label = labels(s)[row];
       const fused::RowLoss r =
           fused::warp_row_loss<kRegressionMaxClasses>(z, classes, label, mse, a.smoothing, grad_scale);
-      mine->dl[row][cls] = __float2bfloat16_rn(valid && cls < classes ? r.grad[0] : 0.0f);
-      if (cls == 0) mine->rows[row] = RowRecord{valid ? r.loss : 0.0, valid && r.best_index == label ? 1 : 0, 0};
+      Piece& piece = mine->pieces[warp];
+      piece.dl[lane / kRegressionMaxClasses][cls] = __float2bfloat16_rn(valid && cls < classes ? r.grad[0] : 0.0f);
+      if (cls == 0) {
+        piece.rows[lane / kRegressionMaxClasses] =
+            RowRecord{valid ? r.loss : 0.0, valid && r.best_index == label ? 1 : 0, 0};
+      }
       ptx::fence_proxy_async();
     }
-    __syncthreads();
-    if (threadIdx.x < kCtas - 1) {
-      const int to = static_cast<int>(threadIdx.x) >= rank ? static_cast<int>(threadIdx.x) + 1 : static_cast<int>(threadIdx.x);
-      const std::uint32_t from = ptx::shared_address(mine);
-      ptx::bulk_copy_to_block(ptx::in_block(from, to), from, sizeof(Message), ptx::in_block(gradients_bar(), to));
+    __syncwarp();
+    if (lane < kCtas - 1) {
+      const int to = lane >= rank ? lane + 1 : lane;
+      const std::uint32_t from = ptx::shared_address(&mine->pieces[warp]);
+      ptx::bulk_copy_to_block(ptx::in_block(from, to), from, sizeof(Piece), ptx::in_block(gradients_bar(), to));
     }
   }
 
@@ -355,7 +369,7 @@ struct Regression {
         // A(class, row) = dl[row][class], transposed by ldmatrix; B(row, pixel) = X[row][pixel].
         const int a_row = 16 * ks + (lane & 7) + (lane >> 4) * 8;
         std::uint32_t fa[4], fb[2];
-        ptx::ldmatrix_x4_trans(fa, ptx::shared_address(&rows[a_row / kOwned].dl[a_row % kOwned][((lane >> 3) & 1) * 8]));
+        ptx::ldmatrix_x4_trans(fa, ptx::shared_address(dl_row(rows[a_row / kOwned], a_row % kOwned) + ((lane >> 3) & 1) * 8));
         const int b_row = 16 * ks + (lane & 7) + ((lane >> 3) & 1) * 8;
         ptx::ldmatrix_x2_trans(fb, ptx::shared_address(xs + b_row * kLd + 8 * job(which)));
         ptx::mma_bf16(ks % 2 == 0 ? acc : odd, fa, fb);
@@ -384,7 +398,7 @@ struct Regression {
     if (rank != 0 || warp != kWarps - 1) return;
     double loss = 0.0, hits = 0.0;
     for (int r = lane; r < kRows; r += 32) {
-      const RowRecord& record = message(s, r / kOwned)->rows[r % kOwned];
+      const RowRecord& record = row_record(*message(s, r / kOwned), r % kOwned);
       loss += record.loss;
       hits += record.hit;
     }
@@ -418,12 +432,17 @@ struct Regression {
     }
     set_bias_column();
     load_parameters();
-    // Lane l < 8 of warp w: row 8w + l's sample of the step gathered next (loaded a step before).
-    const int row = (kRows / kWarps) * warp + (lane < kRows / kWarps ? lane : 0);
-    gather(0, sample_or_none(0, row));
-    gather(1, sample_or_none(1, row));
-    int next_sample = sample_or_none(2, row);
-    cp_async_wait_older();
+    // Warps 8-15 gather: lane l < 16 of warp 8 + w holds row 16w + l's sample of the step gathered
+    // next (loaded a step before).
+    const bool gathers = warp >= kWarps / 2;
+    const int row = gathered_row();
+    int next_sample = -1;
+    if (gathers) {
+      gather(0, sample_or_none(0, row));
+      gather(1, sample_or_none(1, row));
+      next_sample = sample_or_none(2, row);
+      cp_async_wait_older();
+    }
     clear_rows_past_end(0);
     // Adam's bias corrections as running products of beta^t (t: the update's count, from 1).
     const FlatOptimizerArgs& o = a.optimizer;
@@ -439,17 +458,22 @@ struct Regression {
       // While the partials travel: step s + 1's batch landed (this thread's copies, the only ones in
       // flight: issued last step; the barrier in receive publishes them), a partial batch's rows past
       // its end cleared.
-      cp_async_wait_all();
+      if (gathers) cp_async_wait_all();
       if (s + 1 < a.steps) clear_rows_past_end(s + 1);
       stamp();
       receive(partials_bar(), (kCtas - 1) * kTileSum * 4, s);
       stamp();
-      loss(s);
-      // While the gradient rows travel: step s + 2's batch into the buffer step s - 1 left (here, not
-      // before the forward, where its copies' issue held up the step's critical path; docs/FUSED.md),
-      // the update's scalars (Adam's in double), block 0's metrics of step s - 1.
-      gather(s + 2, next_sample);
-      next_sample = sample_or_none(s + 3, row);
+      // Warps 0-7: the loss; meanwhile warps 8-15 gather step s + 2's batch into the buffer step s - 1
+      // left (not before the forward, where the copies' issue held up the step's critical path:
+      // docs/FUSED.md), and block 0's last warp adds the metrics of step s - 1. Then everyone: the
+      // update's scalars (Adam's in double) while the gradient rows travel.
+      if (gathers) {
+        gather(s + 2, next_sample);
+        next_sample = sample_or_none(s + 3, row);
+        if (s > 0) add_metrics(s - 1);
+      } else {
+        loss(s);
+      }
       BlockScalars scalars{};
       if constexpr (kAdam) {
         scalars = update_scalars(o, lr_now, beta1_t, beta2_t, state.opt_steps == 0, 1.0f, false);
@@ -460,7 +484,6 @@ struct Regression {
         scalars.inv_scale = 1.0f;
         scalars.first_update = state.opt_steps == 0;
       }
-      if (s > 0) add_metrics(s - 1);
       receive(gradients_bar(), (kCtas - 1) * sizeof(Message), s);
       stamp();
       update(s, scalars);
