@@ -69,9 +69,6 @@ struct alignas(16) Piece {
 struct Message {
   Piece pieces[kOwned / 2];
 };
-// Row r (of the owner's 16) in a message: its gradient and its record.
-__device__ __forceinline__ const bf16* dl_row(const Message& m, int r) { return m.pieces[r % 8].dl[r / 8]; }
-__device__ __forceinline__ const RowRecord& row_record(const Message& m, int r) { return m.pieces[r % 8].rows[r / 8]; }
 
 // The shared-memory layout (byte offsets, each a multiple of 16).
 struct Layout {
@@ -93,6 +90,10 @@ static_assert(sizeof(Piece) % 16 == 0 && Layout::kMessages % 16 == 0, "bulk copi
 #endif
 
 #ifdef SPRINTNET_HAS_CLUSTERS
+
+// Row r (of the owner's 16) in a message: its gradient and its record.
+__device__ __forceinline__ const bf16* dl_row(const Message& m, int r) { return m.pieces[r % 8].dl[r / 8]; }
+__device__ __forceinline__ const RowRecord& row_record(const Message& m, int r) { return m.pieces[r % 8].rows[r / 8]; }
 
 __device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(ptx::shared_address(shared)), "l"(global) : "memory");
