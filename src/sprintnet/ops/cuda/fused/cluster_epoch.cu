@@ -36,6 +36,7 @@
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
+#include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/row_loss.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
@@ -211,10 +212,6 @@ __device__ __forceinline__ float slope_from_output(float y) {
   }
 }
 
-__device__ __forceinline__ double warp_sum_double(double v) {
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullWarpMask, v, offset);
-  return v;
-}
 
 // The next batch's share of this block, in flight in registers while the step finishes.
 struct Staged {
@@ -1137,19 +1134,14 @@ struct Cluster {
       loss += at<double>(c.row_loss)[r];
       hits += at<int>(c.row_hit)[r];
     }
-    loss = warp_sum_double(loss);
-    hits = warp_sum_double(hits);
+    loss = fused::group_sum<kWarpSize>(loss);
+    hits = fused::group_sum<kWarpSize>(hits);
     if (lane == 0) {
       const int classes = layer(count() - 1).out;
       const double weight = 1.0 / static_cast<double>(a.loss == FusedLoss::kMse ? rows * classes : rows);
       loss_total += weight * loss;
       hits_total += static_cast<std::int64_t>(hits);
-      if (a.progress != nullptr) {
-        const std::int64_t steps_done = state.step - first_step + 1;
-        asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(a.progress), "l"(steps_done),
-                     "l"(__double_as_longlong(loss_total))
-                     : "memory");
-      }
+      fused::write_progress(a.progress, state.step - first_step + 1, loss_total);
     }
   }
 

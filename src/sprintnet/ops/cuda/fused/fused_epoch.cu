@@ -23,6 +23,7 @@
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/fused_epoch.h"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
+#include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/row_loss.cuh"
 #include "sprintnet/ops/cuda/fused/tile_product.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
@@ -76,10 +77,6 @@ __device__ float activation_slope(ActivationKind kind, float x, float y) {
   return 1.0f;
 }
 
-__device__ __forceinline__ double warp_sum_double(double v) {
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullWarpMask, v, offset);
-  return v;
-}
 
 // What every block knows about the step it is in (all blocks advance it identically).
 struct Run {
@@ -333,18 +330,12 @@ struct Kernel {
       loss += a.row_loss[r];
       correct += a.row_correct[r];
     }
-    loss = warp_sum_double(loss);
-    correct = warp_sum_double(correct);
+    loss = fused::group_sum<kWarpSize>(loss);
+    correct = fused::group_sum<kWarpSize>(correct);
     if (threadIdx.x == 0) {
       a.metrics->loss_sum += weight * loss;
       a.metrics->correct += static_cast<std::int64_t>(correct);
-      if (a.progress != nullptr) {
-        // One 16-byte store: the host sees a step count and its loss sum together.
-        const double loss_sum = a.metrics->loss_sum;
-        asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(a.progress), "l"(steps_done),
-                     "l"(__double_as_longlong(loss_sum))
-                     : "memory");
-      }
+      fused::write_progress(a.progress, steps_done, a.metrics->loss_sum);
     }
   }
 

@@ -29,6 +29,7 @@
 
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
+#include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/regression_epoch.h"
 #include "sprintnet/ops/cuda/fused/row_loss.cuh"
@@ -105,11 +106,6 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 // Every group but the newest has landed (this thread's copies), or every group.
 __device__ __forceinline__ void cp_async_wait_older() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
-__device__ __forceinline__ double warp_sum_double(double v) {
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullWarpMask, v, offset);
-  return v;
-}
 
 // kAdam: Adam or AdamW (a second state in registers); otherwise SGD.
 template <bool kAdam>
@@ -244,7 +240,7 @@ struct Regression {
     const int warp = this->warp - kWarps / 2;
     const int pieces = 2 * max(0, min(tiles, pixel_tiles - tile0));  // 16-byte pieces a row
     const bf16* data = static_cast<const bf16*>(a.normalised) + 16 * tile0;
-    for (int p = lane; p < (kRowsAWarp * 2 * kMaxTiles + 31) / 32 * 32; p += 32) {
+    for (int p = lane; p < (kRowsAWarp * pieces + 31) / 32 * 32; p += 32) {  // the same count in every lane
       const int r = min(p / max(pieces, 1), kRowsAWarp - 1), k = p - r * pieces;
       const int row_sample = __shfl_sync(kFullWarpMask, sample, r);
       if (p < kRowsAWarp * pieces && row_sample >= 0) {
@@ -403,18 +399,14 @@ struct Regression {
       loss += record.loss;
       hits += record.hit;
     }
-    loss = warp_sum_double(loss);
-    hits = warp_sum_double(hits);
+    loss = fused::group_sum<kWarpSize>(loss);
+    hits = fused::group_sum<kWarpSize>(hits);
     if (lane == 0) {
       const std::int64_t n = rows_of(s);
       const double weight = 1.0 / static_cast<double>(a.loss == FusedLoss::kMse ? n * classes : n);
       loss_total += weight * loss;
       hits_total += static_cast<std::int64_t>(hits);
-      if (a.progress != nullptr) {
-        asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(a.progress), "l"(s + 1),
-                     "l"(__double_as_longlong(loss_total))
-                     : "memory");
-      }
+      fused::write_progress(a.progress, s + 1, loss_total);
     }
   }
 

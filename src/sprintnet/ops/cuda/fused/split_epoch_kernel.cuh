@@ -35,6 +35,7 @@
 #include "sprintnet/ops/cuda/activation_math.cuh"
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
+#include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/split_epoch.h"
 #include "sprintnet/ops/cuda/launch_config.cuh"
@@ -710,12 +711,7 @@ struct Epoch {
     if (lane != 0) return;
     loss_total += static_cast<double>(loss) / static_cast<double>(p.mse ? rows * kClasses : rows);
     hits_total += static_cast<std::int64_t>(hits);
-    if (p.progress != nullptr) {
-      const std::int64_t steps_done = step + 1;
-      asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(p.progress), "l"(steps_done),
-                   "l"(__double_as_longlong(loss_total))
-                   : "memory");
-    }
+    fused::write_progress(p.progress, step + 1, loss_total);
   }
 
   __device__ void output_loss(int step, int label) {
