@@ -2,8 +2,8 @@
 // The PTX the fused engine's cluster and split kernels are built from, one
 // instruction a function: tensor-core products (mma.sync m16n8k16, bf16 in, fp32
 // accumulate) fed by ldmatrix, and the sm_90 exchange between the blocks of a
-// cluster (bulk copies into another block's shared memory that complete on its
-// mbarrier). Shared-memory operands are 32-bit shared-window addresses.
+// cluster (bulk copies, or st.async stores, into another block's shared memory
+// that complete on its mbarrier). Shared-memory operands are 32-bit shared-window addresses.
 #include <cstdint>
 
 namespace sprintnet::cuda::ptx {
@@ -65,18 +65,45 @@ __device__ __forceinline__ void bulk_copy_to_block(std::uint32_t to, std::uint32
                "r"(from), "r"(bytes), "r"(bar)
                : "memory");
 }
+// `value` stored into another block's shared memory at `to` (an in_block address), counted on that
+// block's mbarrier `bar` (an in_block address too) as 16 or 8 bytes landed: straight from registers, no
+// staging buffer and no proxy fence (st.async: a bulk copy goes through the copy engine after both).
+__device__ __forceinline__ void store_to_block(std::uint32_t to, uint4 value, std::uint32_t bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1,%2,%3,%4}, [%5];" ::"r"(to),
+               "r"(value.x), "r"(value.y), "r"(value.z), "r"(value.w), "r"(bar)
+               : "memory");
+}
+__device__ __forceinline__ void store_to_block(std::uint32_t to, float2 value, std::uint32_t bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1,%2}, [%3];" ::"r"(to),
+               "f"(value.x), "f"(value.y), "r"(bar)
+               : "memory");
+}
+// `bytes` (a multiple of 16) from global memory to this block's shared memory at `to`, completing on
+// this block's mbarrier `bar`.
+__device__ __forceinline__ void bulk_copy_from_global(std::uint32_t to, const void* from, std::uint32_t bytes,
+                                                      std::uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(to),
+               "l"(from), "r"(bytes), "r"(bar)
+               : "memory");
+}
 // The receiver's arrival: the phase completes once `bytes` have landed.
 __device__ __forceinline__ void mbarrier_expect_bytes(std::uint32_t bar, std::uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
+// The try_wait loop on an mbarrier's phase of parity %1, with the semantics `sem` ("": acquire at the
+// block's scope, the default).
+#define SPRINTNET_PTX_WAIT_LOOP(sem)                                                   \
+  "{\n .reg .pred done;\n wait:\n mbarrier.try_wait.parity" sem ".shared::cta.b64 done, [%0], %1;\n" \
+  " @!done bra wait;\n}"
 // Waits until the phase of parity `parity` has completed.
 __device__ __forceinline__ void mbarrier_wait(std::uint32_t bar, std::uint32_t parity) {
-  asm volatile(
-      "{\n .reg .pred done;\n wait:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      " @!done bra wait;\n}" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+  asm volatile(SPRINTNET_PTX_WAIT_LOOP("") ::"r"(bar), "r"(parity) : "memory");
 }
+// The same, acquiring at cluster scope: what other blocks stored with st.async (released at cluster
+// scope by its complete-tx) is visible to the thread once it returns.
+__device__ __forceinline__ void mbarrier_wait_cluster(std::uint32_t bar, std::uint32_t parity) {
+  asm volatile(SPRINTNET_PTX_WAIT_LOOP(".acquire.cluster") ::"r"(bar), "r"(parity) : "memory");
+}
+#undef SPRINTNET_PTX_WAIT_LOOP
 
 }  // namespace sprintnet::cuda::ptx

@@ -3,20 +3,22 @@
 //
 //   inputs     block r owns k-tiles [t0, t0 + tiles) of the in_pad / 16 (the bias is weight column
 //              `in`: its tile, the last, meets a constant 1 in the batch); its slice of every batch
-//              (128 rows x its pixels) is gathered two steps ahead by cp.async (warps 8-15, while
-//              warps 0-7 compute the loss), from the data set normalised to bf16 once
+//              (128 rows x its pixels) is gathered two steps ahead, a bulk copy a row (warps 8-15,
+//              while warps 0-7 compute the loss), from the data set normalised to bf16 once
 //              (args.normalised), into a ring of three batch buffers
-//   forward    warps w and w + 8: rows 16w..16w+15 (classes 0-7 and 8-15) against the block's slice
-//              of W (bf16, shared memory): a partial 16 x 16 tile of logits, copied (one bulk copy)
-//              to block w, which owns those rows
+//   forward    warp w < 8: rows 16w..16w+15 against the block's slice of W (bf16, shared memory): a
+//              partial 16 x 16 tile of logits, stored from registers into block w, which owns those
+//              rows (st.async)
 //   loss       block q adds the 8 partials of its rows in block order, computes their softmax
-//              cross-entropy (or MSE) (warp w < 8: rows w and w + 8), and each warp copies its rows'
-//              gradient (bf16) with their loss and hit to every block (a bulk copy each)
-//   update     warp w: the weight gradient of 8 pixels of a k-tile (dl^T X: 16 classes x 8
+//              cross-entropy (or MSE) (warp w < 8: rows w and w + 8), and each warp stores its rows'
+//              gradient (bf16) into every block, their loss and hit into block 0 (st.async, 16 bytes
+//              a store)
+//   update     warp w < tiles: the weight gradient of the block's k-tile w (dl^T X: 16 classes x 16
 //              pixels over the 128 rows), applied at once to the fp32 master and state its threads hold
 //              in registers for the whole epoch; the new bf16 weights into the block's slice
 //
-// Each exchange completes on the receiver's mbarrier (its phase is the step's parity); a buffer's
+// Each exchange completes on the receiver's mbarrier (its phase is the step's parity): no staging
+// buffer, proxy fence or block barrier before a send (v8d; v8c sent by bulk copies); a buffer's
 // next write depends on data its readers sent after reading it, so no copy lands in a buffer still
 // being read (the argument is at each buffer below). Every sum has a fixed order: reruns are
 // bit-identical.
@@ -47,28 +49,31 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kCtas = kRegressionCtas;
 constexpr int kRows = kRegressionRows;
 constexpr int kOwned = kRows / kCtas;  // rows a block owns: one 16-row tile
-static_assert(kOwned == 16 && kWarps == 2 * kCtas, "warps w and w + 8 compute the partial logits of block w's rows");
+static_assert(kOwned == 16 && kWarps == 2 * kCtas, "warp w < 8 computes the partial logits of block w's rows, warps 8-15 gather");
 constexpr int kTileSum = kOwned * kRegressionMaxClasses;  // a 16 x 16 tile of fp32 partial logits
-// At most 1040 / 16 = 65 k-tiles (1024 inputs and the bias), 8 or 9 a block.
+// At most 1040 / 16 = 65 k-tiles (1024 inputs and the bias), 8 or 9 a block: a warp each in the update.
 constexpr int kMaxTiles = ((kRegressionMaxInputs + 16) / 16 + kCtas - 1) / kCtas;
+static_assert(kMaxTiles <= kWarps, "the update takes a k-tile a warp");
 constexpr int kLd = kMaxTiles * 16 + 8;  // bf16 row stride of X and W: 304 bytes, an odd multiple of 16 (no
                                          // ldmatrix bank conflicts)
 constexpr int kBuffers = 3;  // batch buffers: step s reads s % 3 while s + 1's and s + 2's land
 
-// What a row's owner sends every block: the gradient of its 16 rows' logits, and their loss and hit.
+// What a row's owner sends: the gradient of each of its 16 rows' logits to every block, and their loss
+// and hit to block 0 (the metrics'). 48 bytes a row: the update's ldmatrix reads 8 rows at once, 16 bytes each, and rows 48 bytes
+// apart fall in 8 distinct 4-bank groups (16 or 32 bytes apart would put two rows on the same banks).
 struct RowRecord {
   double loss;
   int hit;
   int unused;
 };
-// Warp w < 8 of the owner computes rows w and w + 8 and sends its piece itself (no barrier among the
-// loss warps): a message is 8 such pieces.
-struct alignas(16) Piece {
-  bf16 dl[2][kRegressionMaxClasses];
-  RowRecord rows[2];
+struct alignas(16) RowMessage {
+  bf16 dl[kRegressionMaxClasses];
+  RowRecord record;
 };
+// Warp w < 8 of the owner computes rows w and w + 8 and stores them itself (no barrier among the loss
+// warps).
 struct Message {
-  Piece pieces[kOwned / 2];
+  RowMessage rows[kOwned];
 };
 
 // The shared-memory layout (byte offsets, each a multiple of 16).
@@ -77,14 +82,14 @@ struct Layout {
   static constexpr int kXBytes = kRows * kLd * 2;
   static constexpr int kW = kX + kBuffers * kXBytes;  // bf16 [16][kLd]: this block's slice of the weights
   static constexpr int kLabels = kW + kRegressionMaxClasses * kLd * 2;  // int [3][16]: owned rows' labels
-  static constexpr int kSend = kLabels + kBuffers * kOwned * 4;       // float [8][16 x 16]: partials by destination
-  static constexpr int kRecv = kSend + kCtas * kTileSum * 4;           // float [8][16 x 16]: partials by source
+  static constexpr int kRecv = kLabels + kBuffers * kOwned * 4;  // float [8][16 x 16]: partials by source
   static constexpr int kMessages = kRecv + kCtas * kTileSum * 4;  // Message [2][8]: by step parity, by owner
-  // 2 mbarriers: the partials' and the gradient rows'
+  // 5 mbarriers: the partials', the gradient rows', and each batch buffer's
   static constexpr int kBars = kMessages + 2 * kCtas * static_cast<int>(sizeof(Message));
-  static constexpr int kBytes = kBars + 16;
+  static constexpr int kBytes = kBars + 48;
 };
-static_assert(sizeof(Piece) % 16 == 0 && Layout::kMessages % 16 == 0, "bulk copies move 16-byte pieces");
+static_assert(sizeof(RowMessage) == 48 && sizeof(RowRecord) == 16 && Layout::kMessages % 16 == 0,
+              "rows travel as 16-byte stores, the record last");
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #define SPRINTNET_HAS_CLUSTERS 1
@@ -92,13 +97,6 @@ static_assert(sizeof(Piece) % 16 == 0 && Layout::kMessages % 16 == 0, "bulk copi
 
 #ifdef SPRINTNET_HAS_CLUSTERS
 
-// Row r (of the owner's 16) in a message: its gradient and its record.
-__device__ __forceinline__ const bf16* dl_row(const Message& m, int r) { return m.pieces[r % 8].dl[r / 8]; }
-__device__ __forceinline__ const RowRecord& row_record(const Message& m, int r) { return m.pieces[r % 8].rows[r / 8]; }
-
-__device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(ptx::shared_address(shared)), "l"(global) : "memory");
-}
 __device__ __forceinline__ void cp_async_4(void* shared, const void* global) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(ptx::shared_address(shared)), "l"(global) : "memory");
 }
@@ -123,10 +121,11 @@ struct Regression {
   int stamps = 0;
   double loss_total = 0.0;  // block 0's last warp: the epoch's sums
   std::int64_t hits_total = 0;
-  // This thread's parameters: the weight-gradient fragments of jobs warp and warp + 16 (job j: the
-  // 8 pixels 8j..8j+7 of the block's slice), 4 elements each (mma's C layout: classes g and g + 8,
-  // pixels 2t and 2t + 1).
+  // This thread's parameters (warp w < tiles: the block's k-tile w): the weight-gradient fragments of
+  // jobs 2w and 2w + 1 (job j: the 8 pixels 8j..8j+7 of the block's slice), 4 elements each (mma's C
+  // layout: classes g and g + 8, pixels 2t and 2t + 1).
   float p[2][4], m[2][4], v[2][4];
+  unsigned valid_params = 0;  // bit 4 which + j: param_valid(which, j)
 
   __device__ Regression(const FusedEpochArgs& args, unsigned char* shared)
       : a(args), layer(args.layers[0]), smem(shared), cluster(cg::this_cluster()) {
@@ -151,7 +150,6 @@ struct Regression {
   __device__ bf16* x(std::int64_t s) const { return at<bf16>(Layout::kX) + buffer(s) * (kRows * kLd); }
   __device__ bf16* w() const { return at<bf16>(Layout::kW); }
   __device__ int* labels(std::int64_t s) const { return at<int>(Layout::kLabels) + buffer(s) * kOwned; }
-  __device__ float* send_tile(int to) const { return at<float>(Layout::kSend) + to * kTileSum; }
   __device__ float* recv_tile(int from) const { return at<float>(Layout::kRecv) + from * kTileSum; }
   __device__ Message* message(std::int64_t step, int owner) const {
     return at<Message>(Layout::kMessages) + (step & 1) * kCtas + owner;
@@ -159,6 +157,8 @@ struct Regression {
   __device__ std::uint32_t bar(int i) const { return ptx::shared_address(at<std::uint64_t>(Layout::kBars) + i); }
   __device__ std::uint32_t partials_bar() const { return bar(0); }
   __device__ std::uint32_t gradients_bar() const { return bar(1); }
+  __device__ std::uint32_t batch_bar(std::int64_t s) const { return bar(2 + buffer(s)); }
+  __device__ static std::uint32_t batch_parity(std::int64_t s) { return static_cast<std::uint32_t>(s / kBuffers) & 1; }
 
   __device__ std::int64_t rows_of(std::int64_t s) const {
     const std::int64_t left = a.samples - s * a.batch;
@@ -178,8 +178,8 @@ struct Regression {
     ++stamps;
   }
 
-  // ---- the parameters: element j of job `which`'s fragment (its job: warp + 16 which).
-  __device__ int job(int which) const { return warp + kWarps * which; }
+  // ---- the parameters: element j of job `which`'s fragment (its job: 2 warp + which).
+  __device__ int job(int which) const { return 2 * warp + which; }
   __device__ int param_class(int j) const { return g + 8 * (j >> 1); }
   __device__ int param_column(int which, int j) const { return 8 * job(which) + 2 * t + (j & 1); }  // in the slice
   __device__ bool param_valid(int which, int j) const {
@@ -203,6 +203,7 @@ struct Regression {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const bool valid = param_valid(which, j);
+        valid_params |= (valid ? 1u : 0u) << (4 * which + j);
         const std::int64_t index = param_index(which, j);
         p[which][j] = valid ? o.master[index] : 0.0f;
         m[which][j] = valid && o.state1 != nullptr ? o.state1[index] : 0.0f;
@@ -230,25 +231,26 @@ struct Regression {
     }
   }
 
-  // ---- the batch, from the data set normalised to bf16 once (args.normalised, [samples][in]): warp
-  // 8 + w copies rows 16w..16w+15 of step s, the block's 16-byte pieces of them in order (a warp's
-  // cp.async covers 2-3 rows' contiguous bytes: coalesced), lane l < 16 holding row 16w + l's sample
-  // (-1: none); the owned rows' labels too. Warps 8-15 call it while warps 0-7 compute the loss.
+  // ---- the batch, from the data set normalised to bf16 once (args.normalised, [samples][in]): lane
+  // l < 16 of warp 8 + w copies row 16w + l of step s (its sample; -1: none), the block's pixels of it
+  // in one bulk copy onto the buffer's mbarrier (the copy engine's work, not the load/store unit's:
+  // v8c's cp.async of 16 bytes a lane held up the loss warps beside them); the owned rows' labels by
+  // cp.async. Warps 8-15 call it while warps 0-7 compute the loss.
   static constexpr int kRowsAWarp = kRows / (kWarps / 2);
   __device__ int gathered_row() const { return kRowsAWarp * (warp - kWarps / 2) + (lane < kRowsAWarp ? lane : 0); }
   __device__ void gather(std::int64_t s, int sample) const {
     const int warp = this->warp - kWarps / 2;
-    const int pieces = 2 * max(0, min(tiles, pixel_tiles - tile0));  // 16-byte pieces a row
-    const bf16* data = static_cast<const bf16*>(a.normalised) + 16 * tile0;
-    for (int p = lane; p < (kRowsAWarp * pieces + 31) / 32 * 32; p += 32) {  // the same count in every lane
-      const int r = min(p / max(pieces, 1), kRowsAWarp - 1), k = p - r * pieces;
-      const int row_sample = __shfl_sync(kFullWarpMask, sample, r);
-      if (p < kRowsAWarp * pieces && row_sample >= 0) {
-        cp_async_16(x(s) + (kRowsAWarp * warp + r) * kLd + 8 * k,
-                    data + static_cast<std::int64_t>(row_sample) * layer.in + 8 * k);
-      }
+    const int bytes = 32 * max(0, min(tiles, pixel_tiles - tile0));  // the block's pixels of a row
+    if (warp == 0 && lane == 0) {  // the buffer's arrival for this use (nothing to wait for past the epoch)
+      const std::int64_t n = s < a.steps ? rows_of(s) : 0;
+      ptx::mbarrier_expect_bytes(batch_bar(s), static_cast<std::uint32_t>(n * bytes));
     }
-    const int owned = kRowsAWarp * warp + lane - kOwned * rank;
+    const int row = kRowsAWarp * warp + lane;
+    if (lane < kRowsAWarp && sample >= 0 && bytes > 0) {
+      const bf16* from = static_cast<const bf16*>(a.normalised) + static_cast<std::int64_t>(sample) * layer.in + 16 * tile0;
+      ptx::bulk_copy_from_global(ptx::shared_address(x(s) + row * kLd), from, bytes, batch_bar(s));
+    }
+    const int owned = row - kOwned * rank;
     if (lane < kRowsAWarp && sample >= 0 && owned >= 0 && owned < kOwned) cp_async_4(labels(s) + owned, a.labels + sample);
     cp_async_commit();
   }
@@ -271,54 +273,68 @@ struct Regression {
     }
   }
 
-  // ---- the forward: warps w and w + 8 (classes 0-7, 8-15), the partial logits of rows 16w..16w+15 over
-  // the block's k-tiles (even and odd k-steps: two chains), to block w (its own rows straight into
-  // recv_tile(rank)). send_tile(w) is free again: its last copy landed in block w before block w sent
-  // the gradient rows this block waited for last step.
+  // ---- the forward: warp w < 8, the partial logits of rows 16w..16w+15 over the block's k-tiles (classes
+  // 0-7 and 8-15, even and odd k-steps: four chains; each row of X and W read once a warp), stored
+  // into block w's recv_tile(rank) from the registers (its own rows: generic stores, published by the
+  // receive's barrier).
   __device__ void forward(std::int64_t s) const {
-    const int rows_tile = warp % kCtas, half = warp / kCtas;
-    float acc[4] = {}, odd[4] = {};
-    const bf16* xa = x(s) + (kOwned * rows_tile + (lane & 15)) * kLd + (lane >> 4) * 8;
-    const bf16* wb = w() + (8 * half + (lane & 7)) * kLd + ((lane >> 3) & 1) * 8;
+    if (warp >= kCtas) return;
+    ptx::mbarrier_wait(batch_bar(s), batch_parity(s));  // the batch's rows landed
+    float acc[2][4] = {}, odd[2][4] = {};
+    const bf16* xa = x(s) + (kOwned * warp + (lane & 15)) * kLd + (lane >> 4) * 8;
+    const bf16* wb = w() + ((lane & 7) + (lane >> 4) * 8) * kLd + ((lane >> 3) & 1) * 8;
     int ks = 0;
     for (; ks + 1 < tiles; ks += 2) {
-      std::uint32_t fa[4], fb[2], fa1[4], fb1[2];
+      std::uint32_t fa[4], fb[4], fa1[4], fb1[4];
       ptx::ldmatrix_x4(fa, ptx::shared_address(xa + ks * 16));
-      ptx::ldmatrix_x2(fb, ptx::shared_address(wb + ks * 16));
+      ptx::ldmatrix_x4(fb, ptx::shared_address(wb + ks * 16));
       ptx::ldmatrix_x4(fa1, ptx::shared_address(xa + ks * 16 + 16));
-      ptx::ldmatrix_x2(fb1, ptx::shared_address(wb + ks * 16 + 16));
-      ptx::mma_bf16(acc, fa, fb);
-      ptx::mma_bf16(odd, fa1, fb1);
+      ptx::ldmatrix_x4(fb1, ptx::shared_address(wb + ks * 16 + 16));
+      ptx::mma_bf16(acc[0], fa, {fb[0], fb[1]});
+      ptx::mma_bf16(acc[1], fa, {fb[2], fb[3]});
+      ptx::mma_bf16(odd[0], fa1, {fb1[0], fb1[1]});
+      ptx::mma_bf16(odd[1], fa1, {fb1[2], fb1[3]});
     }
     if (ks < tiles) {
-      std::uint32_t fa[4], fb[2];
+      std::uint32_t fa[4], fb[4];
       ptx::ldmatrix_x4(fa, ptx::shared_address(xa + ks * 16));
-      ptx::ldmatrix_x2(fb, ptx::shared_address(wb + ks * 16));
-      ptx::mma_bf16(acc, fa, fb);
+      ptx::ldmatrix_x4(fb, ptx::shared_address(wb + ks * 16));
+      ptx::mma_bf16(acc[0], fa, {fb[0], fb[1]});
+      ptx::mma_bf16(acc[1], fa, {fb[2], fb[3]});
     }
-    float* tile = rows_tile == rank ? recv_tile(rank) : send_tile(rows_tile);
-    *reinterpret_cast<float2*>(tile + g * 16 + 8 * half + 2 * t) = make_float2(acc[0] + odd[0], acc[1] + odd[1]);
-    *reinterpret_cast<float2*>(tile + (g + 8) * 16 + 8 * half + 2 * t) = make_float2(acc[2] + odd[2], acc[3] + odd[3]);
-    ptx::fence_proxy_async();  // this thread's stores, before the copy reads them
-    __syncthreads();
-    if (half == 0 && lane == 0 && rows_tile != rank) {  // lane 0 of warp w < 8: the copy to block w
-      ptx::bulk_copy_to_block(ptx::in_block(ptx::shared_address(recv_tile(rank)), rows_tile),
-                              ptx::shared_address(tile), kTileSum * 4, ptx::in_block(partials_bar(), rows_tile));
+    float* tile = recv_tile(rank);
+    const bool mine = warp == rank;
+    const std::uint32_t to = ptx::in_block(ptx::shared_address(tile), warp);
+    const std::uint32_t bar = ptx::in_block(partials_bar(), warp);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float2 top = make_float2(acc[half][0] + odd[half][0], acc[half][1] + odd[half][1]);
+      const float2 bottom = make_float2(acc[half][2] + odd[half][2], acc[half][3] + odd[half][3]);
+      const int at_top = g * 16 + 8 * half + 2 * t, at_bottom = at_top + 8 * 16;
+      if (mine) {
+        *reinterpret_cast<float2*>(tile + at_top) = top;
+        *reinterpret_cast<float2*>(tile + at_bottom) = bottom;
+      } else {
+        ptx::store_to_block(to + 4 * at_top, top, bar);
+        ptx::store_to_block(to + 4 * at_bottom, bottom, bar);
+      }
     }
   }
 
   // Waits for the step's exchange on `bar` (`bytes` from the 7 other blocks), then the block's own
-  // boundary. recv_tile's next copies come after the senders got this block's gradient rows, sent after
+  // boundary. recv_tile's next stores come after the senders got this block's gradient rows, sent after
   // the loss read these; the messages alternate by parity (block 0 reads a step's records one step
-  // later, before it sends the partials every later message needs).
+  // later, before it sends the partials every later message needs). A sender's bytes of step s + 1
+  // come after this phase completed: they need this block's gradient rows of step s.
   __device__ static void receive(std::uint32_t bar, std::uint32_t bytes, std::int64_t s) {
     if (threadIdx.x == 0) ptx::mbarrier_expect_bytes(bar, bytes);
-    ptx::mbarrier_wait(bar, static_cast<std::uint32_t>(s & 1));
+    ptx::mbarrier_wait_cluster(bar, static_cast<std::uint32_t>(s & 1));
     __syncthreads();
   }
 
   // ---- the loss of the block's 16 rows (warps 0-7 call it: rows w and w + 8, a half-warp each, a
-  // class a lane), the warp's piece of the gradient rows to every block (lane k < 7: to one block).
+  // class a lane), the warp's two rows into every block: 16-byte stores, lane i the 16 bytes i % 6 of the
+  // rows' 96 to the (i / 6)-th other block, the records (the last 16 bytes of a row) to block 0 alone.
   __device__ void loss(std::int64_t s) const {
     Message* mine = message(s, rank);
     {
@@ -337,49 +353,57 @@ struct Regression {
       const int label = labels(s)[row];
       const fused::RowLoss r =
           fused::warp_row_loss<kRegressionMaxClasses>(z, classes, label, mse, a.smoothing, grad_scale);
-      Piece& piece = mine->pieces[warp];
-      piece.dl[lane / kRegressionMaxClasses][cls] = __float2bfloat16_rn(valid && cls < classes ? r.grad[0] : 0.0f);
-      if (cls == 0) {
-        piece.rows[lane / kRegressionMaxClasses] =
-            RowRecord{valid ? r.loss : 0.0, valid && r.best_index == label ? 1 : 0, 0};
-      }
-      ptx::fence_proxy_async();
+      RowMessage& out = mine->rows[row];
+      out.dl[cls] = __float2bfloat16_rn(valid && cls < classes ? r.grad[0] : 0.0f);
+      if (cls == 0) out.record = RowRecord{valid ? r.loss : 0.0, valid && r.best_index == label ? 1 : 0, 0};
     }
     __syncwarp();
-    if (lane < kCtas - 1) {
-      const int to = lane >= rank ? lane + 1 : lane;
-      const std::uint32_t from = ptx::shared_address(&mine->pieces[warp]);
-      ptx::bulk_copy_to_block(ptx::in_block(from, to), from, sizeof(Piece), ptx::in_block(gradients_bar(), to));
+    constexpr int kChunks = sizeof(RowMessage) / 16;  // a row's 16-byte pieces
+    for (int i = lane; i < (kCtas - 1) * 2 * kChunks; i += kWarpSize) {
+      const int other = i / (2 * kChunks), to = other >= rank ? other + 1 : other, chunk = i % (2 * kChunks);
+      if (to != 0 && chunk % kChunks == kChunks - 1) continue;  // the record: block 0 alone adds the metrics
+      const uint4* piece = reinterpret_cast<const uint4*>(&mine->rows[warp + (kOwned / 2) * (chunk / kChunks)]) +
+                           chunk % kChunks;
+      ptx::store_to_block(ptx::in_block(ptx::shared_address(piece), to), *piece, ptx::in_block(gradients_bar(), to));
     }
   }
 
-  // ---- the weight gradient of the warp's jobs (8 pixels each) over the step's 128 rows, applied at once.
+  // ---- the weight gradient of the warp's k-tile (16 classes x 16 pixels over the step's 128 rows:
+  // classes x rows of dl times rows x pixels of X, even and odd k-steps for each 8 pixels: four chains
+  // of 4 mma's), applied at once. Each warp reads dl whole: the fewer warps, the less shared-memory
+  // traffic (the update was bound by it with a warp for every 8 pixels).
   __device__ void update(std::int64_t s, const BlockScalars& scalars) {
+    if (warp >= tiles) return;
     const Message* rows = message(s, 0);
     const bf16* xs = x(s);
+    float acc[2][4] = {}, odd[2][4] = {};
+#pragma unroll
+    for (int ks = 0; ks < kRows / 16; ++ks) {
+      // A(class, row) = dl[row][class], transposed by ldmatrix; B(row, pixel) = X[row][pixel].
+      const int a_row = (lane & 7) + (lane >> 4) * 8;
+      std::uint32_t fa[4], fb[4];
+      ptx::ldmatrix_x4_trans(fa, ptx::shared_address(rows[ks].rows[a_row].dl + ((lane >> 3) & 1) * 8));
+      const int b_row = 16 * ks + (lane & 7) + ((lane >> 3) & 1) * 8;
+      ptx::ldmatrix_x4_trans(fb, ptx::shared_address(xs + b_row * kLd + 16 * warp + (lane >> 4) * 8));
+      ptx::mma_bf16(ks % 2 == 0 ? acc[0] : odd[0], fa, {fb[0], fb[1]});
+      ptx::mma_bf16(ks % 2 == 0 ? acc[1] : odd[1], fa, {fb[2], fb[3]});
+    }
 #pragma unroll
     for (int which = 0; which < 2; ++which) {
-      if (job(which) >= 2 * tiles) continue;
-      float acc[4] = {}, odd[4] = {};  // even and odd k-steps: two chains of 4 mma's
-#pragma unroll
-      for (int ks = 0; ks < kRows / 16; ++ks) {
-        // A(class, row) = dl[row][class], transposed by ldmatrix; B(row, pixel) = X[row][pixel].
-        const int a_row = 16 * ks + (lane & 7) + (lane >> 4) * 8;
-        std::uint32_t fa[4], fb[2];
-        ptx::ldmatrix_x4_trans(fa, ptx::shared_address(dl_row(rows[a_row / kOwned], a_row % kOwned) + ((lane >> 3) & 1) * 8));
-        const int b_row = 16 * ks + (lane & 7) + ((lane >> 3) & 1) * 8;
-        ptx::ldmatrix_x2_trans(fb, ptx::shared_address(xs + b_row * kLd + 8 * job(which)));
-        ptx::mma_bf16(ks % 2 == 0 ? acc : odd, fa, fb);
-      }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        if (!param_valid(which, j)) continue;
-        const float grad = acc[j] + odd[j];
+        // Computed for every element and kept where valid (a select, not a branch a parameter).
+        const float grad = acc[which][j] + odd[which][j];
+        float p_new = p[which][j], m_new = m[which][j], v_new = v[which][j];
         if constexpr (kAdam) {
-          adam_update_fast(a.optimizer, scalars, p[which][j], grad, m[which][j], v[which][j]);
+          adam_update_fast(a.optimizer, scalars, p_new, grad, m_new, v_new);
         } else {
-          sgd_update_value(a.optimizer, scalars, p[which][j], grad, m[which][j], a.optimizer.state1 != nullptr);
+          sgd_update_value(a.optimizer, scalars, p_new, grad, m_new, a.optimizer.state1 != nullptr);
         }
+        const bool valid = (valid_params >> (4 * which + j)) & 1;
+        p[which][j] = valid ? p_new : p[which][j];
+        m[which][j] = valid ? m_new : m[which][j];
+        if constexpr (kAdam) v[which][j] = valid ? v_new : v[which][j];
       }
 #pragma unroll
       for (int j = 0; j < 4; j += 2) {
@@ -395,7 +419,7 @@ struct Regression {
     if (rank != 0 || warp != kWarps - 1) return;
     double loss = 0.0, hits = 0.0;
     for (int r = lane; r < kRows; r += 32) {
-      const RowRecord& record = row_record(*message(s, r / kOwned), r % kOwned);
+      const RowRecord& record = message(s, r / kOwned)->rows[r % kOwned].record;
       loss += record.loss;
       hits += record.hit;
     }
@@ -417,12 +441,14 @@ struct Regression {
     for (int i = static_cast<int>(threadIdx.x); i < Layout::kBytes / 16; i += kThreads) {
       reinterpret_cast<uint4*>(smem)[i] = make_uint4(0, 0, 0, 0);
     }
-    __syncthreads();
+    ptx::fence_proxy_async();  // the zeros before the bulk copies that overwrite them
     if (threadIdx.x == 0) {
       ptx::mbarrier_init(partials_bar());
       ptx::mbarrier_init(gradients_bar());
+      for (int b = 0; b < kBuffers; ++b) ptx::mbarrier_init(batch_bar(b));
       ptx::fence_mbarrier_init();
     }
+    __syncthreads();
     set_bias_column();
     load_parameters();
     // Warps 8-15 gather: lane l < 16 of warp 8 + w holds row 16w + l's sample of the step gathered
@@ -477,7 +503,7 @@ struct Regression {
         scalars.inv_scale = 1.0f;
         scalars.first_update = state.opt_steps == 0;
       }
-      receive(gradients_bar(), (kCtas - 1) * sizeof(Message), s);
+      receive(gradients_bar(), (kCtas - 1) * (rank == 0 ? sizeof(Message) : kOwned * sizeof(RowMessage::dl)), s);
       stamp();
       update(s, scalars);
       advance_step_state(state, false, false, nullptr);
@@ -486,7 +512,7 @@ struct Regression {
     }
     if (a.steps > 0) add_metrics(a.steps - 1);
     cp_async_wait_all();
-    cluster.sync();  // every copy into this block has landed, and every copy out of it
+    cluster.sync();  // no block leaves while another may still read its shared memory
     store_parameters();
     if (rank == 0 && threadIdx.x == 0) {
       state.found_inf = 0;
