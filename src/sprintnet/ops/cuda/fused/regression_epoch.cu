@@ -60,7 +60,7 @@ constexpr int kBuffers = 3;  // batch buffers: step s reads s % 3 while s + 1's 
 
 // What a row's owner sends: the gradient of each of its 16 rows' logits to every block, and their loss
 // and hit to block 0 (the metrics'). 48 bytes a row: the update's ldmatrix reads 8 rows at once, 16 bytes each, and rows 48 bytes
-// apart fall in 8 distinct 4-bank groups (16 or 32 bytes apart would put two rows on the same banks).
+// apart fall in 8 distinct 4-bank groups (32 bytes apart would put two rows on the same banks).
 struct RowRecord {
   double loss;
   int hit;
@@ -438,7 +438,9 @@ struct Regression {
     state = *a.state;
     first_step = state.step;
     stamp();
-    for (int i = static_cast<int>(threadIdx.x); i < Layout::kBytes / 16; i += kThreads) {
+    // Everything but the mbarriers, which their init sets (a zero store racing thread 0's init is a
+    // plain store to a live mbarrier).
+    for (int i = static_cast<int>(threadIdx.x); i < Layout::kBars / 16; i += kThreads) {
       reinterpret_cast<uint4*>(smem)[i] = make_uint4(0, 0, 0, 0);
     }
     ptx::fence_proxy_async();  // the zeros before the bulk copies that overwrite them
@@ -474,9 +476,9 @@ struct Regression {
       const double lr_now = lr;
       lr = step_lr(o, state.step + 1);  // used next step: its load is not waited for here
       forward(s);
-      // While the partials travel: step s + 1's batch landed (this thread's copies, the only ones in
-      // flight: issued last step; the barrier in receive publishes them), a partial batch's rows past
-      // its end cleared.
+      // While the partials travel: step s + 1's labels landed (this thread's cp.async, issued last step;
+      // the barrier in receive publishes them; the rows are waited for on their buffer's mbarrier in
+      // the forward), a partial batch's rows past its end cleared.
       if (gathers) cp_async_wait_all();
       if (s + 1 < a.steps) clear_rows_past_end(s + 1);
       stamp();
