@@ -55,7 +55,7 @@ __device__ __forceinline__ void mbarrier_init(std::uint32_t bar) {
 __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
-// Orders this thread's generic writes to shared memory before bulk copies that read it.
+// Orders this thread's generic writes to shared memory before bulk copies that read or overwrite it.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // `bytes` (a multiple of 16) from this block's `from` to `to` in another block (in_block
 // addresses), completing on that block's mbarrier `bar` (an in_block address too).

@@ -323,9 +323,10 @@ struct Regression {
 
   // Waits for the step's exchange on `bar` (`bytes` from the 7 other blocks), then the block's own
   // boundary. recv_tile's next stores come after the senders got this block's gradient rows, sent after
-  // the loss read these; the messages alternate by parity (block 0 reads a step's records one step
-  // later, before it sends the partials every later message needs). A sender's bytes of step s + 1
-  // come after this phase completed: they need this block's gradient rows of step s.
+  // the loss read these; the messages alternate by parity (block 0 reads step s's records during step
+  // s + 1, before it sends the step s + 2 partials that the next write into the same slot needs). A
+  // sender's bytes of step s + 1 come after this phase completed: the partials' need this block's
+  // gradient rows of step s, the gradient rows' its partials of step s + 1.
   __device__ static void receive(std::uint32_t bar, std::uint32_t bytes, std::int64_t s) {
     if (threadIdx.x == 0) ptx::mbarrier_expect_bytes(bar, bytes);
     ptx::mbarrier_wait_cluster(bar, static_cast<std::uint32_t>(s & 1));

@@ -4,9 +4,9 @@
 // whole epoch in one cluster of 8 blocks. Block r owns a 16-aligned range of the input features:
 // its slice of the weights in shared memory (bf16) and in the registers of the threads that compute
 // their gradients (fp32 master and optimizer state), its columns of every batch gathered in the
-// background two steps ahead. A step is two exchanges of bulk copies on mbarriers and no barrier:
-// each block's partial logits to the owner of each 16 rows, each owner's loss gradient rows to every
-// block. Takes the grid kernel's arguments (fused_epoch.h) and leaves the same state behind (fp32
+// background two steps ahead (a bulk copy a row). A step is two exchanges of st.async stores on
+// mbarriers and no barrier across blocks: each block's partial logits to the owner of each 16 rows,
+// each owner's loss gradient rows to every block. Takes the grid kernel's arguments (fused_epoch.h) and leaves the same state behind (fp32
 // master weights and optimizer state in the flat buffers, the compute copy in copies[step % 2]).
 #include <cuda_runtime_api.h>
 
