@@ -9,15 +9,16 @@
 //   hidden layer  block r owns columns 8r..8r+7: W's rows for its forward, W's
 //                 columns for its share of the input gradient (updated by their
 //                 owners through distributed shared memory, two copies by parity)
-//   output layer  replicated: every block computes the logits, the loss, the
-//                 full gradient of the last hidden layer and the layer's update,
-//                 its master weights and state in shared memory (no exchange)
+//   output layer  replicated: every block computes the logits, the loss and the
+//                 layer's update, its master weights and state in shared memory;
+//                 then its 8 columns of the last hidden layer's gradient (all of
+//                 them, without exchange, where there is one hidden layer)
 //
-// Each block copies the 8 columns it computes of a layer's output (or gradient)
-// into every other block with one bulk copy each, completing on the receiver's
-// mbarrier for that buffer (send / receive); the stages wait for their data, not
-// for each other: 2 cluster barriers a step (the partial sums' through L2, and
-// one before the output stage overwrites its input). Without a hidden layer
+// Each block stores the 8 columns it computes of a layer's output (or gradient)
+// into every other block from registers (st.async, a row at a time), completing
+// on the receiver's mbarrier for that buffer (send / receive); the stages wait
+// for their data, not for each other: 1 cluster barrier a step (the partial
+// sums', through L2). Without a hidden layer
 // (softmax regression) block r adds the partial logits of rows 8r..8r+7, computes
 // their loss and gradient and writes those rows into every block: 2 barriers a
 // step. The first layer's fp32 master weights and optimizer state live in the
@@ -73,7 +74,7 @@ constexpr int kRows = kClusterRows;
 // Two layouts of a matrix M in shared memory, both read by ldmatrix 8 columns (16 bytes) at a time:
 // row-major with rows `ld` apart, M(r, c) at p[r * ld + c]; and by column blocks (the exchanged
 // activations and gradients, X and D), M(r, c) at p[(c / 8) * kColumnBlock + r * 8 + c % 8], so the
-// 8 columns a block owns are 2 contiguous KB, which one bulk copy moves. Where an operand may be
+// 8 columns a block owns are 2 contiguous KB, 16 bytes a row. Where an operand may be
 // either, it comes as (p, ld, cb): M(r, c) at p[r * ld + (c / 8) * cb + c % 8] (row-major: cb = 8;
 // column blocks: ld = 8, cb = kColumnBlock).
 constexpr int kColumnBlock = kClusterRows * kClusterCols;  // 1024 elements
@@ -282,13 +283,25 @@ struct Cluster {
   }
 
   // ---- the exchange of X[l] and D (ids l and kDId): the owner of columns 8r..8r+7 (block r <
-  // pad16(width) / 8) copies its 2 KB column block into every other block, one bulk copy each
-  // (cp.async.bulk, the TMA engine's DSMEM path) completing on the destination's mbarrier for that
-  // buffer; the consumer waits on its own mbarrier (no cluster barrier: bench/lab/cluster_probe.cu
-  // measured generic stores + barrier 2.2-3.4 us, this ~1.2 us). A buffer's next exchange depends on
-  // data every block sent after waiting for its previous one, so an mbarrier never holds two
-  // phases' bytes; for the same reason no copy lands in a buffer its block still reads.
+  // pad16(width) / 8) stores its 2 KB column block into every other block's copy, each warp its 16
+  // rows straight from registers (st.async, 16 bytes a row) counted on the destination's mbarrier
+  // for that buffer; the consumer waits on its own mbarrier, acquiring at cluster scope (no cluster
+  // barrier, no staging, no proxy fence: v9a; v5-v8 sent one bulk copy a destination, after a proxy
+  // fence and a block barrier, from the column block in shared memory, which then could not be
+  // overwritten until every copy had read it).
+  //
+  // A block that owns none of a buffer's columns (a layer narrower than the cluster) sends each
+  // other block a 16-byte token instead, counted on the same mbarrier, once it is done with the
+  // stage. So a block that has received an exchange knows every block has finished the stage that
+  // sent it, and with it every read of the stage before: a buffer is written again (the gradients
+  // alternate between X[last - 1] and D) only after every block has read what it held, and an
+  // mbarrier never holds two phases' bytes. Without the tokens a narrow layer's owners could run a
+  // stage ahead of a block that is not one of them and overwrite its X[last - 1] while it still
+  // reads it for the logits (racecheck's timing found it on 96-64-40-24-16; v5-v8 had a cluster
+  // barrier in the output stage). An arrival on each mbarrier from every warp instead measured
+  // 16.3 against 13.7 ms an epoch on 4x128x128: remote arrivals are slow.
   static constexpr int kDId = kClusterMaxLayers - 1;
+  static constexpr std::uint32_t kTokenBytes = 16;
   std::uint32_t phases = 0;  // the parity each buffer's mbarrier completes next, a bit each
   __device__ bf16* exchanged(int id) const { return id == kDId ? at<bf16>(c.d) : x(id); }
   __device__ std::uint32_t exchange_bar(int id) const { return shared_address(at<std::uint64_t>(c.bars) + id); }
@@ -299,23 +312,41 @@ struct Cluster {
     }
     ptx::fence_mbarrier_init();
   }
-  // The whole block calls it after writing its columns (if `owner`) of buffer `id`.
+  // The whole block calls it once each warp is done with the stage, having written its 16 rows
+  // (16w..16w+15) of this block's columns of buffer `id` if `owner`: lane l reads row 16w + l % 16
+  // back and stores it into half of the other blocks. Otherwise the block's tokens.
   __device__ void send(int id, bool owner) const {
-    ptx::fence_proxy_async();  // this thread's writes, before the copies read them
-    __syncthreads();
-    if (!owner || threadIdx.x >= kClusterCtas - 1) return;
-    const int dst = static_cast<int>(threadIdx.x) >= rank ? static_cast<int>(threadIdx.x) + 1 : static_cast<int>(threadIdx.x);
-    const std::uint32_t piece = shared_address(exchanged(id) + rank * kColumnBlock);
-    ptx::bulk_copy_to_block(ptx::in_block(piece, dst), piece, kColumnBlock * 2, ptx::in_block(exchange_bar(id), dst));
+    const std::uint32_t bar = exchange_bar(id);
+    if (owner) {
+      __syncwarp();  // the warp's rows, written by its lanes, are visible to the lane that sends them
+      const int lane = static_cast<int>(threadIdx.x) & 31;
+      const bf16* row = exchanged(id) + rank * kColumnBlock + (warp * 16 + (lane & 15)) * kCols;
+      const uint4 value = *reinterpret_cast<const uint4*>(row);
+      const std::uint32_t to = shared_address(row);
+#pragma unroll
+      for (int dst = lane >> 4; dst < kClusterCtas; dst += 2) {
+        if (dst != rank) ptx::store_to_block(ptx::in_block(to, dst), value, ptx::in_block(bar, dst));
+      }
+      return;
+    }
+    __syncthreads();  // every warp is done with the stage (owner is the same for the whole block)
+    const int dst = static_cast<int>(threadIdx.x);
+    if (dst < kClusterCtas && dst != rank) {
+      const std::uint32_t token = shared_address(at<uint4>(c.tokens) + rank);
+      ptx::store_to_block(ptx::in_block(token, dst), make_uint4(0, 0, 0, 0), ptx::in_block(bar, dst));
+    }
   }
-  // The whole block waits for every other owner's columns of buffer `id` (`width` columns).
+  // The whole block waits for every other owner's columns of buffer `id` (`width` columns) and the
+  // other blocks' tokens.
   __device__ void receive(int id, int width) {
     const int owners = pad16(width) / kCols;
     if (threadIdx.x == 0) {
-      const std::uint32_t bytes = static_cast<std::uint32_t>(owners - (rank < owners ? 1 : 0)) * kColumnBlock * 2;
+      const bool mine = rank < owners;
+      const std::uint32_t bytes = static_cast<std::uint32_t>(owners - (mine ? 1 : 0)) * kColumnBlock * 2 +
+                                  static_cast<std::uint32_t>(kClusterCtas - owners - (mine ? 0 : 1)) * kTokenBytes;
       ptx::mbarrier_expect_bytes(exchange_bar(id), bytes);
     }
-    ptx::mbarrier_wait(exchange_bar(id), (phases >> id) & 1u);
+    ptx::mbarrier_wait_cluster(exchange_bar(id), (phases >> id) & 1u);
     phases ^= 1u << id;
     // And the block's own stage boundary (what the cluster barrier gave before): the previous stage's
     // readers of a buffer are done before this stage's writers overwrite it.
@@ -645,18 +676,18 @@ struct Cluster {
     send(l, mine);
   }
 
-  // ---- the output layer, in every block: logits, loss, dlogits, the layer's update; then the full
-  // gradient of the last hidden layer, in place of its output.
+  // ---- the output layer, in every block: logits, loss, dlogits, the layer's update; then the
+  // block's columns of the last hidden layer's gradient, into every block's D (one hidden layer: all
+  // of it, in place of its output).
   __device__ void output_layer() {
     const int last = count() - 1;
     const FusedLayer& out = layer(last);
     const int classes = out.out, k_steps = pad16(out.in) / 16, tiles = c.classes_pad / 8;
     receive(last - 1, width(last - 1));
-    // This stage overwrites X[last - 1] with its gradient: its own column block too, which other
-    // blocks' copies may still be reading. A split cluster barrier, arrived at here (every block
-    // holds the whole layer) and waited for before the overwrite, covers that and overlaps the
-    // logits, the loss and the update.
-    asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+    // No block writes into X[last - 1] before this block's part of the next exchange (send): the
+    // gradient of the layer below lands there (v5-v8's bulk copies read this block's own column
+    // block from here, and a split cluster barrier kept it until they had). With one hidden layer
+    // this stage overwrites it with its gradient itself.
     bf16* xl = x(last - 1);
     const bf16* wo = at<bf16>(c.wo) + parity * c.classes_pad * c.ld_wo;
     const float* bo = at<float>(c.bo) + parity * c.classes_pad;
@@ -766,17 +797,40 @@ struct Cluster {
     update_output_layer();
     __syncthreads();  // every read of X[last - 1] is done: the gradient below overwrites it
     stamp();  // profile: a sub-stage
-    // dZ = (dlogits · W) ⊙ f'(X), all of it, over X.
     const int n_tiles = pad16(out.in) / 8, c_steps = c.classes_pad / 16;
+    if (last >= 2) {
+      // dZ = (dlogits · W) ⊙ f'(X), this block's 8 columns, into every block's D (v9b: every block
+      // computed all of it before, 16 column tiles a warp, 3.1 us a step on 4x128x128).
+      const bool mine = owns(pad16(out.in));
+      if (mine) {
+        float acc[1][4] = {};
+        row_tiles_product<1, true>(acc, dl + warp * 16 * c.ld_dl, c.ld_dl, 8, wo + rank * kCols, c.ld_wo, c_steps, 1);
+        bf16* d = exchanged(kDId);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = warp * 16 + g + 8 * h, col = rank * kCols + 2 * t;
+          const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(element(xl, row, col));
+          const bool valid = row < rows;
+          const float d0 = valid && col < out.in ? acc[0][2 * h] * slope_from_output<kAct>(__low2float(y)) : 0.0f;
+          const float d1 =
+              valid && col + 1 < out.in ? acc[0][2 * h + 1] * slope_from_output<kAct>(__high2float(y)) : 0.0f;
+          store_pair(element(d, row, col), d0, d1);
+        }
+      }
+      send(kDId, mine);
+      stamp();  // profile: a sub-stage
+      return;
+    }
+    // One hidden layer: dZ = (dlogits · W) ⊙ f'(X), all of it, over X (the first layer's backward
+    // reads every column).
     // In two halves of 8 column tiles (16 tiles' accumulators beside the first layer's state would
-    // spill); the first half's product overlaps the cluster barrier's wait.
+    // spill).
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       if (half * 8 >= n_tiles) break;
       float acc[8][4] = {};
       row_tiles_product<8, true>(acc, dl + warp * 16 * c.ld_dl, c.ld_dl, 8, wo + half * 64, c.ld_wo, c_steps,
                                  n_tiles - half * 8);
-      if (half == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
         if (half * 8 + nt >= n_tiles) continue;
@@ -1192,12 +1246,12 @@ struct Cluster {
         hidden_forward(l);
         stamp();
       }
-      output_layer();  // leaves the last hidden layer's gradient in X[last - 1]
+      output_layer();  // sends the last hidden layer's gradient into D (one hidden layer: in X[0])
       stamp();
-      // The gradients alternate between X[last - 1] and D going down.
-      int here = last - 1, other = kDId;
+      // The gradients alternate between D and X[last - 1] going down.
+      int here = last >= 2 ? kDId : last - 1, other = last - 1;
       for (int l = last - 1; l >= 1; --l) {
-        if (l < last - 1) receive(here, width(l));  // the previous stage's exchange
+        receive(here, width(l));  // the previous stage's exchange
         hidden_backward(l, here, other);
         stamp();
         const int swap = here;

@@ -19,7 +19,7 @@
 //            every block; without a hidden layer the first layer is the output layer and its
 //            biases are replicated instead
 //   dl       the logits' gradient
-//   and the exchange's mbarriers (one for each X[l] and D), the step's labels, the next step's
+//   and the exchange's mbarriers (one for each X[l] and D) and tokens, the step's labels, the next step's
 //   sample indices, each row's loss and hit
 //
 // Outside shared memory: P, the fp32 partial products of the first layer over each block's 64
@@ -53,7 +53,7 @@ struct ClusterLayout {
   int slices = 0;                     // blocks whose input slice is not empty
   std::int64_t x[kClusterMaxLayers] = {}, d = 0, x0 = 0, w0 = 0, b0 = 0;
   std::int64_t wr[kClusterMaxLayers] = {}, br[kClusterMaxLayers] = {}, wc[kClusterMaxLayers] = {};
-  std::int64_t wo = 0, bo = 0, out_state = 0, dl = 0, bars = 0, labels = 0, next_samples = 0, row_loss = 0, row_hit = 0;
+  std::int64_t wo = 0, bo = 0, out_state = 0, dl = 0, bars = 0, tokens = 0, labels = 0, next_samples = 0, row_loss = 0, row_hit = 0;
   std::int64_t bytes = 0;           // shared memory a block needs
   std::int64_t partials_bytes = 0;  // global memory for P
 };
@@ -106,6 +106,7 @@ inline ClusterLayout cluster_layout(int inputs, const int* hidden, int count, in
   c.ld_dl = c.classes_pad + 8;
   c.dl = take(std::int64_t{kClusterRows} * c.ld_dl * 2);
   c.bars = take(kClusterMaxLayers * 8);
+  c.tokens = take(kClusterCtas * 16);  // the exchange's tokens from blocks that own no columns (never read)
   c.labels = take(kClusterRows * 4);
   c.next_samples = take(kClusterRows * 4);  // the next step's rows of the permutation, prefetched
   c.row_loss = take(kClusterRows * 8);
