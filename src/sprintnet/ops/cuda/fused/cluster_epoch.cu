@@ -302,12 +302,13 @@ struct Cluster {
   // 16.3 against 13.7 ms an epoch on 4x128x128: remote arrivals are slow.
   static constexpr int kDId = kClusterMaxLayers - 1;
   static constexpr std::uint32_t kTokenBytes = 16;
+  static constexpr int kPartialsId = kClusterMaxLayers;  // the first layer's partials' mbarrier (v9d)
   std::uint32_t phases = 0;  // the parity each buffer's mbarrier completes next, a bit each
   __device__ bf16* exchanged(int id) const { return id == kDId ? at<bf16>(c.d) : x(id); }
   __device__ std::uint32_t exchange_bar(int id) const { return shared_address(at<std::uint64_t>(c.bars) + id); }
   __device__ void init_exchange() const {
     if (threadIdx.x != 0) return;
-    for (int id = 0; id <= kDId; ++id) {
+    for (int id = 0; id <= kPartialsId; ++id) {
       ptx::mbarrier_init(exchange_bar(id));
     }
     ptx::fence_mbarrier_init();
@@ -591,9 +592,46 @@ struct Cluster {
   // after the barrier through L2, bypassing L1).
   __device__ float* partial(int block) const { return partials + static_cast<std::int64_t>(block) * kRows * c.ld_part; }
 
-  // ---- forward, first layer: this block's features' share of every column (fp32, in P).
+  // ---- v9d (c.partials_shared): the step starts when every block has finished the last one (a
+  // split cluster barrier: arrived at when a step ends, waited for before the first partial is
+  // sent), and then the owners' X[1..] and D are free for the first layer's partials: slot s of the
+  // owner holds block s's partial of its 8 columns. Without it the partials go through L2 and a
+  // whole cluster barrier follows them.
+  __device__ static void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+  __device__ static void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+  static constexpr int kSlotFloats = kRows * kCols;  // [128][8] fp32
+  std::uint32_t partials_phase = 0;
+  __device__ float* slot(int s) const { return at<float>(c.x[1]) + s * kSlotFloats; }
+  // The partials of column tiles half * 8 + nt (owner half * 8 + nt) into their owners' slot `rank`:
+  // lanes t and t ^ 1 swap halves of their fragments so each holds 4 columns of one row (16 bytes).
+  __device__ void send_partials(const float (&acc)[8][4], int half, int tiles) const {
+    const bool odd = (t & 1) != 0;
+    const int row = warp * 16 + g + (odd ? 8 : 0), col = (t & 2) * 2;
+    float* mine = slot(rank) + row * kCols + col;
+    const std::uint32_t to = shared_address(mine), bar = exchange_bar(kPartialsId);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const int owner = half * 8 + nt;
+      if (owner >= tiles) break;
+      const float got0 = __shfl_xor_sync(kFullWarpMask, odd ? acc[nt][0] : acc[nt][2], 1);
+      const float got1 = __shfl_xor_sync(kFullWarpMask, odd ? acc[nt][1] : acc[nt][3], 1);
+      const float4 v = odd ? make_float4(got0, got1, acc[nt][2], acc[nt][3]) : make_float4(acc[nt][0], acc[nt][1], got0, got1);
+      if (owner == rank) {
+        *reinterpret_cast<float4*>(mine) = v;
+      } else {
+        const uint4 bits = make_uint4(__float_as_uint(v.x), __float_as_uint(v.y), __float_as_uint(v.z), __float_as_uint(v.w));
+        ptx::store_to_block(ptx::in_block(to, owner), bits, ptx::in_block(bar, owner));
+      }
+    }
+  }
+
+  // ---- forward, first layer: this block's features' share of every column (fp32), to the owners.
   __device__ void first_partial() {
-    if (rank >= c.slices) return;
+    const bool shared = c.partials_shared;
+    if (rank >= c.slices) {
+      if (shared) cluster_wait();
+      return;
+    }
     const int tiles = pad16(width(0)) / 8;
     float* part = partial(rank);
     const int row = warp * 16 + g;
@@ -605,6 +643,11 @@ struct Cluster {
       float acc[8][4] = {};
       row_tiles_product<8, false>(acc, at<bf16>(c.x0) + warp * 16 * c.ld_x0, c.ld_x0, 8,
                                   at<bf16>(c.w0) + half * 64 * c.ld_w0, c.ld_w0, kClusterSlice / 16, tiles - half * 8);
+      if (shared) {
+        if (half == 0) cluster_wait();  // the first product overlaps the slowest block's last step
+        send_partials(acc, half, tiles);
+        continue;
+      }
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
         if (half * 8 + nt < tiles) {
@@ -624,9 +667,24 @@ struct Cluster {
     if (mine) {
       const int row = static_cast<int>(threadIdx.x) >> 1, col = rank * kCols + (static_cast<int>(threadIdx.x) & 1) * 4;
       float4 v[kClusterCtas];
+      if (c.partials_shared) {
+        const std::uint32_t bar = exchange_bar(kPartialsId);
+        if (threadIdx.x == 0) {
+          const int remote = c.slices - (rank < c.slices ? 1 : 0);
+          ptx::mbarrier_expect_bytes(bar, static_cast<std::uint32_t>(remote * kSlotFloats * 4));
+        }
+        ptx::mbarrier_wait_cluster(bar, partials_phase);
+        partials_phase ^= 1u;
+        __syncthreads();  // the block's own slot, stored by its own threads
 #pragma unroll
-      for (int s = 0; s < kClusterCtas; ++s) {
-        if (s < c.slices) v[s] = __ldcg(reinterpret_cast<const float4*>(partial(s) + row * c.ld_part + col));
+        for (int s = 0; s < kClusterCtas; ++s) {
+          if (s < c.slices) v[s] = *reinterpret_cast<const float4*>(slot(s) + row * kCols + (col - rank * kCols));
+        }
+      } else {
+#pragma unroll
+        for (int s = 0; s < kClusterCtas; ++s) {
+          if (s < c.slices) v[s] = __ldcg(reinterpret_cast<const float4*>(partial(s) + row * c.ld_part + col));
+        }
       }
       float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -1217,7 +1275,13 @@ struct Cluster {
       fetch(staged, 0, false);
       stage(staged, 0);
     }
-    cluster.sync();  // every block's memory is ready for the others' writes
+    // Every block's memory is ready for the others' writes (v9d: once the first step's wait passes).
+    if (c.partials_shared) {
+      __syncthreads();  // the weights and the first batch, read by every warp before that wait
+      cluster_arrive();
+    } else {
+      cluster.sync();
+    }
     stamp();
     const int last = count() - 1;
     for (std::int64_t s = 0; s < a.steps; ++s) {
@@ -1226,8 +1290,8 @@ struct Cluster {
       scalars = step_scalars(a.optimizer, state.step, state.opt_steps, 1.0f, false);
       prefetch_samples(s + 1);
       first_partial();
-      wait_samples();  // landed meanwhile; the barrier publishes them to the block
-      cluster.sync();
+      wait_samples();  // landed meanwhile; a block barrier publishes them to the block before fetch reads them
+      if (!c.partials_shared) cluster.sync();
       stamp();
       if (last == 0) {  // softmax regression: 2 barriers a step
         regression_loss();
@@ -1262,8 +1326,14 @@ struct Cluster {
       first_backward(first, exchanged(here), kCols, kColumnBlock, s);
       stamp();
       advance_step_state(state, false, false, nullptr);
+      if (c.partials_shared) cluster_arrive();  // this block is done with the step
     }
-    cluster.sync();  // no block leaves while others may still write into it
+    // No block leaves while others may still write into it.
+    if (c.partials_shared) {
+      cluster_wait();
+    } else {
+      cluster.sync();
+    }
     store_weights(static_cast<bf16*>(a.copies[state.step & 1]), static_cast<int>(a.steps & 1));
     store_first_state(first);
     if (rank == 0 && threadIdx.x == 0) {

@@ -22,10 +22,13 @@
 //   and the exchange's mbarriers (one for each X[l] and D) and tokens, the step's labels, the next step's
 //   sample indices, each row's loss and hit
 //
-// Outside shared memory: P, the fp32 partial products of the first layer over each block's 64
-// input features ([16][128][ld_part], `partials_bytes` in global memory): the owners of the
-// columns read them through L2, which measured faster than pulling them over DSMEM
-// (bench/lab/cluster_probe.cu).
+// The fp32 partial products of the first layer over each block's 64 input features go to the
+// owners of their columns. With two or more hidden layers whose activation buffers X[1..] and D
+// (free when a step starts) hold 16 x 4 KB, each block stores its partials straight into the
+// owners' shared memory there (`partials_shared`: slot s, block s's partial of the owner's 8
+// columns, [128][8] fp32, at x[1] + 4 KB s; v9d). Otherwise they go through P in global memory
+// ([16][128][ld_part], `partials_bytes`), read by the owners through L2, which measured faster than
+// pulling them over DSMEM (bench/lab/cluster_probe.cu).
 #include <algorithm>
 #include <cstdint>
 
@@ -51,6 +54,7 @@ struct ClusterLayout {
   int ld_dl = 0;                      // dl [128][ld_dl]
   int out_state_stride = 0;           // So: 3 arrays of classes x hidden weights, then classes_pad biases
   int slices = 0;                     // blocks whose input slice is not empty
+  bool partials_shared = false;       // the first layer's partials in the owners' X[1..] and D
   std::int64_t x[kClusterMaxLayers] = {}, d = 0, x0 = 0, w0 = 0, b0 = 0;
   std::int64_t wr[kClusterMaxLayers] = {}, br[kClusterMaxLayers] = {}, wc[kClusterMaxLayers] = {};
   std::int64_t wo = 0, bo = 0, out_state = 0, dl = 0, bars = 0, tokens = 0, labels = 0, next_samples = 0, row_loss = 0, row_hit = 0;
@@ -105,13 +109,14 @@ inline ClusterLayout cluster_layout(int inputs, const int* hidden, int count, in
   }
   c.ld_dl = c.classes_pad + 8;
   c.dl = take(std::int64_t{kClusterRows} * c.ld_dl * 2);
-  c.bars = take(kClusterMaxLayers * 8);
+  c.bars = take((kClusterMaxLayers + 1) * 8);  // one an exchanged buffer, then the partials'
   c.tokens = take(kClusterCtas * 16);  // the exchange's tokens from blocks that own no columns (never read)
   c.labels = take(kClusterRows * 4);
   c.next_samples = take(kClusterRows * 4);  // the next step's rows of the permutation, prefetched
   c.row_loss = take(kClusterRows * 8);
   c.row_hit = take(kClusterRows * 4);
   c.slices = (inputs + kClusterSlice - 1) / kClusterSlice;
+  c.partials_shared = count >= 2 && count * x_bytes >= std::int64_t{kClusterCtas} * kClusterRows * kClusterCols * 4;
   c.bytes = at;
   return c;
 }
