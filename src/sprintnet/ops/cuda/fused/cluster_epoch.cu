@@ -1,11 +1,10 @@
-// The fused engine's cluster kernel (docs/FUSED.md, v4 and v5): a whole training
+// The fused engine's cluster kernel (docs/FUSED.md, v4, v5 and v9): a whole training
 // epoch of a small MLP (hidden widths <= 128, batch <= 128) in ONE cluster of 16
 // blocks. The weights stay in the blocks' shared memory for the whole epoch:
 //
 //   first layer   block r owns 64 input features: it gathers them from the uint8
 //                 data set and keeps W[:, its features]; its partial product
-//                 (128 x H0, fp32, stored to L2) is summed over the blocks by each
-//                 column's owner
+//                 (128 x H0, fp32) is summed over the blocks by each column's owner
 //   hidden layer  block r owns columns 8r..8r+7: W's rows for its forward, W's
 //                 columns for its share of the input gradient (updated by their
 //                 owners through distributed shared memory, two copies by parity)
@@ -17,8 +16,10 @@
 // Each block stores the 8 columns it computes of a layer's output (or gradient)
 // into every other block from registers (st.async, a row at a time), completing
 // on the receiver's mbarrier for that buffer (send / receive); the stages wait
-// for their data, not for each other: 1 cluster barrier a step (the partial
-// sums', through L2). Without a hidden layer
+// for their data, not for each other. The first layer's partial sums go to
+// their owners' shared memory the same way, after a split cluster barrier that
+// ends each step (with one hidden layer: through L2, a cluster barrier after
+// them). Without a hidden layer
 // (softmax regression) block r adds the partial logits of rows 8r..8r+7, computes
 // their loss and gradient and writes those rows into every block: 2 barriers a
 // step. The first layer's fp32 master weights and optimizer state live in the

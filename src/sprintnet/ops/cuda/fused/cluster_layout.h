@@ -6,7 +6,7 @@
 //
 // Every block holds, in bf16 unless said otherwise:
 //   X[l]     every hidden layer's output, all 128 rows x all columns (each block computes its
-//            8 columns and copies them into every block): the next layer's operand, stored by
+//            8 columns and stores them into every block): the next layer's operand, stored by
 //            blocks of 8 columns ([pad16(width) / 8][128][8], no padding), so a block's columns
 //            are 2 contiguous KB
 //   D        the backward's exchange buffer, alternating with X[L-2] (3+ layers), the same layout
