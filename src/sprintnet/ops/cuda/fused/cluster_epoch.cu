@@ -598,8 +598,6 @@ struct Cluster {
   // sent), and then the owners' X[1..] and D are free for the first layer's partials: slot s of the
   // owner holds block s's partial of its 8 columns. Without it the partials go through L2 and a
   // whole cluster barrier follows them.
-  __device__ static void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
-  __device__ static void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
   static constexpr int kSlotFloats = kRows * kCols;  // [128][8] fp32
   std::uint32_t partials_phase = 0;
   __device__ float* slot(int s) const { return at<float>(c.x[1]) + s * kSlotFloats; }
@@ -630,7 +628,7 @@ struct Cluster {
   __device__ void first_partial() {
     const bool shared = c.partials_shared;
     if (rank >= c.slices) {
-      if (shared) cluster_wait();
+      if (shared) ptx::cluster_wait();
       return;
     }
     const int tiles = pad16(width(0)) / 8;
@@ -645,7 +643,7 @@ struct Cluster {
       row_tiles_product<8, false>(acc, at<bf16>(c.x0) + warp * 16 * c.ld_x0, c.ld_x0, 8,
                                   at<bf16>(c.w0) + half * 64 * c.ld_w0, c.ld_w0, kClusterSlice / 16, tiles - half * 8);
       if (shared) {
-        if (half == 0) cluster_wait();  // the first product overlaps the slowest block's last step
+        if (half == 0) ptx::cluster_wait();  // the first product overlaps the slowest block's last step
         send_partials(acc, half, tiles);
         continue;
       }
@@ -1279,7 +1277,7 @@ struct Cluster {
     // Every block's memory is ready for the others' writes (v9d: once the first step's wait passes).
     if (c.partials_shared) {
       __syncthreads();  // the weights and the first batch, read by every warp before that wait
-      cluster_arrive();
+      ptx::cluster_arrive();
     } else {
       cluster.sync();
     }
@@ -1327,11 +1325,11 @@ struct Cluster {
       first_backward(first, exchanged(here), kCols, kColumnBlock, s);
       stamp();
       advance_step_state(state, false, false, nullptr);
-      if (c.partials_shared) cluster_arrive();  // this block is done with the step
+      if (c.partials_shared) ptx::cluster_arrive();  // this block is done with the step
     }
     // No block leaves while others may still write into it.
     if (c.partials_shared) {
-      cluster_wait();
+      ptx::cluster_wait();
     } else {
       cluster.sync();
     }

@@ -51,6 +51,11 @@ __device__ __forceinline__ std::uint32_t in_block(std::uint32_t address, int ran
 __device__ __forceinline__ void mbarrier_init(std::uint32_t bar) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
 }
+// The cluster barrier in its two halves: arrive releases what this thread did before it; wait
+// returns once every thread of the cluster has arrived and acquires what they released. `.aligned`:
+// every thread of the warp executes them together.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 // Makes the initialised mbarriers visible to the cluster (published by the next cluster barrier).
 __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");

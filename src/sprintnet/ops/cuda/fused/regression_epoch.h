@@ -6,8 +6,9 @@
 // their gradients (fp32 master and optimizer state), its columns of every batch gathered in the
 // background two steps ahead (a bulk copy a row). A step is two exchanges of st.async stores on
 // mbarriers and no barrier across blocks: each block's partial logits to the owner of each 16 rows,
-// each owner's loss gradient rows to every block. Takes the grid kernel's arguments (fused_epoch.h) and leaves the same state behind (fp32
-// master weights and optimizer state in the flat buffers, the compute copy in copies[step % 2]).
+// each owner's loss gradient rows to every block. Takes the grid kernel's arguments (fused_epoch.h)
+// and leaves the same state behind (fp32 master weights and optimizer state in the flat buffers, the
+// compute copy in copies[step % 2]).
 #include <cuda_runtime_api.h>
 
 #include "sprintnet/ops/cuda/fused/fused_epoch.h"

@@ -201,8 +201,8 @@ __device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
   return *reinterpret_cast<const std::uint32_t*>(&v);
 }
 __device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  ptx::cluster_arrive();
+  ptx::cluster_wait();
 }
 
 // A slice tile holds 128 x 16 as 128 rows of 32 B; row b's two 16-B halves are swapped when bit 2
