@@ -37,6 +37,7 @@
 #include "sprintnet/ops/cuda/activation_math.cuh"
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
+#include "sprintnet/ops/cuda/fused/update_form.cuh"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
 #include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
@@ -221,12 +222,14 @@ struct Staged {
   int label;
 };
 
-// kAdam: Adam or AdamW (two state buffers); otherwise SGD, whose instantiation keeps no second
-// state in registers (the first layer's update prefetches 32 parameters a thread). kAct: the
+// kUpdate: the optimizer's form (update_form.cuh); Adam and AdamW keep two state buffers, SGD's
+// instantiations no second state in registers (the first layer's update prefetches 32 parameters
+// a thread). kAct: the
 // hidden layers' activation. kLogitTiles: 8-class tiles of the logits a warp's rows hold (2 for up
 // to 16 classes, else 8: the loss's loops run over that many, not over the 64-class maximum).
-template <bool kAdam, ActivationKind kAct, int kLogitTiles>
+template <UpdateForm kUpdate, ActivationKind kAct, int kLogitTiles>
 struct Cluster {
+  static constexpr bool kAdam = kUpdate == UpdateForm::kAdam;
   const FusedEpochArgs& a;
   const ClusterLayout& c;
   float* partials;
@@ -239,6 +242,7 @@ struct Cluster {
   std::int64_t rows;
   int parity;
   std::int64_t first_step = 0;
+  bool profiling = false;  // the thread that stamps (block 0's first, when the lab asks)
   int stamps = 0;
   // Block 0's last warp: the epoch's metric sums, written to a.metrics when it ends.
   double loss_total = 0.0;
@@ -246,11 +250,12 @@ struct Cluster {
 
   // The kernel lab's per-stage profile (SPRINTNET_FUSED_PROFILE): block 0 stamps the time at the
   // start, after the first batch, then at the end of every stage of every step.
+  // The test is one register's (it was 2.4 % of the kernel's instructions, ncu).
   __device__ void stamp() {
-    if (a.stage_clock != nullptr && rank == 0 && threadIdx.x == 0 && stamps < a.stage_clock_capacity) {
-      a.stage_clock[stamps] = global_nanoseconds();
+    if (profiling) {
+      if (stamps < a.stage_clock_capacity) a.stage_clock[stamps] = global_nanoseconds();
+      ++stamps;
     }
-    ++stamps;
   }
 
   __device__ Cluster(const FusedEpochArgs& args, const ClusterLayout& layout, float* partial_sums, unsigned char* shared)
@@ -259,6 +264,7 @@ struct Cluster {
     warp = static_cast<int>(threadIdx.x) / 32;
     g = (static_cast<int>(threadIdx.x) & 31) >> 2;
     t = static_cast<int>(threadIdx.x) & 3;
+    profiling = a.stage_clock != nullptr && rank == 0 && threadIdx.x == 0;
   }
 
   template <typename T>
@@ -452,9 +458,10 @@ struct Cluster {
       }
       return;
     }
-    for (int i = static_cast<int>(threadIdx.x); i < out.out * out.in; i += kThreads) {
-      const int cls = i / out.in, k = i % out.in;
-      at<bf16>(c.wo)[cls * c.ld_wo + k] = w[out.weight_offset + cls * out.in_pad + k];
+    // Both parities, padding zeroed (share_output_columns copies whole 8-column blocks).
+    for (int i = static_cast<int>(threadIdx.x); i < 2 * c.classes_pad * c.ld_wo; i += kThreads) {
+      const int cls = i / c.ld_wo % c.classes_pad, k = i % c.ld_wo;
+      at<bf16>(c.wo)[i] = cls < out.out && k < out.in ? w[out.weight_offset + cls * out.in_pad + k] : __float2bfloat16_rn(0.0f);
     }
     for (int cls = static_cast<int>(threadIdx.x); cls < out.out; cls += kThreads) {
       at<float>(c.bo)[cls] = out.bias ? __bfloat162float(w[out.weight_offset + cls * out.in_pad + out.in]) : 0.0f;
@@ -515,8 +522,17 @@ struct Cluster {
         if (o < L.out) w[L.weight_offset + o * L.in_pad + L.in] = __float2bfloat16_rn(at<float>(c.br[l])[threadIdx.x]);
       }
     }
-    if (rank != 0) return;
     const FusedLayer& out = layer(count() - 1);
+    // So back to the flat buffers: each weight from the block that steps it, the biases from block 0.
+    const FlatOptimizerArgs& o = a.optimizer;
+    for_each_output_parameter([&](std::int64_t index, int k) {
+      const int i = k < out.out * out.in ? k % out.in : -1;
+      if (i >= 0 ? i / kCols != rank : rank != 0) return;
+      o.master[index] = out_state(0)[k];
+      if (o.state1 != nullptr) o.state1[index] = out_state(1)[k];
+      if (o.state2 != nullptr) o.state2[index] = out_state(2)[k];
+    });
+    if (rank != 0) return;
     const bf16* wo = at<bf16>(c.wo) + final_parity * c.classes_pad * c.ld_wo;
     const float* bo = at<float>(c.bo) + final_parity * c.classes_pad;
     for (int i = static_cast<int>(threadIdx.x); i < out.out * out.in; i += kThreads) {
@@ -526,23 +542,12 @@ struct Cluster {
     for (int cls = static_cast<int>(threadIdx.x); cls < out.out && out.bias; cls += kThreads) {
       w[out.weight_offset + cls * out.in_pad + out.in] = __float2bfloat16_rn(bo[cls]);
     }
-    // So back to the flat buffers.
-    const FlatOptimizerArgs& o = a.optimizer;
-    for_each_output_parameter([&](std::int64_t index, int k) {
-      o.master[index] = out_state(0)[k];
-      if (o.state1 != nullptr) o.state1[index] = out_state(1)[k];
-      if (o.state2 != nullptr) o.state2[index] = out_state(2)[k];
-    });
   }
+
 
   // The optimizer's step on one parameter p with its state m and v, in registers.
   __device__ void step_value(float grad, float& p, float& m, float& v) const {
-    const FlatOptimizerArgs& o = a.optimizer;
-    if constexpr (kAdam) {
-      adam_update_fast(o, scalars, p, grad, m, v);
-    } else {
-      sgd_update_value(o, scalars, p, grad, m, o.state1 != nullptr);
-    }
+    fused_step<kUpdate>(a.optimizer, scalars, p, m, v, grad, a.optimizer.state1 != nullptr);
   }
   // One parameter updated from the values loaded before (p, state m and v), and stored back.
   __device__ void apply(std::int64_t index, float grad, float& p, float& m, float& v) const {
@@ -763,32 +768,48 @@ struct Cluster {
         const bool valid = row < rows;
         const int label = labels[row];
         float v[kLogitTiles][2];
-        float best = -INFINITY;
-        int best_index = 0x7fffffff;
 #pragma unroll
         for (int nt = 0; nt < kLogitTiles; ++nt) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int cls = nt * 8 + 2 * t + e;
             v[nt][e] = nt < tiles && cls < classes ? acc[nt][2 * h + e] + bo[cls] : -INFINITY;
-            if (v[nt][e] > best) {  // the first maximum (ties to the lower class, as torch.argmax)
-              best = v[nt][e];
-              best_index = cls;
-            }
-          }
-        }
-        for (int offset = 1; offset < 4; offset *= 2) {
-          const float other = __shfl_xor_sync(kFullWarpMask, best, offset);
-          const int other_index = __shfl_xor_sync(kFullWarpMask, best_index, offset);
-          if (other > best || (other == best && other_index < best_index)) {
-            best = other;
-            best_index = other_index;
           }
         }
         const auto quad_sum = [](float s) {
           s += __shfl_xor_sync(kFullWarpMask, s, 1);
           return s + __shfl_xor_sync(kFullWarpMask, s, 2);
         };
+        // Only block 0 keeps the metrics: the loss and the first maximum's class are its alone (every
+        // block computed them, ~10 % of the stage's instructions, ncu).
+        const bool metrics = rank == 0;
+        float best = -INFINITY;
+        int best_index = 0x7fffffff;
+        if (metrics) {
+#pragma unroll
+          for (int nt = 0; nt < kLogitTiles; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              if (v[nt][e] > best) {  // the first maximum (ties to the lower class, as torch.argmax)
+                best = v[nt][e];
+                best_index = nt * 8 + 2 * t + e;
+              }
+            }
+          }
+          for (int offset = 1; offset < 4; offset *= 2) {
+            const float other = __shfl_xor_sync(kFullWarpMask, best, offset);
+            const int other_index = __shfl_xor_sync(kFullWarpMask, best_index, offset);
+            if (other > best || (other == best && other_index < best_index)) {
+              best = other;
+              best_index = other_index;
+            }
+          }
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < kLogitTiles; ++nt) best = fmaxf(best, fmaxf(v[nt][0], v[nt][1]));
+          best = fmaxf(best, __shfl_xor_sync(kFullWarpMask, best, 1));
+          best = fmaxf(best, __shfl_xor_sync(kFullWarpMask, best, 2));
+        }
         double loss = 0.0;
         float grad[kLogitTiles][2];
         if (mse) {
@@ -806,35 +827,54 @@ struct Cluster {
               }
             }
           }
-          loss = static_cast<double>(quad_sum(sq));
+          if (metrics) loss = static_cast<double>(quad_sum(sq));
         } else {
-          float exp_sum = 0.0f, logit_sum = 0.0f, target_logit = 0.0f;
+          // softmax = e / sum(e), e = exp(v - best) (the hardware's exp2: relative error ~2^-21,
+          // far below the bf16 rounding of the gradient stored next); -INFINITY past the classes
+          // gives e = 0.
+          // Kept for the gradient where there are 2 tiles; 8 tiles' worth would spill (recomputed).
+          constexpr bool kKeep = kLogitTiles <= 2;
+          float e_of[kKeep ? kLogitTiles : 1][2];
+          float exp_sum = 0.0f;
 #pragma unroll
           for (int nt = 0; nt < kLogitTiles; ++nt) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              const int cls = nt * 8 + 2 * t + e;
-              if (nt < tiles && cls < classes) {
-                exp_sum += expf(v[nt][e] - best);
-                logit_sum += v[nt][e];
-                if (cls == label) target_logit = v[nt][e];
-              }
+              const float ex = __expf(v[nt][e] - best);
+              if constexpr (kKeep) e_of[nt][e] = ex;
+              exp_sum += ex;
             }
           }
           exp_sum = quad_sum(exp_sum);
-          logit_sum = quad_sum(logit_sum);
-          target_logit = quad_sum(target_logit);
-          const float log_sum_exp = best + logf(exp_sum);
-          loss = static_cast<double>(log_sum_exp) - (1.0 - smoothing) * static_cast<double>(target_logit) -
-                 static_cast<double>(off_target) * static_cast<double>(logit_sum);
+          const float inv_sum = rcp_approx(exp_sum);  // exp_sum >= 1: the maximum contributes 1
 #pragma unroll
           for (int nt = 0; nt < kLogitTiles; ++nt) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               const int cls = nt * 8 + 2 * t + e;
               const float target = (cls == label ? 1.0f - smoothing : 0.0f) + off_target;
-              grad[nt][e] = nt < tiles && cls < classes ? grad_scale * (expf(v[nt][e] - log_sum_exp) - target) : 0.0f;
+              const float ex = kKeep ? e_of[kKeep ? nt : 0][e] : __expf(v[nt][e] - best);
+              grad[nt][e] = nt < tiles && cls < classes ? grad_scale * fmaf(ex, inv_sum, -target) : 0.0f;
             }
+          }
+          if (metrics) {
+            float logit_sum = 0.0f, target_logit = 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < kLogitTiles; ++nt) {
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int cls = nt * 8 + 2 * t + e;
+                if (nt < tiles && cls < classes) {
+                  logit_sum += v[nt][e];
+                  if (cls == label) target_logit = v[nt][e];
+                }
+              }
+            }
+            logit_sum = quad_sum(logit_sum);
+            target_logit = quad_sum(target_logit);
+            const float log_sum_exp = best + logf(exp_sum);
+            loss = static_cast<double>(log_sum_exp) - (1.0 - smoothing) * static_cast<double>(target_logit) -
+                   static_cast<double>(off_target) * static_cast<double>(logit_sum);
           }
         }
 #pragma unroll
@@ -843,7 +883,7 @@ struct Cluster {
             store_pair(dl + row * c.ld_dl + nt * 8 + 2 * t, valid ? grad[nt][0] : 0.0f, valid ? grad[nt][1] : 0.0f);
           }
         }
-        if (rank == 0 && t == 0) {
+        if (metrics && t == 0) {
           at<double>(c.row_loss)[row] = valid ? loss : 0.0;
           at<int>(c.row_hit)[row] = valid && best_index == label ? 1 : 0;
         }
@@ -853,6 +893,7 @@ struct Cluster {
     stamp();  // profile: a sub-stage
     update_output_layer();
     __syncthreads();  // every read of X[last - 1] is done: the gradient below overwrites it
+    share_output_columns();
     stamp();  // profile: a sub-stage
     const int n_tiles = pad16(out.in) / 8, c_steps = c.classes_pad / 16;
     if (last >= 2) {
@@ -922,26 +963,35 @@ struct Cluster {
     return p;
   }
 
-  // Every block: the output layer's weight and bias gradients, applied to So and written into
-  // Wo[parity ^ 1]; block 0 also adds the metrics.
+  // The output layer's weight gradient and update, split by input feature (v10b): block r steps
+  // W[:, 8r..8r+7] (its master weights and state in So) and writes the new values into its own
+  // Wo[parity ^ 1]; share_output_columns then stores them into the other blocks', which read them
+  // a step later, after the cluster barrier that ends this step. (Every block computed all 16
+  // tiles before: 2.0 us a step.) The biases, cheap column sums of dl, every block the same.
+  // Block 0 also adds the metrics.
   __device__ void update_output_layer() {
     const int last = count() - 1;
     const FusedLayer& out = layer(last);
-    const int classes = out.out, m_tiles = pad16(out.in) / 16, n_tiles = c.classes_pad / 8;
+    const int classes = out.out, n_tiles = c.classes_pad / 8;
     const bf16* xl = x(last - 1);
     const bf16* dl = at<bf16>(c.dl);
     bf16* next = at<bf16>(c.wo) + (parity ^ 1) * c.classes_pad * c.ld_wo;
-    for (int job = warp; job < m_tiles * n_tiles; job += kThreads / 32) {
-      const int mt = job / n_tiles, nt = job % n_tiles;
+    if (owns(out.in) && warp < n_tiles) {
+      // The 16-feature tile holding the block's 8 (its half: rows g + 8 h of the fragment).
+      const int nt = warp, h = rank & 1, i = rank * kCols + g;
       float acc[4] = {};
-      batch_product(acc, xl + mt * 2 * kColumnBlock, kCols, kColumnBlock, dl + nt * 8, c.ld_dl);
+      batch_product(acc, xl + (rank >> 1) * 2 * kColumnBlock, kCols, kColumnBlock, dl + nt * 8, c.ld_dl);
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int i = mt * 16 + g + 8 * (q >> 1), cls = nt * 8 + 2 * t + (q & 1);
-        if (i < out.in && cls < classes) next[cls * c.ld_wo + i] = __float2bfloat16_rn(step_output(cls * out.in + i, acc[q]));
+      for (int e = 0; e < 2; ++e) {
+        const int cls = nt * 8 + 2 * t + e;
+        if (i < out.in && cls < classes) {
+          next[cls * c.ld_wo + i] = __float2bfloat16_rn(step_output(cls * out.in + i, acc[2 * h + e]));
+        }
       }
     }
-    for (int cls = warp; cls < classes && out.bias; cls += kThreads / 32) {
+    // The biases from the last warp down (the first warps have the tiles).
+    constexpr int kWarps = kThreads / 32;
+    for (int cls = kWarps - 1 - warp; cls < classes && out.bias; cls += kWarps) {
       float sum = 0.0f;
       for (int r = static_cast<int>(threadIdx.x) & 31; r < kRows; r += 32) sum += __bfloat162float(dl[r * c.ld_dl + cls]);
       sum = warp_sum(sum);
@@ -951,6 +1001,20 @@ struct Cluster {
       }
     }
     if (count() == 2) add_metrics();  // otherwise in the shadow of the next stage's exchange
+  }
+  // After a block barrier that follows update_output_layer: the block's 8 columns of the new Wo
+  // (16 bytes a class, padding included: zeros from load_weights) into every other block's copy.
+  // Plain DSMEM stores: the cluster barrier that ends the step releases them to the readers.
+  __device__ void share_output_columns() const {
+    const FusedLayer& out = layer(count() - 1);
+    if (!owns(out.in)) return;
+    bf16* next = at<bf16>(c.wo) + (parity ^ 1) * c.classes_pad * c.ld_wo;
+    for (int j = static_cast<int>(threadIdx.x); j < out.out * kClusterCtas; j += kThreads) {
+      const int cls = j / kClusterCtas, dst = j % kClusterCtas;
+      if (dst == rank) continue;
+      uint4* columns = reinterpret_cast<uint4*>(next + cls * c.ld_wo + rank * kCols);
+      *cluster.map_shared_rank(columns, dst) = *columns;
+    }
   }
 
   // ---- backward of hidden layer l: dz (this layer's full gradient) -> the block's columns of the
@@ -1349,11 +1413,11 @@ struct Cluster {
 
 #endif  // SPRINTNET_HAS_CLUSTERS
 
-template <bool kAdam, ActivationKind kAct, int kLogitTiles>
+template <UpdateForm kUpdate, ActivationKind kAct, int kLogitTiles>
 __global__ void __launch_bounds__(kThreads, 1) cluster_epoch_kernel(const __grid_constant__ ClusterArgs args) {
 #ifdef SPRINTNET_HAS_CLUSTERS
   extern __shared__ __align__(128) unsigned char smem[];
-  Cluster<kAdam, kAct, kLogitTiles> k(args.a, args.c, args.partials, smem);
+  Cluster<kUpdate, kAct, kLogitTiles> k(args.a, args.c, args.partials, smem);
   k.train();
 #else
   __trap();
@@ -1364,25 +1428,29 @@ using ClusterKernel = void (*)(ClusterArgs);
 
 // The instantiation for an optimizer, activation and logit width (nullptr: an activation the
 // kernel does not take).
-template <bool kAdam, int kLogitTiles>
+template <UpdateForm kUpdate, int kLogitTiles>
 ClusterKernel kernel_for(ActivationKind activation) {
   switch (activation) {
-    case ActivationKind::kIdentity: return cluster_epoch_kernel<kAdam, ActivationKind::kIdentity, kLogitTiles>;
-    case ActivationKind::kReLU: return cluster_epoch_kernel<kAdam, ActivationKind::kReLU, kLogitTiles>;
-    case ActivationKind::kTanh: return cluster_epoch_kernel<kAdam, ActivationKind::kTanh, kLogitTiles>;
-    case ActivationKind::kSigmoid: return cluster_epoch_kernel<kAdam, ActivationKind::kSigmoid, kLogitTiles>;
+    case ActivationKind::kIdentity: return cluster_epoch_kernel<kUpdate, ActivationKind::kIdentity, kLogitTiles>;
+    case ActivationKind::kReLU: return cluster_epoch_kernel<kUpdate, ActivationKind::kReLU, kLogitTiles>;
+    case ActivationKind::kTanh: return cluster_epoch_kernel<kUpdate, ActivationKind::kTanh, kLogitTiles>;
+    case ActivationKind::kSigmoid: return cluster_epoch_kernel<kUpdate, ActivationKind::kSigmoid, kLogitTiles>;
     default: return nullptr;
   }
 }
 
-template <bool kAdam>
+template <UpdateForm kUpdate>
 ClusterKernel kernel_for(ActivationKind activation, int classes_pad) {
-  return classes_pad <= 16 ? kernel_for<kAdam, 2>(activation) : kernel_for<kAdam, 8>(activation);
+  return classes_pad <= 16 ? kernel_for<kUpdate, 2>(activation) : kernel_for<kUpdate, 8>(activation);
 }
 
 ClusterKernel kernel_for(const FusedEpochArgs& args, const ClusterLayout& layout) {
-  return args.optimizer.kind != FlatOptimizerKind::kSgd ? kernel_for<true>(args.activation, layout.classes_pad)
-                                                        : kernel_for<false>(args.activation, layout.classes_pad);
+  switch (update_form_of(args.optimizer)) {
+    case UpdateForm::kPlainSgd: return kernel_for<UpdateForm::kPlainSgd>(args.activation, layout.classes_pad);
+    case UpdateForm::kSgd: return kernel_for<UpdateForm::kSgd>(args.activation, layout.classes_pad);
+    case UpdateForm::kAdam: return kernel_for<UpdateForm::kAdam>(args.activation, layout.classes_pad);
+  }
+  return nullptr;
 }
 
 // A kernel's attributes for a 16-block cluster with `shared_bytes` a block (set before each launch:
@@ -1418,7 +1486,7 @@ const char* probe_cluster_epoch(int device, std::int64_t shared_bytes, int& clus
     return "thread-block clusters need compute capability 9.0 or newer";
   }
   cudaFuncAttributes attributes{};
-  const ClusterKernel probe = kernel_for<true>(ActivationKind::kReLU, 64);
+  const ClusterKernel probe = kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU, 64);
   if (cudaFuncGetAttributes(&attributes, probe) != cudaSuccess || attributes.binaryVersion < 90) {
     cudaGetLastError();
     return "this build has no sm_90 code for the cluster kernel (CMAKE_CUDA_ARCHITECTURES)";

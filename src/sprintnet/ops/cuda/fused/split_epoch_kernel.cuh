@@ -35,6 +35,7 @@
 #include "sprintnet/ops/cuda/activation_math.cuh"
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
+#include "sprintnet/ops/cuda/fused/update_form.cuh"
 #include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/split_epoch.h"
@@ -174,12 +175,6 @@ struct SplitParams {
   int clock_capacity;
 };
 
-// The update a kernel applies: kPlainSgd, SGD with momentum and neither dampening nor Nesterov
-// (weight decay or not), three multiply-adds a parameter (the general form's selects and products
-// measured ~0.6 us a backward stage, issue-bound; the same arithmetic as sgd_update_value's on
-// those settings); kSgd, every other SGD setting; kAdam, Adam and AdamW (flat_update.cuh's adam_update_fast).
-enum class Update { kPlainSgd, kSgd, kAdam };
-
 // Thread-block clusters, DSMEM bulk copies and mbarrier transaction counts exist from sm_90: builds
 // for older GPUs compile the kernel empty (split_epoch_unavailable refuses it there).
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
@@ -293,7 +288,7 @@ struct OwnRow {
 };
 
 // S: the shape; kDepth: the model's hidden layers (1 to kMaxHidden); the stages loop over them.
-template <class S, ActivationKind kAct, Update kUpdate, int kDepth>
+template <class S, ActivationKind kAct, UpdateForm kUpdate, int kDepth>
 struct Epoch {
   static constexpr int kWidth = S::kWidth, kCluster = S::kCluster, kBlocks = S::kBlocks, kSpan = S::kSpan;
   static constexpr int kRange = S::kRange, kRangeTiles = S::kRangeTiles, kSpanTiles = S::kSpanTiles;
@@ -326,20 +321,12 @@ struct Epoch {
         g((static_cast<int>(threadIdx.x) & 31) >> 2),
         t(static_cast<int>(threadIdx.x) & 3) {}
 
-  static constexpr bool kAdamUpdate = kUpdate == Update::kAdam;
+  static constexpr bool kAdamUpdate = kUpdate == UpdateForm::kAdam;
   __device__ bool momentum() const { return p.mom[1] != nullptr; }
   // One parameter's update: its state `m` (SGD's momentum, Adam's first moment) and `v` (Adam's
   // second moment; unused for SGD).
   __device__ void update(float& w, float& m, float& v, float grad) const {
-    if constexpr (kUpdate == Update::kPlainSgd) {
-      const float d = fmaf(p.opt.weight_decay, w, grad);
-      m = scalars.first_update ? d : fmaf(p.opt.momentum, m, d);  // torch's first update: buf = d
-      w = fmaf(-scalars.lr, m, w);
-    } else if constexpr (kUpdate == Update::kSgd) {
-      sgd_update_value(p.opt, scalars, w, grad, m, momentum());
-    } else {
-      adam_update_fast(p.opt, scalars, w, grad, m, v);
-    }
+    fused_step<kUpdate>(p.opt, scalars, w, m, v, grad, momentum());
   }
   __device__ int rows_of(int step) const {
     const std::int64_t left = p.samples - static_cast<std::int64_t>(step) * p.batch;
@@ -1052,7 +1039,7 @@ struct Epoch {
 
 #endif  // SPRINTNET_HAS_SPLIT_KERNEL
 
-template <class S, ActivationKind kAct, Update kUpdate, int kDepth>
+template <class S, ActivationKind kAct, UpdateForm kUpdate, int kDepth>
 __global__ void __launch_bounds__(kThreads, 1) split_epoch_kernel(const __grid_constant__ SplitParams params) {
 #ifdef SPRINTNET_HAS_SPLIT_KERNEL
   extern __shared__ __align__(128) std::uint8_t smem[];
@@ -1065,7 +1052,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_epoch_kernel(const __grid_c
 
 using SplitKernel = void (*)(SplitParams);
 
-template <class S, Update kUpdate, int kDepth>
+template <class S, UpdateForm kUpdate, int kDepth>
 SplitKernel kernel_for(ActivationKind activation) {
   switch (activation) {
     case ActivationKind::kIdentity: return split_epoch_kernel<S, ActivationKind::kIdentity, kUpdate, kDepth>;
@@ -1080,9 +1067,12 @@ SplitKernel kernel_for(ActivationKind activation) {
 
 template <class S, int kDepth>
 SplitKernel kernel_for(const FlatOptimizerArgs& o, ActivationKind activation) {
-  if (o.kind != FlatOptimizerKind::kSgd) return kernel_for<S, Update::kAdam, kDepth>(activation);
-  const bool plain = o.state1 != nullptr && o.keep == 1.0f && !o.nesterov;
-  return plain ? kernel_for<S, Update::kPlainSgd, kDepth>(activation) : kernel_for<S, Update::kSgd, kDepth>(activation);
+  switch (update_form_of(o)) {
+    case UpdateForm::kPlainSgd: return kernel_for<S, UpdateForm::kPlainSgd, kDepth>(activation);
+    case UpdateForm::kSgd: return kernel_for<S, UpdateForm::kSgd, kDepth>(activation);
+    case UpdateForm::kAdam: return kernel_for<S, UpdateForm::kAdam, kDepth>(activation);
+  }
+  return nullptr;
 }
 
 // The kernels of one shape and depth (6 activations x 3 updates), each instantiated in its own
