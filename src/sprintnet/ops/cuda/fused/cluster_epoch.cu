@@ -42,6 +42,7 @@
 #include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/row_loss.cuh"
+#include "sprintnet/ops/cuda/fused/stage_stamps.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
 
@@ -242,29 +243,26 @@ struct Cluster {
   std::int64_t rows;
   int parity;
   std::int64_t first_step = 0;
-  bool profiling = false;  // the thread that stamps (block 0's first, when the lab asks)
-  int stamps = 0;
+  StageStamps stamps;
   // Block 0's last warp: the epoch's metric sums, written to a.metrics when it ends.
   double loss_total = 0.0;
   std::int64_t hits_total = 0;
 
-  // The kernel lab's per-stage profile (SPRINTNET_FUSED_PROFILE): block 0 stamps the time at the
-  // start, after the first batch, then at the end of every stage of every step.
-  // The test is one register's (it was 2.4 % of the kernel's instructions, ncu).
-  __device__ void stamp() {
-    if (profiling) {
-      if (stamps < a.stage_clock_capacity) a.stage_clock[stamps] = global_nanoseconds();
-      ++stamps;
-    }
-  }
+  // The kernel lab's per-stage profile: the start, after the first batch, then the end of every
+  // stage of every step.
+  __device__ void stamp() { stamps.stamp(); }
 
   __device__ Cluster(const FusedEpochArgs& args, const ClusterLayout& layout, float* partial_sums, unsigned char* shared)
-      : a(args), c(layout), partials(partial_sums), smem(shared), cluster(cg::this_cluster()) {
+      : a(args),
+        c(layout),
+        partials(partial_sums),
+        smem(shared),
+        cluster(cg::this_cluster()),
+        stamps(args.stage_clock, args.stage_clock_capacity, cluster.block_rank() == 0 && threadIdx.x == 0) {
     rank = static_cast<int>(cluster.block_rank());
     warp = static_cast<int>(threadIdx.x) / 32;
     g = (static_cast<int>(threadIdx.x) & 31) >> 2;
     t = static_cast<int>(threadIdx.x) & 3;
-    profiling = a.stage_clock != nullptr && rank == 0 && threadIdx.x == 0;
   }
 
   template <typename T>

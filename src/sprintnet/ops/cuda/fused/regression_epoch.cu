@@ -35,6 +35,8 @@
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/regression_epoch.h"
 #include "sprintnet/ops/cuda/fused/row_loss.cuh"
+#include "sprintnet/ops/cuda/fused/stage_stamps.cuh"
+#include "sprintnet/ops/cuda/fused/update_form.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
 
@@ -105,9 +107,10 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 __device__ __forceinline__ void cp_async_wait_older() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
-// kAdam: Adam or AdamW (a second state in registers); otherwise SGD.
-template <bool kAdam>
+// kUpdate: the optimizer's form (update_form.cuh); Adam and AdamW keep a second state in registers.
+template <UpdateForm kUpdate>
 struct Regression {
+  static constexpr bool kAdam = kUpdate == UpdateForm::kAdam;
   const FusedEpochArgs& a;
   const FusedLayer& layer;
   unsigned char* smem;
@@ -118,7 +121,7 @@ struct Regression {
   int classes;
   StepState state;
   std::int64_t first_step = 0;
-  int stamps = 0;
+  StageStamps stamps;  // the kernel lab's per-stage profile
   double loss_total = 0.0;  // block 0's last warp: the epoch's sums
   std::int64_t hits_total = 0;
   // This thread's parameters (warp w < tiles: the block's k-tile w): the weight-gradient fragments of
@@ -128,7 +131,11 @@ struct Regression {
   unsigned valid_params = 0;  // bit 4 which + j: param_valid(which, j)
 
   __device__ Regression(const FusedEpochArgs& args, unsigned char* shared)
-      : a(args), layer(args.layers[0]), smem(shared), cluster(cg::this_cluster()) {
+      : a(args),
+        layer(args.layers[0]),
+        smem(shared),
+        cluster(cg::this_cluster()),
+        stamps(args.stage_clock, args.stage_clock_capacity, cluster.block_rank() == 0 && threadIdx.x == 0) {
     rank = static_cast<int>(cluster.block_rank());
     warp = static_cast<int>(threadIdx.x) / 32;
     lane = static_cast<int>(threadIdx.x) & 31;
@@ -171,12 +178,7 @@ struct Regression {
     return a.order != nullptr ? a.order[i] : static_cast<int>(i);
   }
 
-  __device__ void stamp() {
-    if (a.stage_clock != nullptr && rank == 0 && threadIdx.x == 0 && stamps < a.stage_clock_capacity) {
-      a.stage_clock[stamps] = global_nanoseconds();
-    }
-    ++stamps;
-  }
+  __device__ void stamp() { stamps.stamp(); }
 
   // ---- the parameters: element j of job `which`'s fragment (its job: 2 warp + which).
   __device__ int job(int which) const { return 2 * warp + which; }
@@ -396,11 +398,7 @@ struct Regression {
         // Computed for every element and kept where valid (a select, not a branch a parameter).
         const float grad = acc[which][j] + odd[which][j];
         float p_new = p[which][j], m_new = m[which][j], v_new = v[which][j];
-        if constexpr (kAdam) {
-          adam_update_fast(a.optimizer, scalars, p_new, grad, m_new, v_new);
-        } else {
-          sgd_update_value(a.optimizer, scalars, p_new, grad, m_new, a.optimizer.state1 != nullptr);
-        }
+        fused_step<kUpdate>(a.optimizer, scalars, p_new, m_new, v_new, grad, a.optimizer.state1 != nullptr);
         const bool valid = (valid_params >> (4 * which + j)) & 1;
         p[which][j] = valid ? p_new : p[which][j];
         m[which][j] = valid ? m_new : m[which][j];
@@ -531,11 +529,11 @@ struct Regression {
 
 #endif  // SPRINTNET_HAS_CLUSTERS
 
-template <bool kAdam>
+template <UpdateForm kUpdate>
 __global__ void __launch_bounds__(kThreads, 1) regression_epoch_kernel(const __grid_constant__ FusedEpochArgs args) {
 #ifdef SPRINTNET_HAS_CLUSTERS
   extern __shared__ __align__(128) unsigned char smem[];
-  Regression<kAdam> k(args, smem);
+  Regression<kUpdate> k(args, smem);
   k.train();
 #else
   __trap();
@@ -545,7 +543,12 @@ __global__ void __launch_bounds__(kThreads, 1) regression_epoch_kernel(const __g
 using RegressionKernel = void (*)(FusedEpochArgs);
 
 RegressionKernel kernel_for(const FusedEpochArgs& args) {
-  return args.optimizer.kind != FlatOptimizerKind::kSgd ? regression_epoch_kernel<true> : regression_epoch_kernel<false>;
+  switch (update_form_of(args.optimizer)) {
+    case UpdateForm::kPlainSgd: return regression_epoch_kernel<UpdateForm::kPlainSgd>;
+    case UpdateForm::kSgd: return regression_epoch_kernel<UpdateForm::kSgd>;
+    case UpdateForm::kAdam: return regression_epoch_kernel<UpdateForm::kAdam>;
+  }
+  return nullptr;
 }
 
 cudaError_t configure(RegressionKernel kernel) {
@@ -578,7 +581,7 @@ ProbeAnswer probe(int device) {
     return {"thread-block clusters need compute capability 9.0 or newer", 0};
   }
   cudaFuncAttributes attributes{};
-  const RegressionKernel kernel = regression_epoch_kernel<true>;
+  const RegressionKernel kernel = regression_epoch_kernel<UpdateForm::kAdam>;
   if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess || attributes.binaryVersion < 90) {
     cudaGetLastError();
     return {"this build has no sm_90 code for the regression kernel (CMAKE_CUDA_ARCHITECTURES)", 0};
