@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sprintnet/ops/cuda/fused/regression_epoch.h"
 #include "sprintnet/ops/cuda/stream_scope.h"
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/train/fused_fit.h"
@@ -375,6 +376,44 @@ TEST(FusedEngine, TheRegressionKernelGivesBitIdenticalWeightsForTheSameSeed) {
                               {"data.train_limit=10000", "train.epochs=2", "model.hidden=[]", "optim.type=\"adam\"",
                                "optim.lr=0.001", "loss.label_smoothing=0.1", "train.drop_last=false"},
                               "regression");
+}
+
+// The regression kernel's shapes are fixed: its launch refuses anything else before touching the
+// device (fused_fit.h keeps such models away; a caller that did not would read and write past the
+// kernel's buffers). Each case is one limit crossed from a model the kernel takes.
+TEST(FusedEngine, TheRegressionKernelRefusesModelsOutsideItsShape) {
+  SN_REQUIRE_GPU();
+  static const std::uint16_t normalised = 0;
+  cuda::FusedEpochArgs fits;
+  fits.num_layers = 1;
+  fits.batch = cuda::kRegressionRows;
+  fits.layers[0].in = 784;
+  fits.layers[0].out = 10;
+  fits.normalised = &normalised;
+  const auto refused = [](const cuda::FusedEpochArgs& args) {
+    return cuda::launch_regression_epoch(args, nullptr) == cudaErrorInvalidValue;
+  };
+  auto inputs = fits;
+  inputs.layers[0].in = cuda::kRegressionMaxInputs + 16;
+  EXPECT_TRUE(refused(inputs));
+  auto classes = fits;
+  classes.layers[0].out = cuda::kRegressionMaxClasses + 1;
+  EXPECT_TRUE(refused(classes));
+  auto batch = fits;
+  batch.batch = cuda::kRegressionRows + 1;
+  EXPECT_TRUE(refused(batch));
+  auto hidden = fits;
+  hidden.num_layers = 2;
+  EXPECT_TRUE(refused(hidden));
+  auto fp16 = fits;
+  fp16.type = cuda::ElementType::kF16;
+  EXPECT_TRUE(refused(fp16));
+  auto evaluation = fits;
+  evaluation.train = false;
+  EXPECT_TRUE(refused(evaluation));
+  auto unnormalised = fits;
+  unnormalised.normalised = nullptr;
+  EXPECT_TRUE(refused(unnormalised));
 }
 
 // Widths that leave padding in the blocks' columns, tanh, a partial last batch.

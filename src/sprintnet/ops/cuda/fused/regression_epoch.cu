@@ -617,6 +617,14 @@ int regression_epoch_active_clusters(int device) {
 
 cudaError_t launch_regression_epoch(const FusedEpochArgs& args, cudaStream_t stream) {
   const NvtxRange range("regression_epoch");
+  // The kernel's shapes are fixed (regression_epoch.h); fused_fit.h keeps other models away, and a
+  // caller that did not would read and write past its buffers.
+  const FusedLayer& layer = args.layers[0];
+  if (!args.train || args.type != ElementType::kBF16 || args.num_layers != 1 || args.batch < 1 ||
+      args.batch > kRegressionRows || layer.in < 1 || layer.in > kRegressionMaxInputs || layer.out < 1 ||
+      layer.out > kRegressionMaxClasses || args.normalised == nullptr) {
+    return cudaErrorInvalidValue;
+  }
   const RegressionKernel kernel = kernel_for(args);
   const cudaError_t e = configure(kernel);
   if (e != cudaSuccess) return e;
