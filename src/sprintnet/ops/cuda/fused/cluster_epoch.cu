@@ -37,12 +37,12 @@
 #include "sprintnet/ops/cuda/activation_math.cuh"
 #include "sprintnet/ops/cuda/flat_update.cuh"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
-#include "sprintnet/ops/cuda/fused/update_form.cuh"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
 #include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/row_loss.cuh"
 #include "sprintnet/ops/cuda/fused/stage_stamps.cuh"
+#include "sprintnet/ops/cuda/fused/update_form.cuh"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
 
@@ -224,10 +224,10 @@ struct Staged {
 };
 
 // kUpdate: the optimizer's form (update_form.cuh); Adam and AdamW keep two state buffers, SGD's
-// instantiations no second state in registers (the first layer's update prefetches 32 parameters
-// a thread). kAct: the
-// hidden layers' activation. kLogitTiles: 8-class tiles of the logits a warp's rows hold (2 for up
-// to 16 classes, else 8: the loss's loops run over that many, not over the 64-class maximum).
+// instantiations no second state in registers (the first layer's update prefetches 32 parameters a
+// thread). kAct: the hidden layers' activation. kLogitTiles: 8-class tiles of the logits a warp's
+// rows hold (2 for up to 16 classes, else 8: the loss's loops run over that many, not over the
+// 64-class maximum).
 template <UpdateForm kUpdate, ActivationKind kAct, int kLogitTiles>
 struct Cluster {
   static constexpr bool kAdam = kUpdate == UpdateForm::kAdam;
@@ -459,7 +459,8 @@ struct Cluster {
     // Both parities, padding zeroed (share_output_columns copies whole 8-column blocks).
     for (int i = static_cast<int>(threadIdx.x); i < 2 * c.classes_pad * c.ld_wo; i += kThreads) {
       const int cls = i / c.ld_wo % c.classes_pad, k = i % c.ld_wo;
-      at<bf16>(c.wo)[i] = cls < out.out && k < out.in ? w[out.weight_offset + cls * out.in_pad + k] : __float2bfloat16_rn(0.0f);
+      const bool weight = cls < out.out && k < out.in;
+      at<bf16>(c.wo)[i] = weight ? w[out.weight_offset + cls * out.in_pad + k] : __float2bfloat16_rn(0.0f);
     }
     for (int cls = static_cast<int>(threadIdx.x); cls < out.out; cls += kThreads) {
       at<float>(c.bo)[cls] = out.bias ? __bfloat162float(w[out.weight_offset + cls * out.in_pad + out.in]) : 0.0f;
@@ -541,7 +542,6 @@ struct Cluster {
       w[out.weight_offset + cls * out.in_pad + out.in] = __float2bfloat16_rn(bo[cls]);
     }
   }
-
 
   // The optimizer's step on one parameter p with its state m and v, in registers.
   __device__ void step_value(float grad, float& p, float& m, float& v) const {
