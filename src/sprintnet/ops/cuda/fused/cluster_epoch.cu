@@ -456,7 +456,7 @@ struct Cluster {
       }
       return;
     }
-    // Both parities, padding zeroed (share_output_columns copies whole 8-column blocks).
+    // Both parities, padding zeroed (step_output_layer copies whole 8-column blocks).
     for (int i = static_cast<int>(threadIdx.x); i < 2 * c.classes_pad * c.ld_wo; i += kThreads) {
       const int cls = i / c.ld_wo % c.classes_pad, k = i % c.ld_wo;
       const bool weight = cls < out.out && k < out.in;
@@ -889,10 +889,10 @@ struct Cluster {
     }
     __syncthreads();
     stamp();  // profile: a sub-stage
-    update_output_layer();
-    __syncthreads();  // every read of X[last - 1] is done: the gradient below overwrites it
-    share_output_columns();
-    stamp();  // profile: a sub-stage
+    // The output layer's weight-gradient tile first (it reads X[last - 1], which the layer below's
+    // gradient overwrites once this block's D is out); its update after the send (v10e).
+    float tile[4] = {};
+    if (output_tile_warp()) output_weight_tile(tile);
     const int n_tiles = pad16(out.in) / 8, c_steps = c.classes_pad / 16;
     if (last >= 2) {
       // dZ = (dlogits · W) ⊙ f'(X), this block's 8 columns, into every block's D (v9b: every block
@@ -913,10 +913,17 @@ struct Cluster {
           store_pair(element(d, row, col), d0, d1);
         }
       }
+      // Each warp's reads of X[last - 1] (the tile, the slopes) come before its own part of the send,
+      // and a block that receives D has every warp's part.
       send(kDId, mine);
+      stamp();  // profile: a sub-stage
+      step_output_layer(tile);
       stamp();  // profile: a sub-stage
       return;
     }
+    step_output_layer(tile);
+    __syncthreads();  // every read of X[0] is done: its gradient overwrites it in place
+    stamp();  // profile: a sub-stage
     // One hidden layer: dZ = (dlogits · W) ⊙ f'(X), all of it, over X (the first layer's backward
     // reads every column).
     // In two halves of 8 column tiles (16 tiles' accumulators beside the first layer's state would
@@ -962,29 +969,41 @@ struct Cluster {
   }
 
   // The output layer's weight gradient and update, split by input feature (v10b): block r steps
-  // W[:, 8r..8r+7] (its master weights and state in So) and writes the new values into its own
-  // Wo[parity ^ 1]; share_output_columns then stores them into the other blocks', which read them
-  // a step later, after the cluster barrier that ends this step. (Every block computed all 16
-  // tiles before: 2.0 us a step.) The biases, cheap column sums of dl, every block the same.
-  // Block 0 also adds the metrics.
-  __device__ void update_output_layer() {
-    const int last = count() - 1;
-    const FusedLayer& out = layer(last);
-    const int classes = out.out, n_tiles = c.classes_pad / 8;
-    const bf16* xl = x(last - 1);
+  // W[:, 8r..8r+7] (its master weights and state in So), writes the new values into its own
+  // Wo[parity ^ 1] and stores its new 8-column block into the other blocks' (plain DSMEM stores, read
+  // a step later, after the cluster barrier that ends this step, which releases them). Every block
+  // computed all 16 tiles before: 2.0 us a step. Warp nt < classes_pad / 8 holds classes 8nt..8nt+7.
+  __device__ bool output_tile_warp() const { return owns(layer(count() - 1).in) && warp < c.classes_pad / 8; }
+  // The 16-feature tile holding the block's 8 features (its half: rows g + 8 h of the fragment, h =
+  // rank & 1) against the warp's 8 classes, summed over the batch.
+  __device__ void output_weight_tile(float (&acc)[4]) const {
+    batch_product(acc, x(count() - 2) + (rank >> 1) * 2 * kColumnBlock, kCols, kColumnBlock,
+                  at<bf16>(c.dl) + warp * 8, c.ld_dl);
+  }
+  // So stepped with the tile and the biases (cheap column sums of dl, every block the same); block 0
+  // also adds the metrics.
+  __device__ void step_output_layer(const float (&acc)[4]) {
+    const FusedLayer& out = layer(count() - 1);
+    const int classes = out.out;
     const bf16* dl = at<bf16>(c.dl);
     bf16* next = at<bf16>(c.wo) + (parity ^ 1) * c.classes_pad * c.ld_wo;
-    if (owns(out.in) && warp < n_tiles) {
-      // The 16-feature tile holding the block's 8 (its half: rows g + 8 h of the fragment).
-      const int nt = warp, h = rank & 1, i = rank * kCols + g;
-      float acc[4] = {};
-      batch_product(acc, xl + (rank >> 1) * 2 * kColumnBlock, kCols, kColumnBlock, dl + nt * 8, c.ld_dl);
+    if (output_tile_warp()) {
+      const int h = rank & 1, i = rank * kCols + g;
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int cls = nt * 8 + 2 * t + e;
+        const int cls = warp * 8 + 2 * t + e;
         if (i < out.in && cls < classes) {
           next[cls * c.ld_wo + i] = __float2bfloat16_rn(step_output(cls * out.in + i, acc[2 * h + e]));
         }
+      }
+      __syncwarp();  // the warp's classes, written by its lanes, go out whole: 16 bytes a class
+      const int lane = static_cast<int>(threadIdx.x) & 31;
+      for (int j = lane; j < kCols * kClusterCtas; j += 32) {
+        const int cls = warp * 8 + j / kClusterCtas, dst = j % kClusterCtas;
+        if (cls >= classes || dst == rank) continue;
+        // Padding columns go too: zeros from load_weights in every block.
+        uint4* columns = reinterpret_cast<uint4*>(next + cls * c.ld_wo + rank * kCols);
+        *cluster.map_shared_rank(columns, dst) = *columns;
       }
     }
     // The biases from the last warp down (the first warps have the tiles).
@@ -999,20 +1018,6 @@ struct Cluster {
       }
     }
     if (count() == 2) add_metrics();  // otherwise in the shadow of the next stage's exchange
-  }
-  // After a block barrier that follows update_output_layer: the block's 8 columns of the new Wo
-  // (16 bytes a class, padding included: zeros from load_weights) into every other block's copy.
-  // Plain DSMEM stores: the cluster barrier that ends the step releases them to the readers.
-  __device__ void share_output_columns() const {
-    const FusedLayer& out = layer(count() - 1);
-    if (!owns(out.in)) return;
-    bf16* next = at<bf16>(c.wo) + (parity ^ 1) * c.classes_pad * c.ld_wo;
-    for (int j = static_cast<int>(threadIdx.x); j < out.out * kClusterCtas; j += kThreads) {
-      const int cls = j / kClusterCtas, dst = j % kClusterCtas;
-      if (dst == rank) continue;
-      uint4* columns = reinterpret_cast<uint4*>(next + cls * c.ld_wo + rank * kCols);
-      *cluster.map_shared_rank(columns, dst) = *columns;
-    }
   }
 
   // ---- backward of hidden layer l: dz (this layer's full gradient) -> the block's columns of the
