@@ -6,6 +6,8 @@
 // after it, as cooperative groups' grid.sync() does, without its per-call setup.
 #include <cstdint>
 
+#include "sprintnet/ops/cuda/fused/stage_stamps.cuh"
+
 namespace sprintnet::cuda {
 
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
@@ -18,19 +20,13 @@ __device__ __forceinline__ void add_release(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-__device__ __forceinline__ std::uint64_t global_nanoseconds() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 class GridBarrier {
  public:
   // With `clock` set, block 0 records the time each barrier completes (the kernel lab's per-stage
   // profile, SPRINTNET_FUSED_PROFILE): clock[0] is the kernel's start.
   __device__ GridBarrier(unsigned* counter, std::uint64_t* clock, int capacity)
-      : counter_(counter), clock_(clock), capacity_(capacity) {
-    record();
+      : counter_(counter), stamps_(clock, capacity, blockIdx.x == 0 && threadIdx.x == 0) {
+    stamps_.stamp();
   }
 
   __device__ void sync() {
@@ -40,23 +36,14 @@ class GridBarrier {
       add_release(counter_, 1u);
       while (load_acquire(counter_) < target_) {
       }
-      record();
+      stamps_.stamp();
     }
     __syncthreads();  // ... and thread 0's acquire before the block's reads
   }
 
  private:
-  __device__ void record() {
-    if (clock_ != nullptr && blockIdx.x == 0 && threadIdx.x == 0 && recorded_ < capacity_) {
-      clock_[recorded_] = global_nanoseconds();
-    }
-    ++recorded_;
-  }
-
   unsigned* counter_;
-  std::uint64_t* clock_;
-  int capacity_;
-  int recorded_ = 0;
+  StageStamps stamps_;
   unsigned target_ = 0;
 };
 

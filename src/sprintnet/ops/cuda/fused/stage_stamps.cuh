@@ -1,14 +1,18 @@
 #pragma once
-// The kernel lab's per-stage profile (SPRINTNET_FUSED_PROFILE) inside the cluster and regression
-// kernels: one thread (block 0's first) stamps the global time at the end of each stage into the
-// host's buffer. Every other thread, and every thread of an unprofiled run, holds a null pointer:
-// a stamp is one register test (a test of four values at each stamp was 2.4 % of the cluster
-// kernel's instructions, ncu).
+// The kernel lab's per-stage profile (SPRINTNET_FUSED_PROFILE): one thread (block 0's first) stamps
+// the global time at the end of each stage (the cluster and regression kernels) or grid barrier
+// (GridBarrier: the grid and split kernels) into the host's buffer. Every other thread, and every
+// thread of an unprofiled run, holds a null pointer: a stamp is one register test (a test of four
+// values at each stamp was 2.4 % of the cluster kernel's instructions, ncu).
 #include <cstdint>
 
-#include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
-
 namespace sprintnet::cuda {
+
+__device__ __forceinline__ std::uint64_t global_nanoseconds() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 class StageStamps {
  public:
