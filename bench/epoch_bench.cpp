@@ -1,7 +1,8 @@
 // Time per MNIST epoch of sprintnet's Trainer for LxHxB MLPs (L linear layers,
 // hidden width H, batch B): the same run a user gets from `sprintnet train`,
 // with SGD momentum 0.9 at a constant lr, evaluation only after the last epoch
-// (or every --eval-every epochs, untimed, for time-to-accuracy).
+// (or every --eval-every epochs, untimed, for time-to-accuracy, whose recipe
+// sets --schedule and --label-smoothing: bench/time_to_accuracy.py).
 // The median is over epochs 2..N (the first captures the graph). Prints one
 // JSON line per config in the format of bench/torch_epoch_bench.py, so bench/run
 // can put the two side by side.
@@ -24,9 +25,9 @@ int main(int argc, char** argv) try {
   CLI::App app{"sprintnet time-per-epoch benchmark"};
   std::vector<std::string> configs{"4x784x128"};
   std::string device = "cuda", precision = "bf16", engine = "auto", data_dir = "data", activation = "relu";
-  std::string optimizer = "sgd";
+  std::string optimizer = "sgd", schedule = "constant";
   int epochs = 5, eval_every = 0;
-  double lr = 0.05;
+  double lr = 0.05, label_smoothing = 0.0;
   bool no_bias = false;
   app.add_option("--config", configs, "LxHxB configs, e.g. 4x784x128")->expected(1, -1);
   app.add_option("--device", device, "device.name");
@@ -35,6 +36,8 @@ int main(int argc, char** argv) try {
   app.add_option("--epochs", epochs, "epochs (the first is not in the median)");
   app.add_option("--lr", lr, "learning rate");
   app.add_option("--optimizer", optimizer, "optim.type (sgd: momentum 0.9)");
+  app.add_option("--schedule", schedule, "schedule.type (cosine: to 0 over the run's epochs)");
+  app.add_option("--label-smoothing", label_smoothing, "loss.label_smoothing");
   app.add_option("--data", data_dir, "data.dir");
   app.add_option("--eval-every", eval_every, "evaluate every N epochs (0: after the last only; not timed)");
   app.add_flag("--no-bias", no_bias, "Linear layers without bias");
@@ -55,7 +58,8 @@ int main(int argc, char** argv) try {
         fmt::format("optim.type=\"{}\"", optimizer),
         fmt::format("optim.lr={}", lr),
         "optim.momentum=0.9",  // SGD's; Adam's betas keep their defaults
-        "schedule.type=\"constant\"",
+        fmt::format("schedule.type=\"{}\"", schedule),
+        fmt::format("loss.label_smoothing={}", label_smoothing),
         fmt::format("device.name=\"{}\"", device),
         fmt::format("device.precision=\"{}\"", precision),
         fmt::format("device.engine=\"{}\"", engine),
@@ -88,6 +92,9 @@ int main(int argc, char** argv) try {
                           {"mode", engine_name(trainer.engine())},
                           {"activation", activation},
                           {"optimizer", optimizer},
+                          {"lr", lr},
+                          {"schedule", schedule},
+                          {"label_smoothing", label_smoothing},
                           {"precision", trainer.precision()},
                           {"config", text},
                           {"batch", shape.batch},

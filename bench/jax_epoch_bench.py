@@ -3,7 +3,8 @@
 the way an expert writes it in JAX (../shared/BASELINES.md): the data set on the
 device as uint8, the whole epoch one jitted function -- a `lax.scan` over the
 steps, each gathering its batch from the epoch's permutation, normalising it,
-forward, softmax cross-entropy, `jax.grad`, SGD momentum 0.9 -- with the
+forward, softmax cross-entropy, `jax.grad`, SGD momentum 0.9 (each step's lr a scanned
+input, for the schedules of bench/time_to_accuracy.py) -- with the
 parameters and momentum donated, so the epoch runs with no host involvement.
 bf16: products in bf16 with fp32 accumulation (`preferred_element_type`) and
 fp32 master weights, as torch.autocast; fp32: everything in fp32. Time per
@@ -27,6 +28,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from mnist_idx import MEAN, STD, find, read_idx  # noqa: E402
+from time_to_accuracy import lr_at  # noqa: E402
 
 
 def flops_per_step(layers, width, batch, inputs=784, classes=10):
@@ -58,7 +60,7 @@ def init_params(key, dims, bias):
     return params
 
 
-def make_functions(dims, batch, steps, lr, precision, data):
+def make_functions(dims, batch, steps, precision, data, label_smoothing=0.0):
     train_x, train_y, test_x, test_y = data
     compute = jnp.bfloat16 if precision == "bf16" else jnp.float32
     scale, shift = 1.0 / (255.0 * STD), -MEAN / STD
@@ -73,10 +75,13 @@ def make_functions(dims, batch, steps, lr, precision, data):
         return h  # fp32 logits
 
     def loss_fn(params, x, y):
-        logits = forward(params, x)
-        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+        logp = jax.nn.log_softmax(forward(params, x))
+        nll = -jnp.take_along_axis(logp, y[:, None], axis=1)[:, 0]
+        # Label smoothing as PyTorch's cross_entropy: (1 - e) * nll + e * mean over classes of -log p.
+        return jnp.mean((1.0 - label_smoothing) * nll - label_smoothing * jnp.mean(logp, axis=1))
 
-    def step(carry, idx):
+    def step(carry, xs):
+        idx, lr = xs
         params, momentum, loss_sum = carry
         x = train_x[idx].astype(jnp.float32) * scale + shift
         loss, grads = jax.value_and_grad(loss_fn)(params, x, train_y[idx])
@@ -84,9 +89,9 @@ def make_functions(dims, batch, steps, lr, precision, data):
         params = jax.tree_util.tree_map(lambda p, m: p - lr * m, params, momentum)
         return (params, momentum, loss_sum + loss), None
 
-    def epoch(params, momentum, perm):
+    def epoch(params, momentum, perm, lrs):
         idx = perm[: steps * batch].reshape(steps, batch)
-        (params, momentum, loss_sum), _ = jax.lax.scan(step, (params, momentum, jnp.float32(0)), idx)
+        (params, momentum, loss_sum), _ = jax.lax.scan(step, (params, momentum, jnp.float32(0)), (idx, lrs))
         return params, momentum, loss_sum / steps
 
     def accuracy(params):
@@ -96,21 +101,25 @@ def make_functions(dims, batch, steps, lr, precision, data):
     return jax.jit(epoch, donate_argnums=(0, 1)), jax.jit(accuracy)
 
 
-def run(config, precision, data, epochs, lr=0.05, bias=True, eval_every_epoch=False):
+def run(config, precision, data, epochs, lr=0.05, bias=True, eval_every_epoch=False, schedule="constant",
+        label_smoothing=0.0):
     layers, width, batch = (int(v) for v in config.split("x"))
     n = data[0].shape[0]
     steps = n // batch
     dims = [data[0].shape[1]] + [width] * (layers - 1) + [10]
     params = init_params(jax.random.PRNGKey(0), dims, bias)
     momentum = jax.tree_util.tree_map(jnp.zeros_like, params)
-    epoch_fn, accuracy_fn = make_functions(dims, batch, steps, lr, precision, data)
+    epoch_fn, accuracy_fn = make_functions(dims, batch, steps, precision, data, label_smoothing)
+    # Each step's lr, a scanned input (bench/time_to_accuracy.py; constant: all the same).
+    lr_table = np.array([lr_at(lr, schedule, s, epochs * steps) for s in range(epochs * steps)], np.float32)
     key = jax.random.PRNGKey(1)
     times, losses, accuracies, compile_s = [], [], [], None
     for e in range(epochs):
         key, sub = jax.random.split(key)
         perm = jax.random.permutation(sub, n).block_until_ready()
+        lrs = jnp.asarray(lr_table[e * steps:(e + 1) * steps]).block_until_ready()
         start = time.perf_counter()
-        params, momentum, loss = epoch_fn(params, momentum, perm)
+        params, momentum, loss = epoch_fn(params, momentum, perm, lrs)
         loss = float(loss.block_until_ready())
         elapsed = time.perf_counter() - start
         if e == 0:
@@ -127,8 +136,8 @@ def run(config, precision, data, epochs, lr=0.05, bias=True, eval_every_epoch=Fa
         "samples_per_s": round(steps * batch / median, 1),
         "tflops": round(flops_per_step(layers, width, batch) * steps / median / 1e12, 2),
         "train_loss": [round(v, 5) for v in losses], "test_accuracy": accuracies[-1],
-        "epoch_test_accuracy": accuracies, "bias": bias,
-        "compile_s": round(compile_s, 2), "compile_mode": "jit(lax.scan)",
+        "epoch_test_accuracy": accuracies, "bias": bias, "lr": lr, "schedule": schedule,
+        "label_smoothing": label_smoothing, "compile_s": round(compile_s, 2), "compile_mode": "jit(lax.scan)",
         "peak_mem_mb": None, "gpu": jax.devices()[0].device_kind,
     }
 
@@ -139,6 +148,8 @@ def main():
     p.add_argument("--precision", nargs="+", default=["bf16"], choices=["fp32", "bf16"])
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--schedule", default="constant", choices=["constant", "cosine"])
+    p.add_argument("--label-smoothing", type=float, default=0.0)
     p.add_argument("--data", default="data/mnist")
     p.add_argument("--no-bias", action="store_true")
     p.add_argument("--eval-every-epoch", action="store_true")
@@ -146,7 +157,8 @@ def main():
     data = load_mnist(a.data)
     for config in a.config:
         for precision in a.precision:
-            row = run(config, precision, data, a.epochs, a.lr, not a.no_bias, a.eval_every_epoch)
+            row = run(config, precision, data, a.epochs, a.lr, not a.no_bias, a.eval_every_epoch, a.schedule,
+                      a.label_smoothing)
             print(json.dumps(row), flush=True)
 
 

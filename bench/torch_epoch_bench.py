@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from mnist_idx import MEAN, STD, find, read_idx  # noqa: F401  (MEAN, STD: used by bench/run)
+from time_to_accuracy import lr_at
 from torch_mlp import build, flops_per_step
 
 
@@ -45,14 +46,23 @@ def evaluate(model, test_x, test_y, scale, shift, dtype):
         return (logits.argmax(1) == test_y).float().mean().item()
 
 
-def run(config, mode, precision, data, epochs, lr, bias=True, eval_every_epoch=False, compile_mode="max-autotune"):
+def run(config, mode, precision, data, epochs, lr, bias=True, eval_every_epoch=False, compile_mode="max-autotune",
+        schedule="constant", label_smoothing=0.0):
     layers, width, batch = (int(v) for v in config.split("x"))
     train_x, train_y, test_x, test_y = data
     dev = train_x.device
     torch.manual_seed(0)
     model = build(layers, width, bias=bias).to(dev)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     steps = train_x.shape[0] // batch
+    # A schedule (bench/time_to_accuracy.py) keeps the lr in a device tensor that each step's copy from the
+    # table updates, so the captured graph reads it: PyTorch's fused SGD takes a tensor lr.
+    lr_table = None
+    if schedule != "constant":
+        lr_table = torch.tensor([lr_at(lr, schedule, s, epochs * steps) for s in range(epochs * steps)],
+                                dtype=torch.float32, device=dev)
+        opt = torch.optim.SGD(model.parameters(), lr=lr_table[0].clone(), momentum=0.9, fused=True)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     scale, shift = 1.0 / (255.0 * STD), -MEAN / STD
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     if precision == "fp16" and mode == "graph":
@@ -61,7 +71,7 @@ def run(config, mode, precision, data, epochs, lr, bias=True, eval_every_epoch=F
 
     def loss_of(xb, yb):
         with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None, cache_enabled=False):
-            return F.cross_entropy(model(xb), yb)
+            return F.cross_entropy(model(xb), yb, label_smoothing=label_smoothing)
 
     compile_s = None
     forward_loss = loss_of
@@ -116,6 +126,8 @@ def run(config, mode, precision, data, epochs, lr, bias=True, eval_every_epoch=F
         start = time.perf_counter()
         for b in range(steps):
             idx.copy_(perm[b * batch:(b + 1) * batch])
+            if lr_table is not None:
+                opt.param_groups[0]["lr"].copy_(lr_table[epoch * steps + b])
             if graph is not None:
                 graph.replay()
                 loss_sum += static_loss.detach()
@@ -136,8 +148,8 @@ def run(config, mode, precision, data, epochs, lr, bias=True, eval_every_epoch=F
         "samples_per_s": round(steps * batch / median, 1),
         "tflops": round(flops_per_step(layers, width, batch) * steps / median / 1e12, 2),
         "train_loss": [round(v, 5) for v in losses], "test_accuracy": accuracy,
-        "epoch_test_accuracy": accuracies, "bias": bias,
-        "compile_s": None if compile_s is None else round(compile_s, 1), "compile_mode": compile_mode,
+        "epoch_test_accuracy": accuracies, "bias": bias, "lr": lr, "schedule": schedule,
+        "label_smoothing": label_smoothing, "compile_s": None if compile_s is None else round(compile_s, 1), "compile_mode": compile_mode,
         "peak_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
         "gpu": torch.cuda.get_device_name(),
     }
@@ -150,6 +162,8 @@ def main():
     p.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16", "fp16"])
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--schedule", default="constant", choices=["constant", "cosine"])
+    p.add_argument("--label-smoothing", type=float, default=0.0)
     p.add_argument("--data", default="data/mnist")
     p.add_argument("--no-bias", action="store_true", help="Linear layers without bias")
     p.add_argument("--eval-every-epoch", action="store_true", help="test accuracy after every epoch (not timed)")
@@ -161,7 +175,8 @@ def main():
                 torch.cuda.reset_peak_memory_stats()
                 if precision == "fp16" and mode == "graph":
                     continue
-                row = run(config, mode, precision, data, a.epochs, a.lr, not a.no_bias, a.eval_every_epoch)
+                row = run(config, mode, precision, data, a.epochs, a.lr, not a.no_bias, a.eval_every_epoch,
+                          schedule=a.schedule, label_smoothing=a.label_smoothing)
                 print(json.dumps(row), flush=True)
 
 
