@@ -253,13 +253,18 @@ INSTANTIATE_TEST_SUITE_P(Fused, FusedFirstSteps, ::testing::ValuesIn(first_steps
 // The bar: over 3 seeds, ten epochs end within 0.2 points of the compiled step's mean test
 // accuracy, and the seeds' mean train loss of each epoch lies on the compiled step's (within 15 % +
 // 0.002: late epochs' losses, 0.005-0.02, move by 30-50 % from seed to seed for either engine,
-// measured on an H100; a broken update or loss is off by far more).
+// measured on an H100; a broken update or loss is off by far more). The runs anneal the lr by the
+// cosine the CLI's config uses: at a constant lr 0.05 the last epochs' accuracy moves by 0.2-0.5
+// points from epoch to epoch, so two correct engines' 3-seed means differ by 0.2 points by chance
+// (the split kernel at 784-256-256-256-10 ended 0.207 above the compiled step on one H100 run,
+// 2026-11-27, with every seed's loss curve on the compiled step's). The model's list may override it.
 void expect_ten_epochs_like_the_compiled_step(const std::string& name, const std::vector<std::string>& model,
                                               const std::string& kernel) {
   double fused_sum = 0.0, compiled_sum = 0.0;
   std::vector<double> fused_loss(10, 0.0), compiled_loss(10, 0.0);
   for (const int seed : {0, 1, 2}) {
-    std::vector<std::string> extra = model;
+    std::vector<std::string> extra = {"schedule.type=\"cosine\""};
+    extra.insert(extra.end(), model.begin(), model.end());
     extra.push_back(fmt::format("seed={}", seed));
     const KernelChoice choice(kernel);
     Trainer fused(config_for("cuda", "fused", "bf16", fmt::format("{}-{}", name, seed), extra));
@@ -296,11 +301,10 @@ TEST(FusedEngine, TheSplitKernelsTenEpochsMatchTheCompiledStep) {
   SN_REQUIRE_GPU();
   if (!gpu_runs_split_kernel(0, 784, 3)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
   expect_ten_epochs_like_the_compiled_step("split", {"model.hidden=[784, 784, 784]"}, "split");
-  // Adam's runs end on the cosine schedule the CLI's config uses: at a constant lr 0.001 the last epoch's
-  // accuracy of 784-784-784-784-10 moves by 0.4 points from seed to seed on either engine (H100), as
-  // much as the bar.
+  // (Adam at a constant lr 0.001: the last epoch's accuracy of 784-784-784-784-10 moves by 0.4 points from
+  // seed to seed on either engine, H100: the cosine matters as much for it.)
   expect_ten_epochs_like_the_compiled_step(
-      "split-adamw", {"model.hidden=[784, 784, 784]", "optim.type=\"adamw\"", "optim.lr=0.001", "schedule.type=\"cosine\""},
+      "split-adamw", {"model.hidden=[784, 784, 784]", "optim.type=\"adamw\"", "optim.lr=0.001"},
       "split");
 }
 
@@ -310,7 +314,7 @@ TEST(FusedEngine, TheNarrowSplitKernelsTenEpochsMatchTheCompiledStep) {
   expect_ten_epochs_like_the_compiled_step("split-narrow", {"model.hidden=[256, 256, 256]"}, "split");
   expect_ten_epochs_like_the_compiled_step("split-default", {}, "split");
   expect_ten_epochs_like_the_compiled_step(
-      "split-default-adam", {"optim.type=\"adam\"", "optim.lr=0.001", "schedule.type=\"cosine\""}, "split");
+      "split-default-adam", {"optim.type=\"adam\"", "optim.lr=0.001"}, "split");
 }
 
 // The regression kernel (docs/FUSED.md v8) on softmax regression, with SGD and with Adam.
@@ -319,7 +323,7 @@ TEST(FusedEngine, TheRegressionKernelsTenEpochsMatchTheCompiledStep) {
   if (!gpu_runs_regression_kernel(0)) GTEST_SKIP() << "this GPU or build does not run the regression kernel";
   expect_ten_epochs_like_the_compiled_step("regression", {"model.hidden=[]"}, "regression");
   expect_ten_epochs_like_the_compiled_step(
-      "regression-adam", {"model.hidden=[]", "optim.type=\"adam\"", "optim.lr=0.001", "schedule.type=\"cosine\""},
+      "regression-adam", {"model.hidden=[]", "optim.type=\"adam\"", "optim.lr=0.001"},
       "regression");
 }
 
@@ -328,7 +332,7 @@ TEST(FusedEngine, TheClusterKernelsTenEpochsMatchTheCompiledStep) {
   SN_REQUIRE_GPU();
   expect_ten_epochs_like_the_compiled_step("cluster", {"model.hidden=[128, 128, 128]"}, "cluster");
   expect_ten_epochs_like_the_compiled_step(
-      "cluster-adam", {"model.hidden=[128, 128, 128]", "optim.type=\"adam\"", "optim.lr=0.001", "schedule.type=\"cosine\""},
+      "cluster-adam", {"model.hidden=[128, 128, 128]", "optim.type=\"adam\"", "optim.lr=0.001"},
       "cluster");
 }
 

@@ -757,133 +757,37 @@ struct Cluster {
       row_tiles_product<kLogitTiles, false>(acc, xl + warp * 16 * kCols, kCols, kColumnBlock, wo, c.ld_wo, k_steps,
                                             tiles);
       const bool mse = a.loss == FusedLoss::kMse;
-      const float smoothing = a.smoothing, off_target = smoothing / static_cast<float>(classes);
       const float grad_scale = mse ? 2.0f / static_cast<float>(rows * classes) : 1.0f / static_cast<float>(rows);
       const int* labels = at<int>(c.labels);
+      // Only block 0 keeps the metrics: the loss and the first maximum's class are its alone (every
+      // block computed them, ~10 % of the stage's instructions, ncu).
+      const bool metrics = rank == 0;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = warp * 16 + g + 8 * h;
         const bool valid = row < rows;
         const int label = labels[row];
-        float v[kLogitTiles][2];
+        float v[2 * kLogitTiles];  // the quad's logits in the fragment's order (row_loss.cuh, FragmentRow)
 #pragma unroll
         for (int nt = 0; nt < kLogitTiles; ++nt) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int cls = nt * 8 + 2 * t + e;
-            v[nt][e] = nt < tiles && cls < classes ? acc[nt][2 * h + e] + bo[cls] : -INFINITY;
+            v[2 * nt + e] = nt < tiles && cls < classes ? acc[nt][2 * h + e] + bo[cls] : -INFINITY;
           }
         }
-        const auto quad_sum = [](float s) {
-          s += __shfl_xor_sync(kFullWarpMask, s, 1);
-          return s + __shfl_xor_sync(kFullWarpMask, s, 2);
-        };
-        // Only block 0 keeps the metrics: the loss and the first maximum's class are its alone (every
-        // block computed them, ~10 % of the stage's instructions, ncu).
-        const bool metrics = rank == 0;
-        float best = -INFINITY;
-        int best_index = 0x7fffffff;
-        if (metrics) {
-#pragma unroll
-          for (int nt = 0; nt < kLogitTiles; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              if (v[nt][e] > best) {  // the first maximum (ties to the lower class, as torch.argmax)
-                best = v[nt][e];
-                best_index = nt * 8 + 2 * t + e;
-              }
-            }
-          }
-          for (int offset = 1; offset < 4; offset *= 2) {
-            const float other = __shfl_xor_sync(kFullWarpMask, best, offset);
-            const int other_index = __shfl_xor_sync(kFullWarpMask, best_index, offset);
-            if (other > best || (other == best && other_index < best_index)) {
-              best = other;
-              best_index = other_index;
-            }
-          }
-        } else {
-#pragma unroll
-          for (int nt = 0; nt < kLogitTiles; ++nt) best = fmaxf(best, fmaxf(v[nt][0], v[nt][1]));
-          best = fmaxf(best, __shfl_xor_sync(kFullWarpMask, best, 1));
-          best = fmaxf(best, __shfl_xor_sync(kFullWarpMask, best, 2));
-        }
-        double loss = 0.0;
-        float grad[kLogitTiles][2];
-        if (mse) {
-          float sq = 0.0f;
-#pragma unroll
-          for (int nt = 0; nt < kLogitTiles; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int cls = nt * 8 + 2 * t + e;
-              grad[nt][e] = 0.0f;
-              if (nt < tiles && cls < classes) {
-                const float diff = v[nt][e] - (cls == label ? 1.0f : 0.0f);
-                sq += diff * diff;
-                grad[nt][e] = grad_scale * diff;
-              }
-            }
-          }
-          if (metrics) loss = static_cast<double>(quad_sum(sq));
-        } else {
-          // softmax = e / sum(e), e = exp(v - best) (the hardware's exp2: relative error ~2^-21,
-          // far below the bf16 rounding of the gradient stored next); -INFINITY past the classes
-          // gives e = 0.
-          // Kept for the gradient where there are 2 tiles; 8 tiles' worth would spill (recomputed).
-          constexpr bool kKeep = kLogitTiles <= 2;
-          float e_of[kKeep ? kLogitTiles : 1][2];
-          float exp_sum = 0.0f;
-#pragma unroll
-          for (int nt = 0; nt < kLogitTiles; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const float ex = __expf(v[nt][e] - best);
-              if constexpr (kKeep) e_of[nt][e] = ex;
-              exp_sum += ex;
-            }
-          }
-          exp_sum = quad_sum(exp_sum);
-          const float inv_sum = rcp_approx(exp_sum);  // exp_sum >= 1: the maximum contributes 1
-#pragma unroll
-          for (int nt = 0; nt < kLogitTiles; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int cls = nt * 8 + 2 * t + e;
-              const float target = (cls == label ? 1.0f - smoothing : 0.0f) + off_target;
-              const float ex = kKeep ? e_of[kKeep ? nt : 0][e] : __expf(v[nt][e] - best);
-              grad[nt][e] = nt < tiles && cls < classes ? grad_scale * fmaf(ex, inv_sum, -target) : 0.0f;
-            }
-          }
-          if (metrics) {
-            float logit_sum = 0.0f, target_logit = 0.0f;
-#pragma unroll
-            for (int nt = 0; nt < kLogitTiles; ++nt) {
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const int cls = nt * 8 + 2 * t + e;
-                if (nt < tiles && cls < classes) {
-                  logit_sum += v[nt][e];
-                  if (cls == label) target_logit = v[nt][e];
-                }
-              }
-            }
-            logit_sum = quad_sum(logit_sum);
-            target_logit = quad_sum(target_logit);
-            const float log_sum_exp = best + logf(exp_sum);
-            loss = static_cast<double>(log_sum_exp) - (1.0 - smoothing) * static_cast<double>(target_logit) -
-                   static_cast<double>(off_target) * static_cast<double>(logit_sum);
-          }
-        }
+        const auto r = fused::row_loss<fused::FragmentRow<kLogitTiles>>(v, classes, label, mse, a.smoothing,
+                                                                         grad_scale, metrics);
 #pragma unroll
         for (int nt = 0; nt < kLogitTiles; ++nt) {
           if (nt < tiles) {
-            store_pair(dl + row * c.ld_dl + nt * 8 + 2 * t, valid ? grad[nt][0] : 0.0f, valid ? grad[nt][1] : 0.0f);
+            store_pair(dl + row * c.ld_dl + nt * 8 + 2 * t, valid ? r.grad[2 * nt] : 0.0f,
+                       valid ? r.grad[2 * nt + 1] : 0.0f);
           }
         }
         if (metrics && t == 0) {
-          at<double>(c.row_loss)[row] = valid ? loss : 0.0;
-          at<int>(c.row_hit)[row] = valid && best_index == label ? 1 : 0;
+          at<double>(c.row_loss)[row] = valid ? r.loss : 0.0;
+          at<int>(c.row_hit)[row] = valid && r.best_index == label ? 1 : 0;
         }
       }
     }
@@ -1259,7 +1163,7 @@ struct Cluster {
     const int label = at<int>(c.labels)[row];
     const bool mse = a.loss == FusedLoss::kMse;
     const float grad_scale = mse ? 2.0f / static_cast<float>(rows * classes) : 1.0f / static_cast<float>(rows);
-    const fused::RowLoss r_loss = fused::warp_row_loss(v, classes, label, mse, a.smoothing, grad_scale);
+    const auto r_loss = fused::row_loss<fused::SpreadRow<kWarpSize>>(v, classes, label, mse, a.smoothing, grad_scale);
     const double loss = r_loss.loss;
     const float(&grad)[2] = r_loss.grad;
     const int best_index = r_loss.best_index;

@@ -207,7 +207,7 @@ struct Kernel {
         const int cls = lane + 32 * j;
         v[j] = cls < classes ? c[r * ldc + cls] : -INFINITY;  // the bias is in the product
       }
-      const fused::RowLoss r_loss = fused::warp_row_loss(v, classes, label, mse, smoothing, grad_scale);
+      const auto r_loss = fused::row_loss<fused::SpreadRow<kWarpSize>>(v, classes, label, mse, smoothing, grad_scale);
       double loss = r_loss.loss;
       if (mse && !a.train) loss /= classes;  // evaluation: the mean over classes, per sample
       const float(&grad)[2] = r_loss.grad;

@@ -354,8 +354,8 @@ struct Regression {
         z[0] = sum;
       }
       const int label = labels(s)[row];
-      const fused::RowLoss r =
-          fused::warp_row_loss<kRegressionMaxClasses>(z, classes, label, mse, a.smoothing, grad_scale);
+      const auto r =
+          fused::row_loss<fused::SpreadRow<kRegressionMaxClasses>>(z, classes, label, mse, a.smoothing, grad_scale);
       RowMessage& out = mine->rows[row];
       out.dl[cls] = __float2bfloat16_rn(valid && cls < classes ? r.grad[0] : 0.0f);
       if (cls == 0) out.record = RowRecord{valid ? r.loss : 0.0, valid && r.best_index == label ? 1 : 0, 0};

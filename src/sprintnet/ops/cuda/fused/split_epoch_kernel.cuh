@@ -38,6 +38,7 @@
 #include "sprintnet/ops/cuda/fused/update_form.cuh"
 #include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
+#include "sprintnet/ops/cuda/fused/row_loss.cuh"
 #include "sprintnet/ops/cuda/fused/split_epoch.h"
 #include "sprintnet/ops/cuda/launch_config.cuh"
 
@@ -643,48 +644,25 @@ struct Epoch {
   }
 
   // Softmax cross-entropy (torch's label smoothing) or MSE against the one-hot label, thread b
-  // for row b: the row's loss, first maximum and dlogits (zero past the batch's rows).
+  // for row b (row_loss.cuh, ThreadRow): the row's loss, first maximum and dlogits (zero past the
+  // batch's rows). Only block 0 keeps the loss and hits (add_metrics).
   __device__ void row_loss(int label) const {
     const int row = static_cast<int>(threadIdx.x);
     const bool valid = row < rows;
-    float z[kClasses], top = -INFINITY;
-    int best = 0;
+    float z[kClasses];
 #pragma unroll
-    for (int cls = 0; cls < kClasses; ++cls) {
-      z[cls] = s.logit[row * 16 + cls] + s.b4_live[cls];
-      if (z[cls] > top) {  // the first maximum, as torch.argmax
-        top = z[cls];
-        best = cls;
-      }
+    for (int cls = 0; cls < kClasses; ++cls) z[cls] = s.logit[row * 16 + cls] + s.b4_live[cls];
+    // 1 / rows: exact for 128 (and any power of two)
+    const float grad_scale = p.mse ? 2.0f / static_cast<float>(rows * kClasses) : 1.0f / static_cast<float>(rows);
+    const bool metrics = r == 0;
+    const auto loss = fused::row_loss<fused::ThreadRow<kClasses>>(z, kClasses, label, p.mse, p.smoothing, grad_scale,
+                                                                  metrics);
+#pragma unroll
+    for (int cls = 0; cls < kClasses; ++cls) s.dl[row * kClasses + cls] = valid ? loss.grad[cls] : 0.0f;
+    if (metrics) {
+      s.row_loss[row] = valid ? static_cast<float>(loss.loss) : 0.0f;
+      s.row_hit[row] = valid && loss.best_index == label ? 1 : 0;
     }
-    float loss = 0.0f;
-    if (p.mse) {
-      const float scale = 2.0f / static_cast<float>(rows * kClasses);
-#pragma unroll
-      for (int cls = 0; cls < kClasses; ++cls) {
-        const float diff = z[cls] - (cls == label ? 1.0f : 0.0f);
-        loss += diff * diff;
-        s.dl[row * kClasses + cls] = valid ? scale * diff : 0.0f;
-      }
-    } else {
-      float total = 0.0f, logit_sum = 0.0f;
-#pragma unroll
-      for (int cls = 0; cls < kClasses; ++cls) {
-        total += expf(z[cls] - top);
-        logit_sum += z[cls];
-      }
-      const float log_total = logf(total), off_target = p.smoothing / static_cast<float>(kClasses);
-      const float inv_rows = 1.0f / static_cast<float>(rows);  // exact for 128 (and any power of two)
-      loss = log_total + top - (1.0f - p.smoothing) * z[label] - off_target * logit_sum;
-#pragma unroll
-      for (int cls = 0; cls < kClasses; ++cls) {
-        const float prob = expf(z[cls] - top - log_total);
-        const float target = (cls == label ? 1.0f - p.smoothing : 0.0f) + off_target;
-        s.dl[row * kClasses + cls] = valid ? (prob - target) * inv_rows : 0.0f;
-      }
-    }
-    s.row_loss[row] = valid ? loss : 0.0f;
-    s.row_hit[row] = valid && best == label ? 1 : 0;
   }
 
   // Block 0's last warp (the one with the fewest gradient tiles), at the start of the step's last
