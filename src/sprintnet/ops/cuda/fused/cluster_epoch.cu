@@ -227,8 +227,10 @@ struct Staged {
 // instantiations no second state in registers (the first layer's update prefetches 32 parameters a
 // thread). kAct: the hidden layers' activation. kLogitTiles: 8-class tiles of the logits a warp's
 // rows hold (2 for up to 16 classes, else 8: the loss's loops run over that many, not over the
-// 64-class maximum).
-template <UpdateForm kUpdate, ActivationKind kAct, int kLogitTiles>
+// 64-class maximum). kWideFirst: a first layer 113-128 wide, whose weight gradient splits the warps 4 x 2
+// (first_m_tile; an instantiation of its own for SGD and up to 16 classes: the two mappings in one kernel
+// cost its registers 150 bytes of spills and narrower models 3-4 %, measured).
+template <UpdateForm kUpdate, ActivationKind kAct, int kLogitTiles, bool kWideFirst>
 struct Cluster {
   static constexpr bool kAdam = kUpdate == UpdateForm::kAdam;
   const FusedEpochArgs& a;
@@ -996,17 +998,28 @@ struct Cluster {
   }
 
   // The first layer's fp32 master weights and optimizer state of this thread's parameters, in
-  // registers for the whole epoch: 32 a thread (tile k < 8: weight rows 16k + g (+ 8), features
-  // f0 + 8w + 2t (+ 1), the accumulator layout of the weight gradient's mma), loaded when the epoch
+  // registers for the whole epoch: 32 a thread (tile k < 8: weight rows 16 m + g (+ 8), features
+  // f0 + 8 n + 2t (+ 1) with m, n = first_m_tile(k), first_n_tile(k), the accumulator layout of the
+  // weight gradient's mma), loaded when the epoch
   // starts and stored when it ends. They never go to L2 in between (v5 read and wrote 8 K parameters
   // a block a step there).
   struct FirstLayerState {
     float p[8][4], m[8][4], v[kAdam ? 8 : 1][4];
   };
+  // Which 16 weight rows (m) and 8 features of the block's slice (n) tile k holds. A full first layer
+  // (128 wide: 8 row tiles) splits the warps 4 x 2: warp w takes row tiles 2 (w & 3) + (k >> 2) and feature
+  // tiles 4 (w >> 2) + (k & 3), so its fragments read 16 KB of D and X0 a step instead of 36 KB (a warp
+  // of 8 features reads all of D: ~295 KB an SM, the shared-memory pipe's ~2300 cycles; FUSED.md "The
+  // first layer's share"). Narrower layers keep a warp per 8 features, every row tile (all warps busy),
+  // and so does Adam (its third state array: 1 KB of spills with the 4 x 2 split, 7 % slower, measured).
+  static_assert(!kWideFirst || !kAdam, "the 4 x 2 split is instantiated for SGD");
+  __device__ __forceinline__ bool first_wide() const { return kWideFirst; }
+  __device__ __forceinline__ int first_m_tile(int k) const { return first_wide() ? 2 * (warp & 3) + (k >> 2) : k; }
+  __device__ __forceinline__ int first_n_tile(int k) const { return first_wide() ? 4 * (warp >> 2) + (k & 3) : warp; }
   // Flat index of the parameter in tile k, fragment slot q; `valid` false where it is padding.
   __device__ __forceinline__ std::int64_t first_parameter(int k, int q, bool& valid) const {
     const FusedLayer& L = layer(0);
-    const int o = k * 16 + g + 8 * (q >> 1), f = f0() + warp * 8 + 2 * t + (q & 1);
+    const int o = first_m_tile(k) * 16 + g + 8 * (q >> 1), f = f0() + first_n_tile(k) * 8 + 2 * t + (q & 1);
     valid = o < L.out && f < L.in;  // f < L.in also rules out the blocks past the last input slice
     return L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f;
   }
@@ -1041,22 +1054,34 @@ struct Cluster {
     });
   }
 
-  // Tiles k = kBase..kBase+3 of the first layer's weight gradient (tile k: weight rows 16k..16k+15,
-  // this warp's 8 features), applied to the registers' master and state, the compute copy written.
-  template <int kBase, bool kAll>
+  // Tiles k = kBase..kBase+3 of the first layer's weight gradient (tile k: weight rows 16 m..16 m+15 and
+  // features 8 n..8 n+7 of the slice, first_m_tile / first_n_tile), applied to the registers' master and
+  // state, the compute copy written. kWide: the 4 x 2 split (one row tile, four feature tiles a pass).
+  template <int kBase, bool kAll, bool kWide>
   __device__ __forceinline__ void first_weight_tiles(FirstLayerState& s, const bf16* dz, int ld, int cb, int m_tiles) {
     float acc[4][4] = {};
-    const bf16* x0 = at<bf16>(c.x0) + warp * 8;
+    const bf16* x0 = at<bf16>(c.x0);
 #pragma unroll
     for (int ks = 0; ks < kRows / 16; ++ks) {
-      std::uint32_t fb[2];
-      load_b_trans(fb, x0 + ks * 16 * c.ld_x0, c.ld_x0);  // the same features for every tile
+      if constexpr (kWide) {
+        std::uint32_t fa[4];
+        load_a_trans(fa, dz + ks * 16 * ld + first_m_tile(kBase) * 2 * cb, ld, cb);  // the same rows for every tile
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        if (kAll || kBase + k < m_tiles) {
-          std::uint32_t fa[4];
-          load_a_trans(fa, dz + ks * 16 * ld + (kBase + k) * 2 * cb, ld, cb);
+        for (int k = 0; k < 4; ++k) {
+          std::uint32_t fb[2];
+          load_b_trans(fb, x0 + ks * 16 * c.ld_x0 + first_n_tile(kBase + k) * 8, c.ld_x0);
           mma_bf16(acc[k], fa, fb);
+        }
+      } else {
+        std::uint32_t fb[2];
+        load_b_trans(fb, x0 + ks * 16 * c.ld_x0 + warp * 8, c.ld_x0);  // the same features for every tile
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (kAll || kBase + k < m_tiles) {
+            std::uint32_t fa[4];
+            load_a_trans(fa, dz + ks * 16 * ld + (kBase + k) * 2 * cb, ld, cb);
+            mma_bf16(acc[k], fa, fb);
+          }
         }
       }
     }
@@ -1079,16 +1104,18 @@ struct Cluster {
       // Padding's master values stay 0, as the compute copy's padding.
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int o = (kBase + k) * 16 + g + 8 * h;
-        store_pair(w0 + o * c.ld_w0 + warp * 8 + 2 * t, s.p[kBase + k][2 * h], s.p[kBase + k][2 * h + 1]);
+        const int o = first_m_tile(kBase + k) * 16 + g + 8 * h;
+        store_pair(w0 + o * c.ld_w0 + first_n_tile(kBase + k) * 8 + 2 * t, s.p[kBase + k][2 * h],
+                   s.p[kBase + k][2 * h + 1]);
       }
     }
   }
 
   // ---- backward of the first layer: dW[:, this block's features] and (with a hidden layer) the
   // bias of its columns, applied; then the next batch's features (fetched first, so they arrive
-  // meanwhile) staged. dz: the layer's full gradient, rows `ld` apart. Warp w takes features
-  // 8w..8w+7 of the block's 64, and every 16 weight rows of them (first_weight_tiles).
+  // meanwhile) staged. dz: the layer's full gradient, rows `ld` apart. Warp w takes eight
+  // 16 x 8 tiles of the weight (first_m_tile, first_n_tile: a 128-wide layer's rows and the block's 64
+  // features split 4 x 2 over the warps; a narrower one's features 8w..8w+7 with every row).
   __device__ __forceinline__ void first_backward(FirstLayerState& first, const bf16* dz, int ld, int cb,
                                                  std::int64_t step) {
     const bool next = step + 1 < a.steps;
@@ -1103,15 +1130,20 @@ struct Cluster {
       // Two passes of four tiles: eight tiles' accumulators beside the state would not fit in
       // registers.
       // A pass of four whole tiles (64 and 128 wide layers) has no branch between its loads and mma's.
-      if (m_tiles >= 4) {
-        first_weight_tiles<0, true>(first, dz, ld, cb, m_tiles);
+      if constexpr (kWideFirst) {  // m_tiles == 8 (kernel_for)
+        first_weight_tiles<0, true, true>(first, dz, ld, cb, m_tiles);
+        first_weight_tiles<4, true, true>(first, dz, ld, cb, m_tiles);
       } else {
-        first_weight_tiles<0, false>(first, dz, ld, cb, m_tiles);
-      }
-      if (m_tiles >= 8) {
-        first_weight_tiles<4, true>(first, dz, ld, cb, m_tiles);
-      } else if (m_tiles > 4) {
-        first_weight_tiles<4, false>(first, dz, ld, cb, m_tiles);
+        if (m_tiles >= 4) {
+          first_weight_tiles<0, true, false>(first, dz, ld, cb, m_tiles);
+        } else {
+          first_weight_tiles<0, false, false>(first, dz, ld, cb, m_tiles);
+        }
+        if (m_tiles >= 8) {
+          first_weight_tiles<4, true, false>(first, dz, ld, cb, m_tiles);
+        } else if (m_tiles > 4) {
+          first_weight_tiles<4, false, false>(first, dz, ld, cb, m_tiles);
+        }
       }
     }
     stamp();  // profile: a sub-stage
@@ -1320,11 +1352,11 @@ struct Cluster {
 
 #endif  // SPRINTNET_HAS_CLUSTERS
 
-template <UpdateForm kUpdate, ActivationKind kAct, int kLogitTiles>
+template <UpdateForm kUpdate, ActivationKind kAct, int kLogitTiles, bool kWideFirst>
 __global__ void __launch_bounds__(kThreads, 1) cluster_epoch_kernel(const __grid_constant__ ClusterArgs args) {
 #ifdef SPRINTNET_HAS_CLUSTERS
   extern __shared__ __align__(128) unsigned char smem[];
-  Cluster<kUpdate, kAct, kLogitTiles> k(args.a, args.c, args.partials, smem);
+  Cluster<kUpdate, kAct, kLogitTiles, kWideFirst> k(args.a, args.c, args.partials, smem);
   k.train();
 #else
   __trap();
@@ -1333,29 +1365,38 @@ __global__ void __launch_bounds__(kThreads, 1) cluster_epoch_kernel(const __grid
 
 using ClusterKernel = void (*)(ClusterArgs);
 
-// The instantiation for an optimizer, activation and logit width (nullptr: an activation the
-// kernel does not take).
-template <UpdateForm kUpdate, int kLogitTiles>
+// The instantiation for an optimizer, activation, logit width and first-layer split (nullptr: an
+// activation the kernel does not take).
+template <UpdateForm kUpdate, int kLogitTiles, bool kWideFirst>
 ClusterKernel kernel_for(ActivationKind activation) {
   switch (activation) {
-    case ActivationKind::kIdentity: return cluster_epoch_kernel<kUpdate, ActivationKind::kIdentity, kLogitTiles>;
-    case ActivationKind::kReLU: return cluster_epoch_kernel<kUpdate, ActivationKind::kReLU, kLogitTiles>;
-    case ActivationKind::kTanh: return cluster_epoch_kernel<kUpdate, ActivationKind::kTanh, kLogitTiles>;
-    case ActivationKind::kSigmoid: return cluster_epoch_kernel<kUpdate, ActivationKind::kSigmoid, kLogitTiles>;
+    case ActivationKind::kIdentity:
+      return cluster_epoch_kernel<kUpdate, ActivationKind::kIdentity, kLogitTiles, kWideFirst>;
+    case ActivationKind::kReLU: return cluster_epoch_kernel<kUpdate, ActivationKind::kReLU, kLogitTiles, kWideFirst>;
+    case ActivationKind::kTanh: return cluster_epoch_kernel<kUpdate, ActivationKind::kTanh, kLogitTiles, kWideFirst>;
+    case ActivationKind::kSigmoid:
+      return cluster_epoch_kernel<kUpdate, ActivationKind::kSigmoid, kLogitTiles, kWideFirst>;
     default: return nullptr;
   }
 }
 
+// wide_first: the first layer is 113-128 wide (8 row tiles), which SGD's 10-16-class instantiations split 4 x 2.
 template <UpdateForm kUpdate>
-ClusterKernel kernel_for(ActivationKind activation, int classes_pad) {
-  return classes_pad <= 16 ? kernel_for<kUpdate, 2>(activation) : kernel_for<kUpdate, 8>(activation);
+ClusterKernel kernel_for(ActivationKind activation, int classes_pad, bool wide_first) {
+  if (classes_pad > 16) return kernel_for<kUpdate, 8, false>(activation);
+  if constexpr (kUpdate != UpdateForm::kAdam) {
+    if (wide_first) return kernel_for<kUpdate, 2, true>(activation);
+  }
+  return kernel_for<kUpdate, 2, false>(activation);
 }
 
 ClusterKernel kernel_for(const FusedEpochArgs& args, const ClusterLayout& layout) {
+  const bool wide_first = layout.layers >= 2 && cluster_pad16(args.layers[0].out) == kClusterRows;
   switch (update_form_of(args.optimizer)) {
-    case UpdateForm::kPlainSgd: return kernel_for<UpdateForm::kPlainSgd>(args.activation, layout.classes_pad);
-    case UpdateForm::kSgd: return kernel_for<UpdateForm::kSgd>(args.activation, layout.classes_pad);
-    case UpdateForm::kAdam: return kernel_for<UpdateForm::kAdam>(args.activation, layout.classes_pad);
+    case UpdateForm::kPlainSgd:
+      return kernel_for<UpdateForm::kPlainSgd>(args.activation, layout.classes_pad, wide_first);
+    case UpdateForm::kSgd: return kernel_for<UpdateForm::kSgd>(args.activation, layout.classes_pad, wide_first);
+    case UpdateForm::kAdam: return kernel_for<UpdateForm::kAdam>(args.activation, layout.classes_pad, wide_first);
   }
   return nullptr;
 }
@@ -1393,7 +1434,7 @@ const char* probe_cluster_epoch(int device, std::int64_t shared_bytes, int& clus
     return "thread-block clusters need compute capability 9.0 or newer";
   }
   cudaFuncAttributes attributes{};
-  const ClusterKernel probe = kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU, 64);
+  const ClusterKernel probe = kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU, 64, false);
   if (cudaFuncGetAttributes(&attributes, probe) != cudaSuccess || attributes.binaryVersion < 90) {
     cudaGetLastError();
     return "this build has no sm_90 code for the cluster kernel (CMAKE_CUDA_ARCHITECTURES)";
