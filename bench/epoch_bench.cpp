@@ -1,8 +1,9 @@
 // Time per MNIST epoch of sprintnet's Trainer for LxHxB MLPs (L linear layers,
 // hidden width H, batch B): the same run a user gets from `sprintnet train`,
-// with SGD momentum 0.9 at a constant lr, evaluation only after the last epoch
-// (or every --eval-every epochs, untimed, for time-to-accuracy, whose recipe
-// sets --schedule and --label-smoothing: bench/time_to_accuracy.py).
+// with SGD momentum 0.9 at a constant lr (unless --schedule says otherwise),
+// evaluation only after the last epoch (or every --eval-every epochs, untimed,
+// for time-to-accuracy, whose recipe sets --lr, --schedule and --label-smoothing:
+// bench/time_to_accuracy.py).
 // The median is over epochs 2..N (the first captures the graph). Prints one
 // JSON line per config in the format of bench/torch_epoch_bench.py, so bench/run
 // can put the two side by side.

@@ -21,6 +21,14 @@ def describe():
             f"label smoothing {r['label_smoothing']}, evaluation after every epoch (untimed)")
 
 
+def recipe_args(recipe):
+    """A recipe as bench/epoch_bench, torch_epoch_bench.py and jax_epoch_bench.py options ([] for none)."""
+    if not recipe:
+        return []
+    return ["--lr", str(recipe["lr"]), "--schedule", recipe["schedule"], "--label-smoothing",
+            str(recipe["label_smoothing"])]
+
+
 def lr_at(lr, schedule, step, total_steps):
     """The learning rate of a step, as sprintnet's schedule computes it (optim/lr_schedule.cpp): cosine
     reaches 0 at the last step that runs."""

@@ -1059,6 +1059,7 @@ struct Cluster {
   // state, the compute copy written. kWide: the 4 x 2 split (one row tile, four feature tiles a pass).
   template <int kBase, bool kAll, bool kWide>
   __device__ __forceinline__ void first_weight_tiles(FirstLayerState& s, const bf16* dz, int ld, int cb, int m_tiles) {
+    static_assert(kBase % 4 == 0, "a pass's four tiles share one row tile (kWide)");
     float acc[4][4] = {};
     const bf16* x0 = at<bf16>(c.x0);
 #pragma unroll
@@ -1391,7 +1392,7 @@ ClusterKernel kernel_for(ActivationKind activation, int classes_pad, bool wide_f
 }
 
 ClusterKernel kernel_for(const FusedEpochArgs& args, const ClusterLayout& layout) {
-  const bool wide_first = layout.layers >= 2 && cluster_pad16(args.layers[0].out) == kClusterRows;
+  const bool wide_first = layout.layers >= 2 && cluster_pad16(args.layers[0].out) == kClusterMaxWidth;
   switch (update_form_of(args.optimizer)) {
     case UpdateForm::kPlainSgd:
       return kernel_for<UpdateForm::kPlainSgd>(args.activation, layout.classes_pad, wide_first);

@@ -1,8 +1,9 @@
 #pragma once
 // One row's loss, first-maximum class and gradient, computed by the group of lanes that holds the
 // row's logits (-INFINITY past the classes): softmax cross-entropy with label smoothing (torch's
-// formula) or MSE against the one-hot label. The one formula of the fused engine's grid, cluster and
-// regression kernels (fused_epoch.cu, cluster_epoch.cu, regression_epoch.cu), for two layouts:
+// formula) or MSE against the one-hot label. The one formula of the fused engine's grid, cluster, split
+// and regression kernels (fused_epoch.cu, cluster_epoch.cu, split_epoch_kernel.cuh, regression_epoch.cu),
+// for three layouts:
 //   SpreadRow<kWidth>      a warp or a half-warp a row, class lane + kWidth j in value j (j < 2): the
 //                          grid kernel (a warp a row), the regression kernel (two rows a warp)
 //   FragmentRow<kTiles>    the accumulator of mma.m16n8 tiles: a quad of lanes a row, lane t holding
