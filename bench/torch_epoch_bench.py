@@ -149,7 +149,8 @@ def run(config, mode, precision, data, epochs, lr, bias=True, eval_every_epoch=F
         "tflops": round(flops_per_step(layers, width, batch) * steps / median / 1e12, 2),
         "train_loss": [round(v, 5) for v in losses], "test_accuracy": accuracy,
         "epoch_test_accuracy": accuracies, "bias": bias, "lr": lr, "schedule": schedule,
-        "label_smoothing": label_smoothing, "compile_s": None if compile_s is None else round(compile_s, 1), "compile_mode": compile_mode,
+        "label_smoothing": label_smoothing, "compile_s": None if compile_s is None else round(compile_s, 1),
+        "compile_mode": compile_mode,
         "peak_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
         "gpu": torch.cuda.get_device_name(),
     }
