@@ -179,14 +179,19 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"deep_narrow_cluster", {"model.hidden=[96, 64, 40, 24, 16]"}});
   // More than 16 classes take the kernel's 8-tile logits (30 outputs, 20 of them never a label).
   cases.push_back({"many_classes_cluster", {"model.classes=30"}});
-  // A first layer 113-128 wide takes the instantiation whose weight gradient splits the warps 4 x 2
-  // (FUSED.md v10g): with padding rows (120), with SGD's general form, MSE and tanh, and a partial batch.
+  // A first layer 113-128 wide (at most 16 classes) splits 2 x 8 over the blocks and its weight gradient
+  // 4 x 2 over the warps (FUSED.md v10g, v11a): with padding rows (120), with SGD's general form, MSE and
+  // tanh, a partial batch, Adam, and one hidden layer (the partials through L2).
   cases.push_back({"wide_first_cluster", {"model.hidden=[120, 64]"}});
   cases.push_back({"wide_first_nesterov_mse_cluster",
                    {"model.hidden=[128, 48]", "loss.type=\"mse\"", "model.activation=\"tanh\"", "optim.nesterov=true",
                     "optim.weight_decay=0.01", "optim.momentum=0.8"}});
   cases.push_back(
       {"wide_first_partial_batch_cluster", {"model.hidden=[128, 64]", "data.train_limit=500", "train.drop_last=false"}});
+  cases.push_back({"wide_first_adam_cluster",
+                   {"model.hidden=[128, 64]", "optim.type=\"adam\"", "optim.lr=0.001", "optim.weight_decay=0.01"},
+                   "bf16", 0.25});
+  cases.push_back({"wide_first_one_hidden_cluster", {"model.hidden=[128]"}});
   // The split kernel's 784-wide shape, with everything else it takes: every activation, both losses,
   // SGD's variants, no bias, a partial last batch.
   const std::string wide = "model.hidden=[784, 784, 784]";

@@ -130,11 +130,15 @@ TEST(FusedFit, TheRegressionKernelTakesModelsWithoutAHiddenLayerAndNamesWhyNotFo
 
 TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
   // 784-128-128-128-10: three 128 x 128 activation buffers and D (32 KiB each, by column blocks,
-  // unpadded), the first layer's 64 features of the batch and of W, and the output layer with its
+  // unpadded), the first layer's group of features of the batch and of W, and the output layer with its
   // master weights and state.
   const int hidden[] = {128, 128, 128};
   const cuda::ClusterLayout c = cuda::cluster_layout(784, hidden, 3, 10);
-  EXPECT_EQ(c.slices, 13);  // 784 features in blocks of 64
+  // A 128-wide first layer splits 2 x 8: 7 groups of 112 features against 2 halves of 64 neurons.
+  EXPECT_TRUE(c.first_split);
+  EXPECT_EQ(c.group, 112);
+  EXPECT_EQ(c.slices, 7);
+  EXPECT_EQ(c.w0 + 64 * c.ld_w0 * 2, c.b0);  // W0 holds the block's 64 rows
   EXPECT_EQ(c.x[1], c.x[0] + 128 * 128 * 2);
   EXPECT_EQ(c.d, c.x[2] + 128 * 128 * 2);
   EXPECT_EQ(c.bars % 8, 0);  // mbarriers are 8-byte aligned
@@ -151,9 +155,30 @@ TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
   EXPECT_EQ(regression.ld_part, 16);
   EXPECT_EQ(regression.classes_pad, 16);
   EXPECT_LE(regression.bytes, 64 * 1024);
+  // Narrower first layers, and more than 16 classes, keep 16 x 1: 13 blocks of 64 features, every row.
+  const int narrow_hidden[] = {64, 48};
+  const cuda::ClusterLayout narrow = cuda::cluster_layout(784, narrow_hidden, 2, 10);
+  EXPECT_FALSE(narrow.first_split);
+  EXPECT_EQ(narrow.group, 64);
+  EXPECT_EQ(narrow.slices, 13);
+  EXPECT_FALSE(cuda::cluster_layout(784, hidden, 3, 30).first_split);
+  // 1024 inputs: 8 groups of 128 (every block has a part); 64 inputs: 4 groups of 16.
+  const cuda::ClusterLayout widest = cuda::cluster_layout(1024, hidden, 3, 10);
+  EXPECT_TRUE(widest.first_split);
+  EXPECT_EQ(widest.group, 128);
+  EXPECT_EQ(widest.slices, 8);
+  EXPECT_LE(widest.bytes, cuda::kClusterSharedLimit);
+  const cuda::ClusterLayout few = cuda::cluster_layout(64, hidden, 3, 10);
+  EXPECT_EQ(few.group, 16);
+  EXPECT_EQ(few.slices, 4);
+  // The owners' slots (a group's 128 x 8 fp32 partial each) fit X[1..] and D where they go there.
+  EXPECT_TRUE(c.partials_shared);
+  EXPECT_LE(c.x[1] + std::int64_t{c.slices} * 128 * 8 * 4, c.d + 128 * 128 * 2);
   // Every row stride keeps the tensor-core fragments' rows 16 bytes apart modulo the banks' period.
   // (X and D are read by 16-byte column pieces of consecutive rows: conflict-free without padding.)
-  for (const int ld : {c.ld_x0, c.ld_w0, c.ld_wo, c.ld_dl, c.ld_wr[1], c.ld_wc[1]}) EXPECT_EQ(ld % 16, 8) << ld;
+  for (const int ld : {c.ld_x0, c.ld_w0, c.ld_wo, c.ld_dl, c.ld_wr[1], c.ld_wc[1], narrow.ld_x0, narrow.ld_w0}) {
+    EXPECT_EQ(ld % 16, 8) << ld;
+  }
 }
 
 Config with(const std::vector<std::string>& overrides) { return config_from_overrides(overrides); }

@@ -4,7 +4,9 @@
 //
 //   first layer   block r owns 64 input features: it gathers them from the uint8
 //                 data set and keeps W[:, its features]; its partial product
-//                 (128 x H0, fp32) is summed over the blocks by each column's owner
+//                 (128 x H0, fp32) is summed over the blocks by each column's owner.
+//                 A 113-128-wide first layer splits 2 x 8 instead (v11a): block r
+//                 owns feature group r / 2 (112 of 784) against neuron half r % 2
 //   hidden layer  block r owns columns 8r..8r+7: W's rows for its forward, W's
 //                 columns for its share of the input gradient (updated by their
 //                 owners through distributed shared memory, two copies by parity)
@@ -217,9 +219,12 @@ __device__ __forceinline__ float slope_from_output(float y) {
 }
 
 
-// The next batch's share of this block, in flight in registers while the step finishes.
+// The next batch's share of this block, in flight in registers while the step finishes: 128 rows of
+// the block's 64 features in pieces of 8, kPieces (4) a thread; the 2 x 8 split's 112-128 features land
+// in shared memory instead (kPieces 0: its 8 pieces a thread in registers cost 300 bytes of spills).
+template <int kPieces>
 struct Staged {
-  uint2 pixels[4];  // 128 rows x 64 features = 1024 pieces of 8, four a thread
+  uint2 pixels[kPieces];
   int label;
 };
 
@@ -227,9 +232,10 @@ struct Staged {
 // instantiations no second state in registers (the first layer's update prefetches 32 parameters a
 // thread). kAct: the hidden layers' activation. kLogitTiles: 8-class tiles of the logits a warp's
 // rows hold (2 for up to 16 classes, else 8: the loss's loops run over that many, not over the
-// 64-class maximum). kWideFirst: a first layer 113-128 wide, whose weight gradient splits the warps 4 x 2
-// (first_m_tile; an instantiation of its own for SGD and up to 16 classes: the two mappings in one kernel
-// cost its registers 150 bytes of spills and narrower models 3-4 %, measured).
+// 64-class maximum). kWideFirst: a first layer 113-128 wide with up to 16 classes, split 2 x 8 over the
+// blocks (cluster_layout.h's first_split: feature groups x neuron halves), its weight gradient's warps
+// 4 x 2 (first_m_tile); an instantiation of its own: both mappings in one kernel cost the registers
+// 150 bytes of spills and narrower models 3-4 %, measured (v10g).
 template <UpdateForm kUpdate, ActivationKind kAct, int kLogitTiles, bool kWideFirst>
 struct Cluster {
   static constexpr bool kAdam = kUpdate == UpdateForm::kAdam;
@@ -275,7 +281,15 @@ struct Cluster {
   __device__ const FusedLayer& layer(int l) const { return a.layers[l]; }
   __device__ int width(int l) const { return a.layers[l].out; }
   __device__ bf16* x(int l) const { return at<bf16>(c.x[l]); }
-  __device__ int f0() const { return rank * kClusterSlice; }
+  // The first layer's part of this block: feature group first_group() (features f0().., group_width() of
+  // them), against every neuron or (kWideFirst) neuron half rank % 2, neurons first_row0()..+63.
+  __device__ int first_group() const { return kWideFirst ? rank >> 1 : rank; }
+  __device__ bool has_first_part() const { return first_group() < c.slices; }
+  __device__ int group_width() const { return kWideFirst ? c.group : kClusterSlice; }  // a constant for 16 x 1
+  __device__ int f0() const { return first_group() * group_width(); }
+  __device__ int first_row0() const { return kWideFirst ? (rank & 1) * kClusterHalf : 0; }
+  // Weight rows of W0 in shared memory (neurons first_row0().. ).
+  __device__ int first_rows() const { return kWideFirst ? kClusterHalf : pad16(width(0)); }
   __device__ bool owns(int cols_extent) const { return rank * kCols < cols_extent; }
   __device__ std::int64_t sample(std::int64_t i) const { return a.order != nullptr ? a.order[i] : i; }
   __device__ std::int64_t rows_of(std::int64_t s) const {
@@ -372,36 +386,64 @@ struct Cluster {
   }
   __device__ void wait_samples() const { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-  // ---- the batch: this block's 64 features of every row, and every row's label; the rows' sample
-  // indices from next_samples (prefetched) where `prefetched`, else from the permutation.
-  __device__ void fetch(Staged& s, std::int64_t step, bool prefetched) const {
+  // ---- the batch: this block's features of every row (group_width() of them, in pieces of 8: thread i takes
+  // piece i % kPieceSlots of rows i / kPieceSlots + kRowsAPass k), and every row's label; the rows'
+  // sample indices from next_samples (prefetched) where `prefetched`, else from the permutation. The
+  // pieces wait in registers (16 x 1) or, copied by cp.async, in the layout's stage buffer (2 x 8), each
+  // thread's own pieces read back by itself (a wait, no barrier).
+  static constexpr int kPieceSlots = kWideFirst ? 16 : 8, kRowsAPass = kThreads / kPieceSlots;
+  static constexpr int kPiecesAThread = kRows / kRowsAPass;
+  using Batch = Staged<kWideFirst ? 1 : kPiecesAThread>;
+  __device__ unsigned char* staged_piece(int r) const {
+    return at<unsigned char>(c.stage) + r * group_width() + piece_column();
+  }
+  __device__ int piece_row(int k) const { return static_cast<int>(threadIdx.x) / kPieceSlots + kRowsAPass * k; }
+  __device__ int piece_column() const { return static_cast<int>(threadIdx.x) % kPieceSlots * 8; }
+  __device__ void fetch(Batch& s, std::int64_t step, bool prefetched) const {
     const std::int64_t n = rows_of(step), first = step * a.batch;
     const int* rows_sample = at<int>(c.next_samples);
     const auto sample_of = [&](int r) -> std::int64_t {
       return prefetched && a.order != nullptr ? rows_sample[r] : sample(first + r);
     };
-    const int features = layer(0).in;
-    for (int k = 0; k < 4; ++k) {
-      const int p = static_cast<int>(threadIdx.x) + kThreads * k;
-      const int r = p >> 3, f = f0() + (p & 7) * 8;
-      s.pixels[k] = make_uint2(0, 0);
-      if (r < n && f < features) {
-        s.pixels[k] = *reinterpret_cast<const uint2*>(a.images + sample_of(r) * features + f);
+    const int features = layer(0).in, f = f0() + piece_column();
+    const bool column = piece_column() < group_width() && f < features;
+#pragma unroll
+    for (int k = 0; k < kPiecesAThread; ++k) {
+      const int r = piece_row(k);
+      if constexpr (kWideFirst) {
+        if (r < n && column) {
+          asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(shared_address(staged_piece(r))),
+                       "l"(a.images + sample_of(r) * features + f)
+                       : "memory");
+        }
+      } else {
+        s.pixels[k] = make_uint2(0, 0);
+        if (r < n && column) {
+          s.pixels[k] = *reinterpret_cast<const uint2*>(a.images + sample_of(r) * features + f);
+        }
       }
     }
     s.label = threadIdx.x < n ? a.labels[sample_of(static_cast<int>(threadIdx.x))] : 0;
   }
-  __device__ void stage(const Staged& s, std::int64_t step) {
+  __device__ void stage(const Batch& s, std::int64_t step) {
     const std::int64_t n = rows_of(step);
-    const int features = layer(0).in;
+    const int features = layer(0).in, f = f0() + piece_column();
+    const bool column = piece_column() < group_width();  // 2 x 8 at 784 inputs: 14 of a row's 16 slots
+    if constexpr (kWideFirst) asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's pieces
     bf16* x0 = at<bf16>(c.x0);
-    for (int k = 0; k < 4; ++k) {
-      const int p = static_cast<int>(threadIdx.x) + kThreads * k;
-      const int r = p >> 3, f = f0() + (p & 7) * 8;
+#pragma unroll
+    for (int k = 0; k < kPiecesAThread && column; ++k) {
+      const int r = piece_row(k);
       const bool valid = r < n && f < features;
+      uint2 pixels;
+      if constexpr (kWideFirst) {
+        pixels = valid ? *reinterpret_cast<const uint2*>(staged_piece(r)) : make_uint2(0, 0);
+      } else {
+        pixels = s.pixels[k];
+      }
       // Eight pixels (bytes of two words) to four bf16 pairs, in registers.
       const auto value = [&](int j) {
-        const std::uint32_t word = j < 4 ? s.pixels[k].x : s.pixels[k].y;
+        const std::uint32_t word = j < 4 ? pixels.x : pixels.y;
         const float pixel = static_cast<float>((word >> (8 * (j & 3))) & 0xffu);
         return valid ? pixel * a.scale + a.shift : 0.0f;
       };
@@ -409,7 +451,7 @@ struct Cluster {
         const __nv_bfloat162 two = __floats2bfloat162_rn(value(j), value(j + 1));
         return *reinterpret_cast<const std::uint32_t*>(&two);
       };
-      *reinterpret_cast<uint4*>(x0 + r * c.ld_x0 + (p & 7) * 8) = make_uint4(pair(0), pair(2), pair(4), pair(6));
+      *reinterpret_cast<uint4*>(x0 + r * c.ld_x0 + piece_column()) = make_uint4(pair(0), pair(2), pair(4), pair(6));
     }
     if (threadIdx.x < kRows) at<int>(c.labels)[threadIdx.x] = s.label;
   }
@@ -418,10 +460,10 @@ struct Cluster {
   __device__ void load_weights(const bf16* w) {
     const FusedLayer& first = layer(0);
     const int h0 = width(0);
-    for (int i = static_cast<int>(threadIdx.x); i < pad16(h0) * kClusterSlice; i += kThreads) {
-      const int o = i / kClusterSlice, f = i % kClusterSlice;
+    for (int i = static_cast<int>(threadIdx.x); i < first_rows() * group_width(); i += kThreads) {
+      const int row = i / group_width(), f = i % group_width(), o = first_row0() + row;
       if (o < h0 && f0() + f < first.in) {
-        at<bf16>(c.w0)[o * c.ld_w0 + f] = w[first.weight_offset + o * first.in_pad + f0() + f];
+        at<bf16>(c.w0)[row * c.ld_w0 + f] = w[first.weight_offset + o * first.in_pad + f0() + f];
       }
     }
     if (threadIdx.x < kCols) {
@@ -489,9 +531,11 @@ struct Cluster {
   __device__ void store_weights(bf16* w, int final_parity) const {
     const FusedLayer& first = layer(0);
     const int h0 = width(0);
-    for (int i = static_cast<int>(threadIdx.x); i < h0 * kClusterSlice; i += kThreads) {
-      const int o = i / kClusterSlice, f = i % kClusterSlice;
-      if (f0() + f < first.in) w[first.weight_offset + o * first.in_pad + f0() + f] = at<bf16>(c.w0)[o * c.ld_w0 + f];
+    for (int i = static_cast<int>(threadIdx.x); i < first_rows() * group_width(); i += kThreads) {
+      const int row = i / group_width(), f = i % group_width(), o = first_row0() + row;
+      if (o < h0 && f0() + f < first.in) {
+        w[first.weight_offset + o * first.in_pad + f0() + f] = at<bf16>(c.w0)[row * c.ld_w0 + f];
+      }
     }
     if (count() == 1) {
       // Softmax regression: block 0 writes the biases (every block holds the same).
@@ -606,12 +650,13 @@ struct Cluster {
   static constexpr int kSlotFloats = kRows * kCols;  // [128][8] fp32
   std::uint32_t partials_phase = 0;
   __device__ float* slot(int s) const { return at<float>(c.x[1]) + s * kSlotFloats; }
-  // The partials of column tiles half * 8 + nt (owner half * 8 + nt) into their owners' slot `rank`:
-  // lanes t and t ^ 1 swap halves of their fragments so each holds 4 columns of one row (16 bytes).
+  // The partials of column tiles half * 8 + nt (owner half * 8 + nt) into their owners' slot
+  // first_group(): lanes t and t ^ 1 swap halves of their fragments so each holds 4 columns of one row
+  // (16 bytes).
   __device__ void send_partials(const float (&acc)[8][4], int half, int tiles) const {
     const bool odd = (t & 1) != 0;
     const int row = warp * 16 + g + (odd ? 8 : 0), col = (t & 2) * 2;
-    float* mine = slot(rank) + row * kCols + col;
+    float* mine = slot(first_group()) + row * kCols + col;
     const std::uint32_t to = shared_address(mine), bar = exchange_bar(kPartialsId);
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
@@ -629,26 +674,29 @@ struct Cluster {
     }
   }
 
-  // ---- forward, first layer: this block's features' share of every column (fp32), to the owners.
+  // ---- forward, first layer: this block's features' share of its columns (fp32), to the owners: every
+  // column (16 x 1) or the block's neuron half (2 x 8).
   __device__ void first_partial() {
     const bool shared = c.partials_shared;
-    if (rank >= c.slices) {
+    if (!has_first_part()) {
       if (shared) ptx::cluster_wait();
       return;
     }
     const int tiles = pad16(width(0)) / 8;
-    float* part = partial(rank);
+    float* part = partial(first_group());
     const int row = warp * 16 + g;
-    // Two halves of 8 column tiles: 16 tiles' accumulators beside the first layer's state (in
-    // registers all epoch) would spill.
+    // Two halves of 8 column tiles (16 x 1; 2 x 8: the block's half, rank % 2): 16 tiles' accumulators
+    // beside the first layer's state (in registers all epoch) would spill.
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
+    for (int pass = 0; pass < (kWideFirst ? 1 : 2); ++pass) {
+      const int half = kWideFirst ? rank & 1 : pass;
       if (half * 8 >= tiles) break;
       float acc[8][4] = {};
       row_tiles_product<8, false>(acc, at<bf16>(c.x0) + warp * 16 * c.ld_x0, c.ld_x0, 8,
-                                  at<bf16>(c.w0) + half * 64 * c.ld_w0, c.ld_w0, kClusterSlice / 16, tiles - half * 8);
+                                  at<bf16>(c.w0) + (kWideFirst ? 0 : half * 64 * c.ld_w0), c.ld_w0, group_width() / 16,
+                                  tiles - half * 8);
       if (shared) {
-        if (half == 0) ptx::cluster_wait();  // the first product overlaps the slowest block's last step
+        if (pass == 0) ptx::cluster_wait();  // the first product overlaps the slowest block's last step
         send_partials(acc, half, tiles);
         continue;
       }
@@ -663,7 +711,7 @@ struct Cluster {
     }
   }
 
-  // ---- forward, first layer: the owner of columns 8r.. adds the blocks' partials (in block
+  // ---- forward, first layer: the owner of columns 8r.. adds the feature groups' partials (in group
   // order), the bias and the activation, and writes them into every block's X[0].
   __device__ void first_reduce() {
     const int h0 = width(0);
@@ -674,7 +722,10 @@ struct Cluster {
       if (c.partials_shared) {
         const std::uint32_t bar = exchange_bar(kPartialsId);
         if (threadIdx.x == 0) {
-          const int remote = c.slices - (rank < c.slices ? 1 : 0);
+          // Every group's partial of these columns comes from another block but this block's own (its
+          // group's, where it computes this half).
+          const bool own = has_first_part() && (!kWideFirst || (rank & 1) == rank * kCols / kClusterHalf);
+          const int remote = c.slices - (own ? 1 : 0);
           ptx::mbarrier_expect_bytes(bar, static_cast<std::uint32_t>(remote * kSlotFloats * 4));
         }
         ptx::mbarrier_wait_cluster(bar, partials_phase);
@@ -1006,21 +1057,30 @@ struct Cluster {
   struct FirstLayerState {
     float p[8][4], m[8][4], v[kAdam ? 8 : 1][4];
   };
-  // Which 16 weight rows (m) and 8 features of the block's slice (n) tile k holds. A full first layer
-  // (128 wide: 8 row tiles) splits the warps 4 x 2: warp w takes row tiles 2 (w & 3) + (k >> 2) and feature
-  // tiles 4 (w >> 2) + (k & 3), so its fragments read 16 KB of D and X0 a step instead of 36 KB (a warp
-  // of 8 features reads all of D: ~295 KB an SM, the shared-memory pipe's ~2300 cycles; FUSED.md "The
-  // first layer's share"). Narrower layers keep a warp per 8 features, every row tile (all warps busy),
-  // and so does Adam (its third state array: 1 KB of spills with the 4 x 2 split, 7 % slower, measured).
-  static_assert(!kWideFirst || !kAdam, "the 4 x 2 split is instantiated for SGD");
-  __device__ __forceinline__ bool first_wide() const { return kWideFirst; }
-  __device__ __forceinline__ int first_m_tile(int k) const { return first_wide() ? 2 * (warp & 3) + (k >> 2) : k; }
-  __device__ __forceinline__ int first_n_tile(int k) const { return first_wide() ? 4 * (warp >> 2) + (k & 3) : warp; }
+  // Which 16 weight rows (m, of the whole layer) and 8 features of the block's group (n) tile k holds.
+  // 16 x 1 (narrower first layers): a warp per 8 features, every row tile (all warps busy). 2 x 8
+  // (kWideFirst): the block's 4 row tiles and group_width() / 8 feature tiles split 4 x 2 over the
+  // warps: warp w takes row tile w & 3 of its half and feature tiles (w >> 2) first_tiles() + k, k <
+  // first_tiles() (7 at 784 inputs), so its fragments read 16 KB of D and X0 a step, not the 36 KB of a
+  // warp that takes 8 features and every row (~295 KB an SM: the shared-memory pipe's ~2300 cycles;
+  // FUSED.md "The first layer's share", v10g).
+  __device__ __forceinline__ int first_m_tile(int k) const {
+    return kWideFirst ? first_row0() / 16 + (warp & 3) : k;
+  }
+  __device__ __forceinline__ int first_n_tile(int k) const {
+    return kWideFirst ? (warp >> 2) * first_tiles() + k : warp;
+  }
+  // The tiles a warp steps: row tiles (16 x 1) or feature tiles (2 x 8) of its share, at most 8.
+  __device__ __forceinline__ int first_tiles() const {
+    return kWideFirst ? group_width() / 16 : pad16(width(0)) / 16;
+  }
   // Flat index of the parameter in tile k, fragment slot q; `valid` false where it is padding.
   __device__ __forceinline__ std::int64_t first_parameter(int k, int q, bool& valid) const {
     const FusedLayer& L = layer(0);
     const int o = first_m_tile(k) * 16 + g + 8 * (q >> 1), f = f0() + first_n_tile(k) * 8 + 2 * t + (q & 1);
-    valid = o < L.out && f < L.in;  // f < L.in also rules out the blocks past the last input slice
+    // f < L.in also rules out the blocks past the last input group; k < first_tiles() the other warps'
+    // feature tiles (2 x 8).
+    valid = o < L.out && f < L.in && (!kWideFirst || k < first_tiles());
     return L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + f;
   }
   // f(flat index, k, q) for each of this thread's first-layer parameters that is not padding.
@@ -1054,31 +1114,34 @@ struct Cluster {
     });
   }
 
-  // Tiles k = kBase..kBase+3 of the first layer's weight gradient (tile k: weight rows 16 m..16 m+15 and
-  // features 8 n..8 n+7 of the slice, first_m_tile / first_n_tile), applied to the registers' master and
-  // state, the compute copy written. kWide: the 4 x 2 split (one row tile, four feature tiles a pass).
-  template <int kBase, bool kAll, bool kWide>
-  __device__ __forceinline__ void first_weight_tiles(FirstLayerState& s, const bf16* dz, int ld, int cb, int m_tiles) {
-    static_assert(kBase % 4 == 0, "a pass's four tiles share one row tile (kWide)");
+  // Tiles k = kBase..kBase+3 (those below `tiles` unless kAll) of the first layer's weight gradient
+  // (tile k: weight rows 16 m..16 m+15 and features 8 n..8 n+7 of the group, first_m_tile /
+  // first_n_tile), applied to the registers' master and state, the compute copy written. 2 x 8: a pass's
+  // tiles share their row tile (one A fragment a k-step); 16 x 1: their feature tile (one B fragment).
+  template <int kBase, bool kAll>
+  __device__ __forceinline__ void first_weight_tiles(FirstLayerState& s, const bf16* dz, int ld, int cb, int tiles) {
+    static_assert(kBase % 4 == 0, "a pass's four tiles share one row tile (kWideFirst)");
     float acc[4][4] = {};
     const bf16* x0 = at<bf16>(c.x0);
 #pragma unroll
     for (int ks = 0; ks < kRows / 16; ++ks) {
-      if constexpr (kWide) {
+      if constexpr (kWideFirst) {
         std::uint32_t fa[4];
         load_a_trans(fa, dz + ks * 16 * ld + first_m_tile(kBase) * 2 * cb, ld, cb);  // the same rows for every tile
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-          std::uint32_t fb[2];
-          load_b_trans(fb, x0 + ks * 16 * c.ld_x0 + first_n_tile(kBase + k) * 8, c.ld_x0);
-          mma_bf16(acc[k], fa, fb);
+          if (kAll || kBase + k < tiles) {
+            std::uint32_t fb[2];
+            load_b_trans(fb, x0 + ks * 16 * c.ld_x0 + first_n_tile(kBase + k) * 8, c.ld_x0);
+            mma_bf16(acc[k], fa, fb);
+          }
         }
       } else {
         std::uint32_t fb[2];
         load_b_trans(fb, x0 + ks * 16 * c.ld_x0 + warp * 8, c.ld_x0);  // the same features for every tile
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-          if (kAll || kBase + k < m_tiles) {
+          if (kAll || kBase + k < tiles) {
             std::uint32_t fa[4];
             load_a_trans(fa, dz + ks * 16 * ld + (kBase + k) * 2 * cb, ld, cb);
             mma_bf16(acc[k], fa, fb);
@@ -1089,7 +1152,7 @@ struct Cluster {
     bf16* w0 = at<bf16>(c.w0);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      if (!kAll && kBase + k >= m_tiles) continue;
+      if (!kAll && kBase + k >= tiles) continue;
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         bool valid;
@@ -1105,46 +1168,40 @@ struct Cluster {
       // Padding's master values stay 0, as the compute copy's padding.
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int o = first_m_tile(kBase + k) * 16 + g + 8 * h;
-        store_pair(w0 + o * c.ld_w0 + first_n_tile(kBase + k) * 8 + 2 * t, s.p[kBase + k][2 * h],
+        const int row = first_m_tile(kBase + k) * 16 - first_row0() + g + 8 * h;
+        store_pair(w0 + row * c.ld_w0 + first_n_tile(kBase + k) * 8 + 2 * t, s.p[kBase + k][2 * h],
                    s.p[kBase + k][2 * h + 1]);
       }
     }
   }
 
-  // ---- backward of the first layer: dW[:, this block's features] and (with a hidden layer) the
+  // ---- backward of the first layer: dW[this block's rows, its features] and (with a hidden layer) the
   // bias of its columns, applied; then the next batch's features (fetched first, so they arrive
-  // meanwhile) staged. dz: the layer's full gradient, rows `ld` apart. Warp w takes eight
-  // 16 x 8 tiles of the weight (first_m_tile, first_n_tile: a 128-wide layer's rows and the block's 64
-  // features split 4 x 2 over the warps; a narrower one's features 8w..8w+7 with every row).
+  // meanwhile) staged. dz: the layer's full gradient, rows `ld` apart. Warp w takes up to eight
+  // 16 x 8 tiles of the weight (first_m_tile, first_n_tile: 2 x 8, the block's 64 rows and its group's
+  // features split 4 x 2 over the warps; 16 x 1, features 8w..8w+7 with every row).
   __device__ __forceinline__ void first_backward(FirstLayerState& first, const bf16* dz, int ld, int cb,
                                                  std::int64_t step) {
     const bool next = step + 1 < a.steps;
-    Staged staged;
+    Batch staged;
     if (next) fetch(staged, step + 1, true);
     stamp();  // profile: a sub-stage
     const FusedLayer& L = layer(0);
     const bool regression = count() == 1;
     BiasUpdate bias = fetch_bias(L, regression ? L.out : rank * kCols + warp);  // regression: below
-    const int m_tiles = pad16(L.out) / 16;  // at most 8: the layer has at most 128 rows
-    if (rank < c.slices) {
+    const int tiles = first_tiles();  // at most 8
+    if (has_first_part()) {
       // Two passes of four tiles: eight tiles' accumulators beside the state would not fit in
-      // registers.
-      // A pass of four whole tiles (64 and 128 wide layers) has no branch between its loads and mma's.
-      if constexpr (kWideFirst) {  // m_tiles == 8 (kernel_for)
-        first_weight_tiles<0, true, true>(first, dz, ld, cb, m_tiles);
-        first_weight_tiles<4, true, true>(first, dz, ld, cb, m_tiles);
+      // registers. A pass of four whole tiles has no branch between its loads and mma's.
+      if (tiles >= 4) {
+        first_weight_tiles<0, true>(first, dz, ld, cb, tiles);
       } else {
-        if (m_tiles >= 4) {
-          first_weight_tiles<0, true, false>(first, dz, ld, cb, m_tiles);
-        } else {
-          first_weight_tiles<0, false, false>(first, dz, ld, cb, m_tiles);
-        }
-        if (m_tiles >= 8) {
-          first_weight_tiles<4, true, false>(first, dz, ld, cb, m_tiles);
-        } else if (m_tiles > 4) {
-          first_weight_tiles<4, false, false>(first, dz, ld, cb, m_tiles);
-        }
+        first_weight_tiles<0, false>(first, dz, ld, cb, tiles);
+      }
+      if (tiles >= 8) {
+        first_weight_tiles<4, true>(first, dz, ld, cb, tiles);
+      } else if (tiles > 4) {
+        first_weight_tiles<4, false>(first, dz, ld, cb, tiles);
       }
     }
     stamp();  // profile: a sub-stage
@@ -1274,7 +1331,7 @@ struct Cluster {
     FirstLayerState first;
     load_first_state(first);
     if (a.steps > 0) {
-      Staged staged;
+      Batch staged;
       fetch(staged, 0, false);
       stage(staged, 0);
     }
@@ -1381,18 +1438,16 @@ ClusterKernel kernel_for(ActivationKind activation) {
   }
 }
 
-// wide_first: the first layer is 113-128 wide (8 row tiles), which SGD's 10-16-class instantiations split 4 x 2.
+// wide_first: the layout splits the first layer 2 x 8 (a 113-128-wide first layer, at most 16 classes).
 template <UpdateForm kUpdate>
 ClusterKernel kernel_for(ActivationKind activation, int classes_pad, bool wide_first) {
   if (classes_pad > 16) return kernel_for<kUpdate, 8, false>(activation);
-  if constexpr (kUpdate != UpdateForm::kAdam) {
-    if (wide_first) return kernel_for<kUpdate, 2, true>(activation);
-  }
+  if (wide_first) return kernel_for<kUpdate, 2, true>(activation);
   return kernel_for<kUpdate, 2, false>(activation);
 }
 
 ClusterKernel kernel_for(const FusedEpochArgs& args, const ClusterLayout& layout) {
-  const bool wide_first = layout.layers >= 2 && cluster_pad16(args.layers[0].out) == kClusterMaxWidth;
+  const bool wide_first = layout.first_split;
   switch (update_form_of(args.optimizer)) {
     case UpdateForm::kPlainSgd:
       return kernel_for<UpdateForm::kPlainSgd>(args.activation, layout.classes_pad, wide_first);
