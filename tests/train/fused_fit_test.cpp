@@ -162,6 +162,7 @@ TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
   EXPECT_EQ(narrow.group, 64);
   EXPECT_EQ(narrow.slices, 13);
   EXPECT_FALSE(cuda::cluster_layout(784, hidden, 3, 30).first_split);
+  EXPECT_FALSE(cuda::cluster_layout(792, hidden, 3, 10).first_split);  // its batch comes in 16-byte pieces
   // 1024 inputs: 8 groups of 128 (every block has a part); 64 inputs: 4 groups of 16.
   const cuda::ClusterLayout widest = cuda::cluster_layout(1024, hidden, 3, 10);
   EXPECT_TRUE(widest.first_split);

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -335,6 +336,9 @@ cuda::FusedEpochArgs FusedTrainPlan::base_args(const BatchLoader& loader) const 
   std::copy(layers_.begin(), layers_.end(), a.layers);
   a.rows_alloc = rows_alloc_;
   a.images = loader.images().data<std::uint8_t>();
+  // The cluster kernel's 2 x 8 split copies the pixels in 16-byte pieces (cluster_layout.h).
+  SN_CHECK(!cluster_ || !cluster_layout_.first_split || reinterpret_cast<std::uintptr_t>(a.images) % 16 == 0,
+           "the fused engine: the data set's images are not 16-byte aligned on the device");
   a.labels = loader.labels().data<std::int32_t>();
   a.scale = static_cast<float>(loader.normalization().scale);
   a.shift = static_cast<float>(loader.normalization().shift);

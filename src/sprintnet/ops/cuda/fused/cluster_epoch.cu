@@ -221,7 +221,7 @@ __device__ __forceinline__ float slope_from_output(float y) {
 
 // The next batch's share of this block, in flight in registers while the step finishes: 128 rows of
 // the block's 64 features in pieces of 8, kPieces (4) a thread; the 2 x 8 split's 112-128 features land
-// in shared memory instead (kPieces 0: its 8 pieces a thread in registers cost 300 bytes of spills).
+// in shared memory instead (Cluster::fetch; kPieces 1, unused), and only the label waits here.
 template <int kPieces>
 struct Staged {
   uint2 pixels[kPieces];
@@ -386,25 +386,27 @@ struct Cluster {
   }
   __device__ void wait_samples() const { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-  // ---- the batch: this block's features of every row (group_width() of them, in pieces of 8: thread i takes
-  // piece i % kPieceSlots of rows i / kPieceSlots + kRowsAPass k), and every row's label; the rows'
-  // sample indices from next_samples (prefetched) where `prefetched`, else from the permutation. The
-  // pieces wait in registers (16 x 1) or, copied by cp.async, in the layout's stage buffer (2 x 8), each
-  // thread's own pieces read back by itself (a wait, no barrier).
-  static constexpr int kPieceSlots = kWideFirst ? 16 : 8, kRowsAPass = kThreads / kPieceSlots;
+  // ---- the batch: this block's features of every row (group_width() of them), in pieces of kPieceBytes
+  // (8; 2 x 8: 16): thread i takes piece i % 8 of rows i / 8 + 32 k, k < 4; and every row's label. The
+  // rows' sample indices come from next_samples (prefetched) where `prefetched`, else from the
+  // permutation. The pieces wait in registers (16 x 1) or, copied by cp.async, in the layout's stage
+  // buffer (2 x 8: 112-128 features, whose pieces in registers cost 300 bytes of spills), each thread's
+  // own pieces read back by itself (a wait, no barrier).
+  static constexpr int kPieceBytes = kWideFirst ? 16 : 8, kPieceSlots = 8, kRowsAPass = kThreads / kPieceSlots;
   static constexpr int kPiecesAThread = kRows / kRowsAPass;
   using Batch = Staged<kWideFirst ? 1 : kPiecesAThread>;
+  __device__ int piece_row(int k) const { return static_cast<int>(threadIdx.x) / kPieceSlots + kRowsAPass * k; }
+  __device__ int piece_column() const { return static_cast<int>(threadIdx.x) % kPieceSlots * kPieceBytes; }
   __device__ unsigned char* staged_piece(int r) const {
     return at<unsigned char>(c.stage) + r * group_width() + piece_column();
   }
-  __device__ int piece_row(int k) const { return static_cast<int>(threadIdx.x) / kPieceSlots + kRowsAPass * k; }
-  __device__ int piece_column() const { return static_cast<int>(threadIdx.x) % kPieceSlots * 8; }
   __device__ void fetch(Batch& s, std::int64_t step, bool prefetched) const {
     const std::int64_t n = rows_of(step), first = step * a.batch;
     const int* rows_sample = at<int>(c.next_samples);
     const auto sample_of = [&](int r) -> std::int64_t {
       return prefetched && a.order != nullptr ? rows_sample[r] : sample(first + r);
     };
+    // 2 x 8: whole pieces of 16 (the layout takes it for inputs a multiple of 16).
     const int features = layer(0).in, f = f0() + piece_column();
     const bool column = piece_column() < group_width() && f < features;
 #pragma unroll
@@ -412,7 +414,7 @@ struct Cluster {
       const int r = piece_row(k);
       if constexpr (kWideFirst) {
         if (r < n && column) {
-          asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(shared_address(staged_piece(r))),
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(staged_piece(r))),
                        "l"(a.images + sample_of(r) * features + f)
                        : "memory");
         }
@@ -428,22 +430,13 @@ struct Cluster {
   __device__ void stage(const Batch& s, std::int64_t step) {
     const std::int64_t n = rows_of(step);
     const int features = layer(0).in, f = f0() + piece_column();
-    const bool column = piece_column() < group_width();  // 2 x 8 at 784 inputs: 14 of a row's 16 slots
+    const bool column = piece_column() < group_width();  // 2 x 8 at 784 inputs: 7 of a row's 8 slots
     if constexpr (kWideFirst) asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's pieces
     bf16* x0 = at<bf16>(c.x0);
-#pragma unroll
-    for (int k = 0; k < kPiecesAThread && column; ++k) {
-      const int r = piece_row(k);
-      const bool valid = r < n && f < features;
-      uint2 pixels;
-      if constexpr (kWideFirst) {
-        pixels = valid ? *reinterpret_cast<const uint2*>(staged_piece(r)) : make_uint2(0, 0);
-      } else {
-        pixels = s.pixels[k];
-      }
-      // Eight pixels (bytes of two words) to four bf16 pairs, in registers.
+    // Eight pixels (bytes of two words) to four bf16 pairs.
+    const auto convert = [&](std::uint32_t lo, std::uint32_t hi, bool valid) {
       const auto value = [&](int j) {
-        const std::uint32_t word = j < 4 ? pixels.x : pixels.y;
+        const std::uint32_t word = j < 4 ? lo : hi;
         const float pixel = static_cast<float>((word >> (8 * (j & 3))) & 0xffu);
         return valid ? pixel * a.scale + a.shift : 0.0f;
       };
@@ -451,7 +444,20 @@ struct Cluster {
         const __nv_bfloat162 two = __floats2bfloat162_rn(value(j), value(j + 1));
         return *reinterpret_cast<const std::uint32_t*>(&two);
       };
-      *reinterpret_cast<uint4*>(x0 + r * c.ld_x0 + piece_column()) = make_uint4(pair(0), pair(2), pair(4), pair(6));
+      return make_uint4(pair(0), pair(2), pair(4), pair(6));
+    };
+#pragma unroll
+    for (int k = 0; k < kPiecesAThread && column; ++k) {
+      const int r = piece_row(k);
+      const bool valid = r < n && f < features;
+      uint4* to = reinterpret_cast<uint4*>(x0 + r * c.ld_x0 + piece_column());
+      if constexpr (kWideFirst) {
+        const uint4 pixels = valid ? *reinterpret_cast<const uint4*>(staged_piece(r)) : make_uint4(0, 0, 0, 0);
+        to[0] = convert(pixels.x, pixels.y, valid);
+        to[1] = convert(pixels.z, pixels.w, valid);
+      } else {
+        to[0] = convert(s.pixels[k].x, s.pixels[k].y, valid);
+      }
     }
     if (threadIdx.x < kRows) at<int>(c.labels)[threadIdx.x] = s.label;
   }

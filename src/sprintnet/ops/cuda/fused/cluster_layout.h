@@ -145,9 +145,10 @@ inline ClusterLayout cluster_layout_of(int inputs, const int* hidden, int count,
 }
 
 // The layout the kernel runs: the first layer split 2 x 8 where it is 113-128 wide with at most 16
-// classes (the instantiations the kernel has for it, kWideFirst) and that layout fits a block.
+// classes (the instantiations the kernel has for it, kWideFirst), the inputs come in whole 16-byte
+// pieces (its batch's copies) and that layout fits a block.
 inline ClusterLayout cluster_layout(int inputs, const int* hidden, int count, int classes) {
-  if (count >= 1 && cluster_pad16(hidden[0]) == kClusterMaxWidth && cluster_pad16(classes) <= 16) {
+  if (count >= 1 && cluster_pad16(hidden[0]) == kClusterMaxWidth && cluster_pad16(classes) <= 16 && inputs % 16 == 0) {
     const ClusterLayout split = cluster_layout_of(inputs, hidden, count, classes, true);
     if (split.bytes <= kClusterSharedLimit) return split;
   }
