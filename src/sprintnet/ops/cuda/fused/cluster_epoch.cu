@@ -437,7 +437,7 @@ struct Cluster {
     const auto convert = [&](std::uint32_t lo, std::uint32_t hi, bool valid) {
       const auto value = [&](int j) {
         const std::uint32_t word = j < 4 ? lo : hi;
-        const float pixel = static_cast<float>((word >> (8 * (j & 3))) & 0xffu);
+        const float pixel = ptx::byte_as_float(word, j & 3);
         return valid ? pixel * a.scale + a.shift : 0.0f;
       };
       const auto pair = [&](int j) {

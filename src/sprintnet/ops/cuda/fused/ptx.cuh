@@ -3,13 +3,21 @@
 // instruction a function: tensor-core products (mma.sync m16n8k16, bf16 in, fp32
 // accumulate) fed by ldmatrix, and the sm_90 exchange between the blocks of a
 // cluster (bulk copies, or st.async stores, into another block's shared memory
-// that complete on its mbarrier). Shared-memory operands are 32-bit shared-window addresses.
+// that complete on its mbarrier); and a pixel byte's exact float by a byte permute. Shared-memory
+// operands are 32-bit shared-window addresses.
 #include <cstdint>
 
 namespace sprintnet::cuda::ptx {
 
 __device__ __forceinline__ std::uint32_t shared_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Byte j (0-3) of `word` as a float, exactly, without an integer-to-float conversion (I2F: 16 a cycle an
+// SM on Hopper, an eighth of the FP32 pipe): one prmt puts the byte in the mantissa of 2^23
+// (0x4B000000 | byte = 2^23 + byte) and an exact subtraction removes 2^23.
+__device__ __forceinline__ float byte_as_float(std::uint32_t word, int j) {
+  return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7540u | static_cast<unsigned>(j))) - 8388608.0f;
 }
 
 // d += A · B: A a 16 x 16 fragment, B 16 x 8, thread (g = lane / 4, t = lane % 4) holding C's
