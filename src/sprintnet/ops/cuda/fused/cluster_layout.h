@@ -29,12 +29,13 @@
 //
 // The first layer's product is split over the blocks by input features: block r takes features
 // 64r..64r+63 against every neuron (16 x 1), or, where the first layer is 113-128 wide with at most
-// 16 classes (`first_split`, docs/FUSED.md v11a), feature group r / 2 (`group` features, a multiple
-// of 16: 112 of 784) against neuron half r % 2 (64 neurons), so a block's partial is 128 x 64 for 8
-// owners instead of 128 x 128 for 16, and each owner adds 7 partials instead of 13. Slot s (below)
-// holds feature group s's partial (group s = block s in the 16 x 1 split).
-// The fp32 partial products of the first layer go to the owners of their columns. With two or more hidden layers whose activation buffers X[1..] and D
-// (free when a step starts) hold 16 x 4 KB, each block stores its partials straight into the
+// 16 classes and the inputs a multiple of 16 (`first_split`, docs/FUSED.md v11a), feature group r / 2
+// (`group` features, a multiple of 16: 112 of 784) against neuron half r % 2 (64 neurons), so a block's
+// partial is 128 x 64 for 8 owners instead of 128 x 128 for 16, and each owner adds 7 partials instead
+// of 13. Slot s (below) holds feature group s's partial (group s = block s in the 16 x 1 split).
+// The fp32 partial products of the first layer go to the owners of their columns. With two or more
+// hidden layers whose activation buffers X[1..] and D (free when a step starts) hold 16 x 4 KB, each
+// block stores its partials straight into the
 // owners' shared memory there (`partials_shared`: slot s, group s's partial of the owner's 8
 // columns, [128][8] fp32, at x[1] + 4 KB s; v9d). Otherwise they go through P in global memory
 // ([16][128][ld_part], `partials_bytes`), read by the owners through L2, which measured faster than
