@@ -175,6 +175,23 @@ TEST(FusedFit, TheClusterLayoutFitsABlockAndKeepsItsBuffersApart) {
   // The owners' slots (a group's 128 x 8 fp32 partial each) fit X[1..] and D where they go there.
   EXPECT_TRUE(c.partials_shared);
   EXPECT_LE(c.x[1] + std::int64_t{c.slices} * 128 * 8 * 4, c.d + 128 * 128 * 2);
+  // The next batch's bytes (128 x group) land in the exchange buffer the first layer's backward does not
+  // read: X[2] after two hidden backwards (it reads D), D after one (it reads X[1]); with one hidden layer
+  // a region of their own. Never where the next step's partial slots go.
+  const auto slots_end = [](const cuda::ClusterLayout& l) { return l.x[1] + std::int64_t{l.slices} * 128 * 8 * 4; };
+  EXPECT_EQ(c.stage, c.x[2]);
+  EXPECT_GE(c.stage, slots_end(c));
+  const int two_hidden[] = {128, 128};
+  const cuda::ClusterLayout two = cuda::cluster_layout(784, two_hidden, 2, 10);
+  ASSERT_TRUE(two.first_split);
+  EXPECT_EQ(two.stage, two.d);
+  EXPECT_GE(two.stage, slots_end(two));
+  const int one_hidden[] = {128};
+  const cuda::ClusterLayout one = cuda::cluster_layout(784, one_hidden, 1, 10);
+  ASSERT_TRUE(one.first_split);
+  EXPECT_FALSE(one.partials_shared);
+  EXPECT_GE(one.stage, one.dl + 128 * one.ld_dl * 2);  // after every buffer before it
+  EXPECT_LE(one.stage + 128 * one.group, one.bars);
   // Every row stride keeps the tensor-core fragments' rows 16 bytes apart modulo the banks' period.
   // (X and D are read by 16-byte column pieces of consecutive rows: conflict-free without padding.)
   for (const int ld : {c.ld_x0, c.ld_w0, c.ld_wo, c.ld_dl, c.ld_wr[1], c.ld_wc[1], narrow.ld_x0, narrow.ld_w0}) {

@@ -35,9 +35,8 @@
 // of 13. Slot s (below) holds feature group s's partial (group s = block s in the 16 x 1 split).
 // The fp32 partial products of the first layer go to the owners of their columns. With two or more
 // hidden layers whose activation buffers X[1..] and D (free when a step starts) hold 16 x 4 KB, each
-// block stores its partials straight into the
-// owners' shared memory there (`partials_shared`: slot s, group s's partial of the owner's 8
-// columns, [128][8] fp32, at x[1] + 4 KB s; v9d). Otherwise they go through P in global memory
+// block stores its partials straight into the owners' shared memory there (`partials_shared`: slot s,
+// group s's partial of the owner's 8 columns, [128][8] fp32, at x[1] + 4 KB s; v9d). Otherwise they go through P in global memory
 // ([16][128][ld_part], `partials_bytes`), read by the owners through L2, which measured faster than
 // pulling them over DSMEM (bench/lab/cluster_probe.cu).
 #include <algorithm>
