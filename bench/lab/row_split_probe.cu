@@ -28,7 +28,7 @@
 // rounds where the kernel rounds, times whole epochs (468 steps a launch) and prints block 0's per-stage
 // profile.
 //   nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -O3 -lineinfo -Isrc \
-//     bench/lab/row_split_probe.cu -o row_split_probe && ./row_split_probe [launches, 7; 0: the check alone]
+//     bench/lab/row_split_probe.cu -o row_split_probe && ./row_split_probe [launches, 7; 0: the check alone] [knobs, 0]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -103,6 +103,12 @@ constexpr std::uint32_t kD1Bytes = 15 * kOwnRows * kHalf * 2;
 constexpr std::uint32_t kSideBytes = 15 * kSidePieces * 16;
 constexpr std::uint32_t kWBytes = 15 * (2 * kTileBytes + kClassesPad * 8 * 2);
 constexpr int kStamps = 13;
+constexpr int kOwnWBytes = 2 * kTileBytes + kClassesPad * 8 * 2;  // a block's new weights a step: 5376
+// The probe's switches (its second argument, a sum): kKnobNoTiles and kKnobNoSide skip an exchange
+// beside the path (wrong weights: timing only); kKnobSideLate sends the tiles' operands after the first
+// layer's backward instead of before it; kKnobMulticast broadcasts the new tiles through L2 (stored to
+// global memory, then one multicast bulk copy into all 16 blocks) instead of 15 DSMEM bulk copies.
+constexpr int kKnobNoTiles = 1, kKnobNoSide = 2, kKnobSideLate = 4, kKnobMulticast = 8;
 
 struct Params {
   const std::uint8_t* images;  // [kSamples][784]
@@ -113,6 +119,8 @@ struct Params {
   float *w0, *m0, *w1, *m1, *w2, *m2, *wo, *mo;  // fp32 master and momentum, [out][in]
   float* loss_parts;                              // [steps][16]: each block's rows' loss sum
   unsigned long long* stamps;                     // [steps][kStamps], block 0's stage ends, or null
+  int knobs;                                      // kKnob* (the timing experiments)
+  std::uint8_t* tiles_global;                     // [16][kOwnWBytes]: kKnobMulticast's staging
 };
 
 __device__ __forceinline__ std::uint32_t saddr(const void* p) { return ptx::shared_address(p); }
@@ -172,6 +180,10 @@ struct Probe {
   __device__ int group() const { return rank >> 1; }
   __device__ void stamp() {
     if (stamp_at != nullptr) stamp_at[stamp_count++] = now();
+  }
+  __device__ void wait_tiles() {
+    if ((a.knobs & kKnobNoTiles) != 0) return;
+    wait(kBarW, (a.knobs & kKnobMulticast) != 0 ? 16 * kOwnWBytes : kWBytes);
   }
   __device__ void wait(int id, std::uint32_t bytes) {
     if (threadIdx.x == 0) ptx::mbarrier_expect_bytes(bar(id), bytes);
@@ -400,13 +412,20 @@ struct Probe {
         const int label = at<int>(kOffLabels)[lane];
         float mx = l[0];
         for (int c = 1; c < kClasses; ++c) mx = fmaxf(mx, l[c]);
-        float sum = 0.0f;
-        for (int c = 0; c < kClasses; ++c) sum += expf(l[c] - mx);
-        loss = logf(sum) + mx - l[label];
-        bf16* dl = at<bf16>(kOffDl) + (kOwnRows * rank + lane) * kLdDl;
-        for (int c = 0; c < kClassesPad; ++c) {
-          const float d = c < kClasses ? (expf(l[c] - mx) / sum - (c == label ? 1.0f : 0.0f)) / kBatch : 0.0f;
-          dl[c] = __float2bfloat16_rn(d);
+        float e[kClasses], sum = 0.0f;
+#pragma unroll
+        for (int c = 0; c < kClasses; ++c) {
+          e[c] = __expf(l[c] - mx);
+          sum += e[c];
+        }
+        loss = __logf(sum) + mx - l[label];
+        const float inv = 1.0f / sum;
+        __nv_bfloat162* dl = reinterpret_cast<__nv_bfloat162*>(at<bf16>(kOffDl) + (kOwnRows * rank + lane) * kLdDl);
+#pragma unroll
+        for (int c = 0; c < kClassesPad; c += 2) {
+          const float d0 = c < kClasses ? (e[c] * inv - (c == label ? 1.0f : 0.0f)) * (1.0f / kBatch) : 0.0f;
+          const float d1 = c + 1 < kClasses ? (e[c + 1] * inv - (c + 1 == label ? 1.0f : 0.0f)) * (1.0f / kBatch) : 0.0f;
+          dl[c / 2] = __floats2bfloat162_rn(d0, d1);
         }
       }
 #pragma unroll
@@ -468,34 +487,49 @@ struct Probe {
       }
     }
   }
+  // Each 16-byte piece of a tile operand goes to the 4 blocks whose tile row (G) or column (A) it is.
   __device__ void send_side() const {
-    for (int idx = threadIdx.x; idx < kBlocks * kSidePieces; idx += kThreads) {
-      const int d = idx / kSidePieces, k = idx % kSidePieces;
-      const int ti = d >> 2, tj = d & 3;
-      const bf16* from;
+    const std::uint32_t side_bar = bar(kBarSide);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int idx = threadIdx.x + kThreads * k;  // 512 pieces: [which][key][row j][piece p]
+      const int which = idx >> 7, key = (idx >> 5) & 3, j = (idx >> 2) & 7, p = idx & 3;
+      // TG2 <- G2 (the tile's rows: key = ti), TA1 <- A1 (its columns: key = tj), TG3 <- G3, TA2 <- A2.
+      const int src = which == 0 ? 4 : which == 1 ? 0 : which == 2 ? 3 : 1;
+      const uint4 value = *reinterpret_cast<const uint4*>(local(src) + j * kLdLocal + 32 * key + 8 * p);
+      bf16* to = tile_operand(which) + (kOwnRows * rank + j) * kLdT + 8 * p;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int d = (which & 1) == 0 ? 4 * key + u : 4 * u + key;
+        if (d == rank) {
+          *reinterpret_cast<uint4*>(to) = value;
+        } else {
+          ptx::store_to_block(ptx::in_block(saddr(to), d), value, ptx::in_block(side_bar, d));
+        }
+      }
+    }
+    // dlogits' own rows to every block (240 pieces), A3's own rows of block d's 8 columns to d (128).
+    for (int i = threadIdx.x; i < 16 * 16 + 128; i += kThreads) {
+      const uint4* from;
       bf16* to;
-      if (k < 128) {
-        const int which = k >> 5, j = (k >> 2) & 7, p = k & 3;
-        // TG2 <- G2 (rows of W1's tile: ti), TA1 <- A1 (its columns: tj), TG3 <- G3, TA2 <- A2.
-        const int src = which == 0 ? 4 : which == 1 ? 0 : which == 2 ? 3 : 1;
-        const int col = (which & 1) == 0 ? 32 * ti : 32 * tj;
-        from = local(src) + j * kLdLocal + col + 8 * p;
-        to = tile_operand(which) + (kOwnRows * rank + j) * kLdT + 8 * p;
-      } else if (k < 144) {
-        if (d == rank) continue;  // dlogits: the own rows are in place
-        const int j = (k - 128) >> 1, p = (k - 128) & 1;
-        from = at<bf16>(kOffDl) + (kOwnRows * rank + j) * kLdDl + 8 * p;
-        to = const_cast<bf16*>(from);
+      int d;
+      if (i < 256) {
+        d = i >> 4;
+        if (d == rank) continue;
+        const int j = (i >> 1) & 7, p = i & 1;
+        to = at<bf16>(kOffDl) + (kOwnRows * rank + j) * kLdDl + 8 * p;
+        from = reinterpret_cast<const uint4*>(to);
       } else {
-        const int j = k - 144;
-        from = local(2) + j * kLdLocal + 8 * d;
+        d = (i - 256) >> 3;
+        const int j = i & 7;
+        from = reinterpret_cast<const uint4*>(local(2) + j * kLdLocal + 8 * d);
         to = at<bf16>(kOffA3c) + (kOwnRows * rank + j) * 8;
       }
-      const uint4 value = *reinterpret_cast<const uint4*>(from);
+      const uint4 value = *from;
       if (d == rank) {
         *reinterpret_cast<uint4*>(to) = value;
       } else {
-        ptx::store_to_block(ptx::in_block(saddr(to), d), value, ptx::in_block(bar(kBarSide), d));
+        ptx::store_to_block(ptx::in_block(saddr(to), d), value, ptx::in_block(side_bar, d));
       }
     }
   }
@@ -539,7 +573,7 @@ struct Probe {
     }
   }
   __device__ void side() {
-    wait(kBarSide, kSideBytes);
+    if ((a.knobs & kKnobNoSide) == 0) wait(kBarSide, kSideBytes);
     float a1[4] = {}, a2[4] = {}, ao[4] = {};
     tile_gradient(a1, tile_operand(0), tile_operand(1));
     tile_gradient(a2, tile_operand(2), tile_operand(3));
@@ -552,19 +586,43 @@ struct Probe {
         ptx::mma_bf16(ao, fa, fb);
       }
     }
+    const bool multicast = (a.knobs & kKnobMulticast) != 0;
     bf16* own1 = at<bf16>(kOffW1) + rank * kTileElems;
     bf16* own2 = at<bf16>(kOffW2) + rank * kTileElems;
+    bf16* own_cols = at<bf16>(kOffWo) + rank * kClassesPad * 8;
+    // Multicast: the new values go to global memory (the same layout), and come back with the others'.
+    bf16* new1 = multicast ? reinterpret_cast<bf16*>(a.tiles_global + rank * kOwnWBytes) : own1;
+    bf16* new2 = multicast ? new1 + kTileElems : own2;
+    bf16* new_cols = multicast ? new2 + kTileElems : own_cols;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 16 * (warp >> 2) + g + 8 * h, c = 8 * (warp & 3) + 2 * t;
       const float w1lo = step(a1[2 * h], p1[2 * h], v1[2 * h]), w1hi = step(a1[2 * h + 1], p1[2 * h + 1], v1[2 * h + 1]);
       const float w2lo = step(a2[2 * h], p2[2 * h], v2[2 * h]), w2hi = step(a2[2 * h + 1], p2[2 * h + 1], v2[2 * h + 1]);
-      store2(own1 + r * kLdT + c, w1lo, w1hi);
-      store2(own2 + r * kLdT + c, w2lo, w2hi);
+      store2(new1 + r * kLdT + c, w1lo, w1hi);
+      store2(new2 + r * kLdT + c, w2lo, w2hi);
       if (warp == 0 && out_class(2 * h) < kClasses) {
         const float lo = step(ao[2 * h], po[2 * h], vo[2 * h]), hi = step(ao[2 * h + 1], po[2 * h + 1], vo[2 * h + 1]);
-        store2(at<bf16>(kOffWo) + out_at(out_class(2 * h), out_col(0)), lo, hi);
+        store2(new_cols + out_class(2 * h) * 8 + 2 * t, lo, hi);
       }
+    }
+    if ((a.knobs & kKnobNoTiles) != 0) return;
+    if (multicast) {
+      asm volatile("fence.proxy.async.global;" ::: "memory");  // the stores above, before the copy reads them
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        const auto cast = [&](const bf16* to, const bf16* from, std::uint32_t bytes) {
+          asm volatile(
+              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], "
+              "%4;" ::"r"(saddr(to)),
+              "l"(from), "r"(bytes), "r"(bar(kBarW)), "h"(static_cast<std::uint16_t>(0xffff))
+              : "memory");
+        };
+        cast(own1, new1, kTileBytes);
+        cast(own2, new2, kTileBytes);
+        cast(own_cols, new_cols, kClassesPad * 8 * 2);
+      }
+      return;
     }
     ptx::fence_proxy_async();  // the generic stores above, before the copy engine reads them
     __syncthreads();
@@ -573,8 +631,7 @@ struct Probe {
       const std::uint32_t wb = ptx::in_block(bar(kBarW), d);
       ptx::bulk_copy_to_block(ptx::in_block(saddr(own1), d), saddr(own1), kTileBytes, wb);
       ptx::bulk_copy_to_block(ptx::in_block(saddr(own2), d), saddr(own2), kTileBytes, wb);
-      const bf16* cols = at<bf16>(kOffWo) + rank * kClassesPad * 8;
-      ptx::bulk_copy_to_block(ptx::in_block(saddr(cols), d), saddr(cols), kClassesPad * 8 * 2, wb);
+      ptx::bulk_copy_to_block(ptx::in_block(saddr(own_cols), d), saddr(own_cols), kClassesPad * 8 * 2, wb);
     }
   }
 
@@ -606,7 +663,7 @@ struct Probe {
       stamp();  // 0: the partials sent
       first_reduce();
       stamp();  // 1: A1
-      if (s > 0) wait(kBarW, kWBytes);  // the last step's tiles from their owners
+      if (s > 0) wait_tiles();  // the last step's tiles from their owners
       stamp();  // 2
       forward(at<bf16>(kOffW1), local(0), local(1));
       forward(at<bf16>(kOffW2), local(1), local(2));
@@ -621,7 +678,8 @@ struct Probe {
       __syncthreads();
       stamp();  // 5: G1
       send_g1();
-      send_side();
+      const bool side_late = (a.knobs & (kKnobSideLate | kKnobNoSide)) != 0;
+      if (!side_late) send_side();
       copy_batch(s + 1);
       copy_labels(s + 1);
       stamp();  // 6: sent
@@ -629,6 +687,7 @@ struct Probe {
       __syncthreads();
       stamp();  // 7: G1 of every row
       first_backward();
+      if ((a.knobs & (kKnobSideLate | kKnobNoSide)) == kKnobSideLate) send_side();
       __syncthreads();
       stamp();  // 8: W0 stepped
       side();
@@ -640,7 +699,7 @@ struct Probe {
       ptx::cluster_arrive();
     }
     ptx::cluster_wait();
-    if (a.steps > 0) wait(kBarW, kWBytes);  // the last tiles, before any block leaves
+    if (a.steps > 0) wait_tiles();  // the last tiles, before any block leaves
     ptx::cluster_arrive();
     ptx::cluster_wait();
     store();
@@ -738,7 +797,10 @@ static double cpu_step(Model& m, const std::vector<std::uint8_t>& images, const 
 }
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const int launches = argc > 1 ? std::atoi(argv[1]) : 7;
+  const int knobs = argc > 2 ? std::atoi(argv[2]) : 0;
+  std::printf("knobs %d\n", knobs);
   std::mt19937 rng(7);
   std::vector<std::uint8_t> images(static_cast<size_t>(kSamples) * kIn);
   std::vector<int> labels(kSamples);
@@ -780,13 +842,15 @@ int main(int argc, char** argv) {
   };
   float* d_loss;
   unsigned long long* d_stamps;
+  std::uint8_t* d_tiles;
+  CHECK_CUDA(cudaMalloc(&d_tiles, kBlocks * kOwnWBytes));
   CHECK_CUDA(cudaMalloc(&d_loss, kSteps * kBlocks * 4));
   CHECK_CUDA(cudaMalloc(&d_stamps, static_cast<size_t>(kSteps) * kStamps * 8));
   CHECK_CUDA(cudaFuncSetAttribute(row_split_epoch, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   CHECK_CUDA(cudaFuncSetAttribute(row_split_epoch, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   const auto run = [&](int steps, bool stamps) {
     Params p{d_images, d_labels, d_order, steps, scale, shift, lr, mu, dev[0], dev[1], dev[2], dev[3], dev[4], dev[5],
-             dev[6], dev[7], d_loss, stamps ? d_stamps : nullptr};
+             dev[6], dev[7], d_loss, stamps ? d_stamps : nullptr, knobs, d_tiles};
     row_split_epoch<<<kBlocks, kThreads, kSmem>>>(p);
     CHECK_CUDA(cudaGetLastError());
   };
