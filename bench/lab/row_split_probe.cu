@@ -41,6 +41,7 @@
 #include <random>
 #include <vector>
 
+#include "sprintnet/ops/cuda/fused/fragment_loads.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 
 namespace ptx = sprintnet::cuda::ptx;
@@ -125,26 +126,11 @@ struct Params {
 
 __device__ __forceinline__ std::uint32_t saddr(const void* p) { return ptx::shared_address(p); }
 __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & 31; }
-// A(m, k) = p[m * ld + k]
-__device__ __forceinline__ void lda(std::uint32_t (&a)[4], const bf16* p, int ld) {
-  const int l = lane_id();
-  ptx::ldmatrix_x4(a, saddr(p + (l & 15) * ld + (l >> 4) * 8));
-}
-// A(m, k) = p[k * ld + m]
-__device__ __forceinline__ void lda_t(std::uint32_t (&a)[4], const bf16* p, int ld) {
-  const int l = lane_id();
-  ptx::ldmatrix_x4_trans(a, saddr(p + ((l & 7) + (l >> 4) * 8) * ld + ((l >> 3) & 1) * 8));
-}
-// B(k, n) = p[n * ld + k]
-__device__ __forceinline__ void ldb(std::uint32_t (&b)[2], const bf16* p, int ld) {
-  const int l = lane_id();
-  ptx::ldmatrix_x2(b, saddr(p + (l & 7) * ld + ((l >> 3) & 1) * 8));
-}
-// B(k, n) = p[k * ld + n]
-__device__ __forceinline__ void ldb_t(std::uint32_t (&b)[2], const bf16* p, int ld) {
-  const int l = lane_id();
-  ptx::ldmatrix_x2_trans(b, saddr(p + ((l & 7) + ((l >> 3) & 1) * 8) * ld));
-}
+// The operands' loads, shared with the rows kernel (src/.../fused/fragment_loads.cuh).
+__device__ __forceinline__ void lda(std::uint32_t (&a)[4], const bf16* p, int ld) { sprintnet::cuda::fused::load_a(a, p, ld); }
+__device__ __forceinline__ void lda_t(std::uint32_t (&a)[4], const bf16* p, int ld) { sprintnet::cuda::fused::load_a_trans(a, p, ld); }
+__device__ __forceinline__ void ldb(std::uint32_t (&b)[2], const bf16* p, int ld) { sprintnet::cuda::fused::load_b(b, p, ld); }
+__device__ __forceinline__ void ldb_t(std::uint32_t (&b)[2], const bf16* p, int ld) { sprintnet::cuda::fused::load_b_trans(b, p, ld); }
 __device__ __forceinline__ void store2(bf16* p, float lo, float hi) {
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(lo, hi);
 }

@@ -52,7 +52,7 @@ TEST(SweepOnAGpu, CompiledRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
   EXPECT_EQ(runs_that_took_turns(dir / "together"), 0) << "the compiled step's kernels come and go: no turns";
 }
 
-// auto: on Hopper the ReLU runs take the fused engine's cluster kernel (16 SMs a run, one launch an
+// auto: on Hopper the ReLU runs take the fused engine's rows kernel (16 SMs a run, one launch an
 // epoch, deterministic) and the GELU runs the compiled step, side by side.
 TEST(SweepOnAGpu, AutoRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
   SN_REQUIRE_GPU();

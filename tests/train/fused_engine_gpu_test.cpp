@@ -74,11 +74,21 @@ struct FirstSteps {
   // run).
   std::string kernel() const {
     return name.ends_with("_cluster")      ? "cluster"
+           : name.ends_with("_rows")       ? "rows"
            : name.ends_with("_split")      ? "split"
            : name.ends_with("_regression") ? "regression"
                                            : "grid";
   }
 };
+
+// 784-128-128-128-10, the rows kernel's model.
+nn::MlpSpec rows_model() {
+  nn::MlpSpec spec;
+  spec.inputs = 784;
+  spec.hidden = {128, 128, 128};
+  spec.outputs = 10;
+  return spec;
+}
 
 // Sets SPRINTNET_FUSED_KERNEL for the scope (the plan reads it when built).
 class KernelChoice {
@@ -105,6 +115,7 @@ TEST_P(FusedFirstSteps, MatchTheCpuFp32ReferencePerTensor) {
   SN_REQUIRE_GPU();
   const FirstSteps& p = GetParam();
   if (p.kernel() == "split" && !gpu_runs_split_kernel(0, 784, 3)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
+  if (p.kernel() == "rows" && !gpu_runs_rows_kernel(0, rows_model())) GTEST_SKIP() << "this GPU or build does not run the rows kernel";
   if (p.kernel() == "regression" && !gpu_runs_regression_kernel(0)) {
     GTEST_SKIP() << "this GPU or build does not run the regression kernel";
   }
@@ -156,6 +167,28 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"warmup_cosine", {"schedule.type=\"cosine\"", "schedule.warmup_steps=2"}});
   cases.push_back({"partial_batch", {"data.train_limit=500", "train.drop_last=false"}});
   cases.push_back({"softmax_regression", {"model.hidden=[]"}});
+  // The rows kernel (FUSED.md v13): every activation it takes, both losses, every optimizer form, a
+  // schedule, a partial batch, one to three hidden layers with padded widths (120, 100, 64: a tile row
+  // and column half empty; 64 wide first: its second half of neurons empty).
+  const std::string rows3 = "model.hidden=[120, 100, 64]";
+  for (const std::string act : {"identity", "relu", "tanh", "sigmoid"}) {
+    cases.push_back({act + "_rows", {rows3, fmt::format("model.activation=\"{}\"", act)}});
+  }
+  cases.push_back({"no_bias_rows", {rows3, "model.bias=false"}});
+  cases.push_back({"label_smoothing_rows", {rows3, "loss.label_smoothing=0.1"}});
+  cases.push_back({"mse_rows", {rows3, "loss.type=\"mse\"", "model.activation=\"tanh\""}});
+  cases.push_back({"sgd_nesterov_decay_rows",
+                   {rows3, "optim.nesterov=true", "optim.weight_decay=0.01", "optim.momentum=0.8"}});
+  cases.push_back({"sgd_plain_rows", {rows3, "optim.momentum=0"}});
+  cases.push_back(
+      {"adam_rows", {rows3, "optim.type=\"adam\"", "optim.lr=0.001", "optim.weight_decay=0.01"}, "bf16", 0.25});
+  cases.push_back(
+      {"adamw_rows", {rows3, "optim.type=\"adamw\"", "optim.lr=0.001", "optim.weight_decay=0.1"}, "bf16", 0.25});
+  cases.push_back({"warmup_cosine_rows", {rows3, "schedule.type=\"cosine\"", "schedule.warmup_steps=2"}});
+  cases.push_back({"partial_batch_rows", {rows3, "data.train_limit=500", "train.drop_last=false"}});
+  cases.push_back({"one_hidden_rows", {"model.hidden=[128]"}});
+  cases.push_back({"narrow_rows", {}});  // 784-64-48-10
+  cases.push_back({"full_width_rows", {"model.hidden=[128, 128, 128]"}});
   // The cluster kernel: every activation it takes, both losses, every optimizer, a partial batch,
   // a deep narrow model (its gradients alternate between two exchange buffers four times) and
   // both logit widths.
@@ -285,6 +318,7 @@ void expect_ten_epochs_like_the_compiled_step(const std::string& name, const std
     ASSERT_EQ(fused.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << fused.describe();
     ASSERT_EQ(fused.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << fused.describe();
     ASSERT_EQ(fused.describe().find("8-block cluster") != std::string::npos, kernel == "regression") << fused.describe();
+    ASSERT_EQ(fused.describe().find("the batch's rows split") != std::string::npos, kernel == "rows") << fused.describe();
     const TrainSummary f = fused.fit(), c = compiled.fit();
     std::printf("seed %d: %s %.2f %% in %.3f s, compiled %.2f %% in %.3f s\n", seed, name.c_str(),
                 100 * f.final_test.accuracy, f.train_time_s, 100 * c.final_test.accuracy, c.train_time_s);
@@ -349,6 +383,15 @@ TEST(FusedEngine, TheClusterKernelsTenEpochsMatchTheCompiledStep) {
       "cluster");
 }
 
+// The rows kernel (docs/FUSED.md v13) on 784-128-128-128-10, with SGD and Adam.
+TEST(FusedEngine, TheRowsKernelsTenEpochsMatchTheCompiledStep) {
+  SN_REQUIRE_GPU();
+  if (!gpu_runs_rows_kernel(0, rows_model())) GTEST_SKIP() << "this GPU or build does not run the rows kernel";
+  expect_ten_epochs_like_the_compiled_step("rows", {"model.hidden=[128, 128, 128]"}, "rows");
+  expect_ten_epochs_like_the_compiled_step(
+      "rows-adam", {"model.hidden=[128, 128, 128]", "optim.type=\"adam\"", "optim.lr=0.001"}, "rows");
+}
+
 void expect_bit_identical_reruns(const std::string& name, const std::vector<std::string>& extra,
                                  const std::string& kernel) {
   const KernelChoice choice(kernel);
@@ -357,6 +400,7 @@ void expect_bit_identical_reruns(const std::string& name, const std::vector<std:
   ASSERT_EQ(a.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << a.describe();
   ASSERT_EQ(a.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << a.describe();
   ASSERT_EQ(a.describe().find("8-block cluster") != std::string::npos, kernel == "regression") << a.describe();
+  ASSERT_EQ(a.describe().find("the batch's rows split") != std::string::npos, kernel == "rows") << a.describe();
   a.fit();
   b.fit();
   const auto wa = weights_of(a), wb = weights_of(b);
@@ -370,6 +414,15 @@ void expect_bit_identical_reruns(const std::string& name, const std::vector<std:
 TEST(FusedEngine, TheSameSeedGivesBitIdenticalWeights) {
   SN_REQUIRE_GPU();
   expect_bit_identical_reruns("rerun", {"data.train_limit=10000", "train.epochs=2", "model.activation=\"gelu\""}, "grid");
+}
+
+TEST(FusedEngine, TheRowsKernelGivesBitIdenticalWeightsForTheSameSeed) {
+  SN_REQUIRE_GPU();
+  if (!gpu_runs_rows_kernel(0, rows_model())) GTEST_SKIP() << "this GPU or build does not run the rows kernel";
+  expect_bit_identical_reruns("rows-rerun",
+                              {"data.train_limit=10000", "train.epochs=2", "model.hidden=[128, 128, 128]",
+                               "model.activation=\"tanh\"", "train.drop_last=false"},
+                              "rows");
 }
 
 TEST(FusedEngine, TheSplitKernelGivesBitIdenticalWeightsForTheSameSeed) {
@@ -469,16 +522,20 @@ TEST(FusedEngine, TheBannerSaysWhichEngineRunsAndWhy) {
                std::exception);
 }
 
-// The cluster kernel is the fused engine's kernel wherever it runs, and auto's engine for every
-// model it takes (the fastest there, docs/PERFORMANCE.md).
+// The cluster kernel (or, for 1 to 3 hidden layers, the rows kernel) is the fused engine's kernel
+// wherever it runs, and auto's engine for every model it takes (the fastest there, docs/PERFORMANCE.md).
 TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
   SN_REQUIRE_GPU();
   nn::MlpSpec regression;
   regression.inputs = 784;
   regression.outputs = 10;
   if (!gpu_runs_cluster_kernel(0, regression)) GTEST_SKIP() << "this GPU or build does not run the cluster kernel";
+  // 1 to 3 hidden layers of at most 128: the rows kernel (v13) where the GPU runs it, auto's choice too;
+  // deeper ones the cluster kernel.
+  const bool rows = gpu_runs_rows_kernel(0, rows_model());
+  const char* cluster_or_rows = rows ? "the batch's rows split" : "16-block cluster";
   Trainer small(config_for("cuda", "fused", "auto", "small", {"train.epochs=1", "model.hidden=[128]"}));
-  EXPECT_NE(small.describe().find("16-block cluster"), std::string::npos) << small.describe();
+  EXPECT_NE(small.describe().find(cluster_or_rows), std::string::npos) << small.describe();
   // Softmax regression: the regression kernel where the GPU runs it (auto's choice too), else the
   // cluster kernel; with 30 classes (more than its logit tile) the cluster kernel.
   Trainer softmax(config_for("cuda", "auto", "auto", "softmax", {"train.epochs=1", "model.hidden=[]"}));
@@ -489,9 +546,12 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
   Trainer classes30(config_for("cuda", "auto", "auto", "softmax30", {"train.epochs=1", "model.hidden=[]", "model.classes=30"}));
   EXPECT_NE(classes30.describe().find("16-block cluster"), std::string::npos) << classes30.describe();
   Trainer narrow(config_for("cuda", "auto", "auto", "narrow", {"train.epochs=1", "model.hidden=[64, 64, 64]"}));
-  EXPECT_NE(narrow.describe().find("16-block cluster"), std::string::npos) << narrow.describe();
+  EXPECT_NE(narrow.describe().find(cluster_or_rows), std::string::npos) << narrow.describe();
   Trainer hidden(config_for("cuda", "auto", "auto", "hidden", {"train.epochs=1", "model.hidden=[128, 128, 128]"}));
-  EXPECT_NE(hidden.describe().find("16-block cluster"), std::string::npos) << hidden.describe();
+  EXPECT_NE(hidden.describe().find(cluster_or_rows), std::string::npos) << hidden.describe();
+  if (rows) EXPECT_NE(hidden.describe().find("train fastest on the fused engine's rows kernel"), std::string::npos);
+  Trainer deep(config_for("cuda", "auto", "auto", "deep", {"train.epochs=1", "model.hidden=[96, 64, 40, 24, 16]"}));
+  EXPECT_NE(deep.describe().find("16-block cluster"), std::string::npos) << deep.describe();
   // 784-784-784-784-10 at batch 128: the split kernel, auto's choice too.
   if (gpu_runs_split_kernel(0, 784, 3)) {
     Trainer wide(config_for("cuda", "auto", "auto", "split", {"train.epochs=1", "model.hidden=[784, 784, 784]"}));

@@ -78,6 +78,67 @@ TEST(FusedFit, TheClusterKernelTakesSmallBf16ModelsAndNamesWhyNotForTheRest) {
   EXPECT_THAT(fused_cluster_unsupported(odd, "bf16", 128).value_or(""), HasSubstr("785 input features"));
 }
 
+TEST(FusedFit, TheRowsKernelTakesOneToThreeNarrowHiddenLayersAndNamesWhyNotForTheRest) {
+  EXPECT_EQ(fused_rows_unsupported(mlp({128, 128, 128}), "bf16", 128), std::nullopt);
+  EXPECT_EQ(fused_rows_unsupported(mlp({64, 48}), "bf16", 100), std::nullopt);
+  EXPECT_EQ(fused_rows_unsupported(mlp({128}), "bf16", 128), std::nullopt);
+  EXPECT_EQ(fused_rows_unsupported(with_activation(mlp({100}), Activation::kSigmoid), "bf16", 128), std::nullopt);
+  EXPECT_THAT(fused_rows_unsupported(mlp({}), "bf16", 128).value_or(""), HasSubstr("0 hidden layers"));
+  EXPECT_THAT(fused_rows_unsupported(mlp({128, 128, 128, 128}), "bf16", 128).value_or(""), HasSubstr("4 hidden layers"));
+  EXPECT_THAT(fused_rows_unsupported(mlp({129}), "bf16", 128).value_or(""), HasSubstr("a hidden layer of 129"));
+  EXPECT_THAT(fused_rows_unsupported(mlp({128}), "fp16", 128).value_or(""), HasSubstr("\"fp16\""));
+  EXPECT_THAT(fused_rows_unsupported(mlp({128}), "bf16", 256).value_or(""), HasSubstr("a batch of 256"));
+  EXPECT_THAT(fused_rows_unsupported(mlp({128}, 17), "bf16", 128).value_or(""), HasSubstr("17 classes"));
+  EXPECT_THAT(fused_rows_unsupported(with_activation(mlp({128}), Activation::kSiLU), "bf16", 128).value_or(""),
+              HasSubstr("GELU or SiLU"));
+  nn::MlpSpec odd = mlp({128});
+  odd.inputs = 792;  // a multiple of 8, not of 16: the batch comes in 16-byte pieces
+  EXPECT_THAT(fused_rows_unsupported(odd, "bf16", 128).value_or(""), HasSubstr("792 input features"));
+  odd.inputs = 1040;
+  EXPECT_THAT(fused_rows_unsupported(odd, "bf16", 128).value_or(""), HasSubstr("1040 input features"));
+}
+
+// The rows kernel's layout (rows_layout.h): it fits a block for every depth it takes at the widest
+// inputs, its aliases stay inside the partials' region, and its regions do not overlap.
+TEST(FusedFit, TheRowsLayoutFitsABlockAndKeepsItsBuffersApart) {
+  using namespace cuda;
+  for (const int inputs : {16, 784, 1024}) {
+    for (int hidden = 1; hidden <= kRowsMaxHidden; ++hidden) {
+      const RowsLayout c = rows_layout(inputs, hidden);
+      SCOPED_TRACE(testing::Message() << inputs << " inputs, " << hidden << " hidden layers");
+      // 1024 inputs (8 groups of 128) with three hidden layers take 232 KiB: refused, naming it.
+      if (inputs == 1024 && hidden == 3) {
+        nn::MlpSpec wide = mlp({128, 128, 128});
+        wide.inputs = inputs;
+        EXPECT_GT(c.bytes, kRowsSharedLimit);
+        EXPECT_THAT(fused_rows_unsupported(wide, "bf16", 128).value_or(""), HasSubstr("KiB of shared memory a block"));
+      } else {
+        EXPECT_LE(c.bytes, kRowsSharedLimit);
+      }
+      EXPECT_EQ(c.group % 16, 0);
+      EXPECT_LE(c.group, 128);
+      EXPECT_LE(c.groups, 8);  // two blocks a group: at most the 16 of the cluster
+      EXPECT_GE(c.groups * c.group, inputs);
+      // The own rows' 2H buffers, then the next batch's bytes, inside the partials' region.
+      const std::int64_t partials_end = c.tiles;
+      EXPECT_EQ(c.stage, c.local + 2 * hidden * kRowsOwn * kRowsLocalLd * 2);
+      EXPECT_LE(c.stage + std::int64_t{kRowsBatch} * c.group, partials_end);
+      EXPECT_LE(c.partials + 2 * c.groups * kRowsOwn * kRowsHalf * 4, partials_end);
+      const std::vector<std::int64_t> starts = {c.w0, c.x0, c.partials, c.tiles, c.wo, c.bias, c.bias_state, c.dl,
+                                                c.d1, c.operands, c.out_cols, c.row_loss, c.row_hit, c.labels, c.next,
+                                                c.sums, c.bars, c.bytes};
+      for (std::size_t i = 0; i + 1 < starts.size(); ++i) EXPECT_LE(starts[i], starts[i + 1]) << "region " << i;
+      EXPECT_EQ(c.tiles + (hidden - 1) * 16 * kRowsTileBytes, c.wo);  // tiles only where there are tiled layers
+      EXPECT_EQ(c.own_bytes % 128, 0);
+      EXPECT_EQ(c.scratch_bytes, kRowsCtas * c.own_bytes);
+    }
+  }
+  // 784-128-128-128-10, the model it was built for: 223 KiB a block.
+  EXPECT_EQ(rows_layout(784, 3).group, 112);
+  EXPECT_EQ(rows_layout(784, 3).groups, 7);
+  EXPECT_EQ(rows_layout(784, 3).bytes / 1024, 223);
+}
+
 TEST(FusedFit, TheSplitKernelTakesItsTwoShapesAndNamesWhyNotForTheRest) {
   const nn::MlpSpec wide = mlp({784, 784, 784});
   EXPECT_EQ(fused_split_unsupported(wide, "bf16", 128), std::nullopt);
@@ -234,7 +295,14 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   EXPECT_EQ(engine(with({}), mlp({})).engine, Engine::kCompiled);
   EXPECT_EQ(with_clusters(with({}), mlp({128})).engine, Engine::kFused);
   EXPECT_EQ(with_clusters(with({}), mlp({64, 64})).engine, Engine::kFused);
-  EXPECT_THAT(with_clusters(with({}), mlp({64, 32, 16})).reason, HasSubstr("fit one 16-block cluster"));
+  // 1 to 3 hidden layers (bf16, at most 16 classes, inputs a multiple of 16): the rows kernel; deeper
+  // ones, or on a GPU that does not run it, the cluster kernel.
+  EXPECT_THAT(with_clusters(with({}), mlp({64, 32, 16})).reason, HasSubstr("rows kernel"));
+  EXPECT_THAT(with_clusters(with({}), mlp({96, 64, 40, 24, 16})).reason, HasSubstr("fit one 16-block cluster"));
+  const auto no_rows = [](FusedKernel kernel) { return kernel != FusedKernel::kRows; };
+  EXPECT_THAT(resolve_engine(with({}), gpu, mlp({64, 32, 16}), 1000, kH100L2, no_rows).reason,
+              HasSubstr("fit one 16-block cluster"));
+  EXPECT_THAT(with_clusters(with({}), mlp({128}, 30)).reason, HasSubstr("fit one 16-block cluster"));
   EXPECT_EQ(with_clusters(with({}), mlp({128, 128, 128})).engine, Engine::kFused);
   EXPECT_EQ(with_clusters(with({}), mlp({64, 128})).engine, Engine::kFused);
   // Too wide, too deep for its shared memory, or an activation it does not take: the compiled step.

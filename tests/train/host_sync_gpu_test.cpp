@@ -164,7 +164,7 @@ TEST(HostSync, AnEpochOfTheCompiledStepNeverWaitsForTheDeviceNorAllocates) {
 
 // The fused engine: an epoch is one cooperative launch of its kernel (after the permutation's
 // sort), no graph, no wait, no allocation; progress comes from host-mapped memory.
-// The grid kernel (one cooperative launch), the cluster and the split kernel (one launch with a
+// The grid kernel (one cooperative launch), the cluster, rows and split kernels (one launch with a
 // cluster shape each; "split_narrow": its 256-wide shape), each asked for.
 class FusedKernels : public ::testing::TestWithParam<std::string> {};
 
@@ -178,8 +178,11 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   if (kernel == "regression" && !gpu_runs_regression_kernel(0)) {
     GTEST_SKIP() << "this GPU or build does not run the regression kernel";
   }
+  nn::MlpSpec rows_model;
+  rows_model.hidden = {128, 128};
+  if (kernel == "rows" && !gpu_runs_rows_kernel(0, rows_model)) GTEST_SKIP() << "this GPU or build does not run the rows kernel";
   ::setenv("SPRINTNET_FUSED_KERNEL", kernel.c_str(), 1);
-  const std::string hidden = kernel == "cluster"      ? "[128, 128]"
+  const std::string hidden = kernel == "cluster" || kernel == "rows" ? "[128, 128]"
                              : kernel == "split"      ? (narrow ? "[256, 256]" : "[784, 784, 784]")
                              : kernel == "regression" ? "[]"
                                                       : "[256, 256]";
@@ -188,6 +191,7 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   ASSERT_EQ(trainer.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << trainer.describe();
   ASSERT_EQ(trainer.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << trainer.describe();
   ASSERT_EQ(trainer.describe().find("8-block cluster") != std::string::npos, kernel == "regression") << trainer.describe();
+  ASSERT_EQ(trainer.describe().find("the batch's rows split") != std::string::npos, kernel == "rows") << trainer.describe();
   TrainPlan* plan = trainer.plan();
   ASSERT_NE(plan, nullptr);
   const std::int64_t steps = trainer.steps_per_epoch();
@@ -204,7 +208,7 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   }
   counting = false;
   EXPECT_EQ(cooperative_launches.load(), kernel == "grid" ? 1 : 0) << "the grid kernel's epoch";
-  EXPECT_EQ(cluster_launches.load(), kernel == "grid" ? 0 : 1) << "the cluster, split or regression kernel's epoch";
+  EXPECT_EQ(cluster_launches.load(), kernel == "grid" ? 0 : 1) << "the cluster, rows, split or regression kernel's epoch";
   EXPECT_EQ(graph_launches.load(), 0);
   EXPECT_EQ(waits.load(), 0) << "synchronising CUDA calls while enqueuing an epoch";
   EXPECT_EQ(allocations.load(), 0) << "device or pinned allocations while enqueuing an epoch";
@@ -216,7 +220,7 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   EXPECT_DOUBLE_EQ(seen->loss_sum, totals.loss_sum);
 }
 
-INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Values("grid", "cluster", "split", "split_narrow", "regression"),
+INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Values("grid", "cluster", "rows", "split", "split_narrow", "regression"),
                          [](const auto& case_info) { return case_info.param; });
 
 }  // namespace

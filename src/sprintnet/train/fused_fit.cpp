@@ -145,4 +145,36 @@ std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, con
   return std::nullopt;
 }
 
+cuda::RowsLayout fused_rows_layout(const nn::MlpSpec& mlp) {
+  return cuda::rows_layout(static_cast<int>(mlp.inputs), static_cast<int>(mlp.hidden.size()));
+}
+
+std::optional<std::string> fused_rows_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                                  std::int64_t batch) {
+  using namespace cuda;  // rows_layout.h's limits
+  if (precision != "bf16") return fmt::format("device.precision = \"{}\" (the rows kernel computes in bf16)", precision);
+  if (mlp.hidden.empty() || mlp.hidden.size() > static_cast<std::size_t>(kRowsMaxHidden)) {
+    return fmt::format("{} hidden layers (the rows kernel takes 1 to {})", mlp.hidden.size(), kRowsMaxHidden);
+  }
+  for (const std::int64_t width : mlp.hidden) {
+    if (width > kRowsWidth) return fmt::format("a hidden layer of {} (the rows kernel takes at most {})", width, kRowsWidth);
+  }
+  if (batch > kRowsBatch) return fmt::format("a batch of {} (the rows kernel takes at most {})", batch, kRowsBatch);
+  if (mlp.inputs > kRowsMaxInputs || mlp.inputs % 16 != 0) {
+    return fmt::format("{} input features (the rows kernel takes a multiple of 16, at most {})", mlp.inputs,
+                       kRowsMaxInputs);
+  }
+  if (mlp.outputs > kRowsMaxClasses) {
+    return fmt::format("{} classes (the rows kernel takes at most {})", mlp.outputs, kRowsMaxClasses);
+  }
+  if (mlp.activation == Activation::kGELU || mlp.activation == Activation::kSiLU) {
+    return std::string("GELU or SiLU (their slope needs the pre-activation, which the rows kernel does not keep)");
+  }
+  const RowsLayout layout = fused_rows_layout(mlp);
+  if (layout.bytes > kRowsSharedLimit) {
+    return fmt::format("{} KiB of shared memory a block (at most {})", layout.bytes / 1024, kRowsSharedLimit / 1024);
+  }
+  return std::nullopt;
+}
+
 }  // namespace sprintnet::train

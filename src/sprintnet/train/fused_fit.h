@@ -11,6 +11,7 @@
 #include "sprintnet/io/config.h"
 #include "sprintnet/nn/mlp.h"
 #include "sprintnet/ops/cuda/fused/cluster_layout.h"
+#include "sprintnet/ops/cuda/fused/rows_layout.h"
 
 namespace sprintnet::train {
 
@@ -19,7 +20,7 @@ inline constexpr std::int64_t kFusedMaxClassesSupported = 64;
 
 // The fused engine's kernels that train only the models they are built for (docs/FUSED.md); the
 // grid kernel trains the rest.
-enum class FusedKernel { kCluster, kSplit, kRegression };
+enum class FusedKernel { kCluster, kSplit, kRegression, kRows };
 
 struct FusedFootprint {
   std::int64_t params = 0;  // padded flat length
@@ -40,6 +41,14 @@ std::optional<std::string> fused_unsupported(const nn::MlpSpec& mlp, const std::
 // the rest.
 std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                      std::int64_t batch);
+// Why the rows kernel (docs/FUSED.md v13: one 16-block cluster, the batch's rows split over the blocks,
+// the hidden weights replicated in each) cannot train this model, or nullopt when it can: bf16, 1 to 3
+// hidden layers of at most 128, a batch of at most 128, a multiple of 16 input features (at most 1024),
+// at most 16 classes, an activation whose slope follows from its output, and the layout within a block's
+// shared memory. Every optimizer and loss, with or without biases and a partial last batch. The cluster
+// kernel trains the rest of its models.
+std::optional<std::string> fused_rows_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                                  std::int64_t batch);
 // Why the split kernel (docs/FUSED.md v7: 98 blocks in clusters of 7, or 32 in clusters of 4, each
 // rank's fp32 master tiles in shared memory) cannot train this model, or nullopt when it can: the
 // shapes it is compiled for (784 inputs, 1 to 3 hidden layers all of 784 or all of 256, 10 classes,
@@ -58,11 +67,16 @@ std::optional<std::string> fused_regression_unsupported(const nn::MlpSpec& mlp, 
 bool fused_split_shares_a_gpu(const nn::MlpSpec& mlp);
 // The cluster kernel's shared-memory layout for `mlp`.
 cuda::ClusterLayout fused_cluster_layout(const nn::MlpSpec& mlp);
+// The rows kernel's shared-memory layout for `mlp` (1 to 3 hidden layers).
+cuda::RowsLayout fused_rows_layout(const nn::MlpSpec& mlp);
 // The L2 cache of CUDA device `index` in bytes (0 in a build without CUDA).
 std::int64_t gpu_on_chip_bytes(int index);
 // Whether CUDA device `index` runs the cluster kernel with `mlp`'s layout (compute capability 9.0+,
 // code for it in this build, a 16-block cluster with that much shared memory; false without CUDA).
 bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp);
+// Whether CUDA device `index` runs the rows kernel with `mlp`'s layout (compute capability 9.0+, code
+// for it in this build, a 16-block cluster with that much shared memory; false without CUDA).
+bool gpu_runs_rows_kernel(int index, const nn::MlpSpec& mlp);
 // Whether CUDA device `index` runs the regression kernel (compute capability 9.0+, code for it in this
 // build, an 8-block cluster with its shared memory; false without CUDA).
 bool gpu_runs_regression_kernel(int index);

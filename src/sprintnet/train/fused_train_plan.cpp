@@ -22,6 +22,7 @@
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
 #include "sprintnet/ops/cuda/fused/fused_epoch.h"
 #include "sprintnet/ops/cuda/fused/regression_epoch.h"
+#include "sprintnet/ops/cuda/fused/rows_epoch.h"
 #include "sprintnet/ops/cuda/fused/split_epoch.h"
 #include "sprintnet/ops/cuda/nvtx.h"
 #include "sprintnet/ops/cuda/step_launch.h"
@@ -94,6 +95,9 @@ class FusedTrainPlan final : public TrainPlan {
   bool cluster_ = false;
   cuda::ClusterLayout cluster_layout_;
   Tensor cluster_partials_;  // the cluster kernel's first-layer partial sums (global memory, through L2)
+  bool rows_ = false;
+  cuda::RowsLayout rows_layout_;
+  Tensor rows_scratch_;  // the rows kernel's new values a step, multicast from global memory
   std::string kernel_note_;
   Tensor stage_clock_;  // SPRINTNET_FUSED_PROFILE=1: when each stage of the last epoch ended
   void print_profile();
@@ -103,15 +107,18 @@ class FusedTrainPlan final : public TrainPlan {
 
 Tensor zeros_bytes(std::int64_t bytes, Device device) { return Tensor::zeros({bytes}, DType::kU8, device); }
 
-// The split, the regression and the cluster kernel each train every model they take on a GPU that
-// runs them (docs/FUSED.md: faster than the grid kernel on each; the regression kernel than the
-// cluster kernel), the grid kernel the rest; the kernel lab's SPRINTNET_FUSED_KERNEL = "grid",
-// "split", "regression" or "cluster" insists on one (all but "grid" fail naming why they cannot).
+// The split, the regression, the rows and the cluster kernel each train every model they take on a
+// GPU that runs them (docs/FUSED.md: faster than the grid kernel on each; the regression kernel than
+// the cluster kernel; the rows kernel than the cluster kernel), the grid kernel the rest; the kernel
+// lab's SPRINTNET_FUSED_KERNEL = "grid", "split", "regression", "rows" or "cluster" insists on one (all
+// but "grid" fail naming why they cannot).
 void FusedTrainPlan::choose_kernel() {
   const char* env = std::getenv("SPRINTNET_FUSED_KERNEL");
   const std::string asked = env != nullptr ? env : "";
-  SN_CHECK(asked.empty() || asked == "grid" || asked == "split" || asked == "regression" || asked == "cluster",
-           "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\", \"split\", \"regression\" or \"cluster\"", asked);
+  SN_CHECK(asked.empty() || asked == "grid" || asked == "split" || asked == "regression" || asked == "rows" ||
+               asked == "cluster",
+           "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\", \"split\", \"regression\", \"rows\" or \"cluster\"",
+           asked);
   if (asked == "grid") return;
   if (asked.empty() || asked == "regression") {
     std::optional<std::string> why_not = fused_regression_unsupported(spec_.mlp, spec_.precision, batch_);
@@ -151,6 +158,23 @@ void FusedTrainPlan::choose_kernel() {
     }
     SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"split\": the split kernel cannot train this model: {}",
              *why_not);
+  }
+  if (asked.empty() || asked == "rows") {
+    std::optional<std::string> why_not = fused_rows_unsupported(spec_.mlp, spec_.precision, batch_);
+    if (!why_not) {
+      rows_layout_ = fused_rows_layout(spec_.mlp);
+      if (const char* gpu = cuda::rows_epoch_unavailable(device_.index, rows_layout_.bytes)) why_not = gpu;
+    }
+    if (!why_not) {
+      rows_ = true;
+      rows_scratch_ = zeros_bytes(rows_layout_.scratch_bytes, device_);
+      kernel_note_ = fmt::format(
+          "one cluster of 16 blocks, the batch's rows split over them and the hidden weights in each block's shared "
+          "memory ({} KiB a block; the GPU holds {} such clusters at once)",
+          rows_layout_.bytes / 1024, cuda::rows_epoch_active_clusters(device_.index, rows_layout_.bytes));
+      return;
+    }
+    SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"rows\": the rows kernel cannot train this model: {}", *why_not);
   }
   std::optional<std::string> why_not = fused_cluster_unsupported(spec_.mlp, spec_.precision, batch_);
   if (!why_not) {
@@ -289,7 +313,7 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   // 0.134 s a run on 132 blocks, ~the whole-GPU wait). Alone, on every block the GPU holds at once: an
   // evaluation batch has more tile jobs than a training step (the default run's 10 evaluations: 0.011 s
   // on 32 blocks, 0.004 s on 132; the same sums in the same order, so the same metrics).
-  if (split_ || regression_ || cluster_) {
+  if (split_ || regression_ || cluster_ || rows_) {
     const int training_blocks = split_ ? split_blocks_ : regression_ ? cuda::kRegressionCtas : cuda::kClusterCtas;
     blocks_ = gpu_shared_with_other_runs(device.index) ? std::min(blocks_, training_blocks) : max_blocks;
   }
@@ -323,6 +347,7 @@ TrainPlan::SmFootprint FusedTrainPlan::training_footprint(int max_blocks) const 
   }
   if (regression_) return share(1, cuda::regression_epoch_active_clusters(device_.index));
   if (cluster_) return share(1, cuda::cluster_epoch_active_clusters(device_.index, cluster_layout_.bytes));
+  if (rows_) return share(1, cuda::rows_epoch_active_clusters(device_.index, rows_layout_.bytes));
   return share(blocks_, max_blocks);  // the grid kernel
 }
 
@@ -336,8 +361,8 @@ cuda::FusedEpochArgs FusedTrainPlan::base_args(const BatchLoader& loader) const 
   std::copy(layers_.begin(), layers_.end(), a.layers);
   a.rows_alloc = rows_alloc_;
   a.images = loader.images().data<std::uint8_t>();
-  // The cluster kernel's 2 x 8 split copies the pixels in 16-byte pieces (cluster_layout.h).
-  SN_CHECK(!cluster_ || !cluster_layout_.first_split || reinterpret_cast<std::uintptr_t>(a.images) % 16 == 0,
+  // The cluster kernel's 2 x 8 split and the rows kernel copy the pixels in 16-byte pieces (cluster_layout.h).
+  SN_CHECK((!cluster_ || !cluster_layout_.first_split) && !rows_ ? true : reinterpret_cast<std::uintptr_t>(a.images) % 16 == 0,
            "the fused engine: the data set's images are not 16-byte aligned on the device");
   a.labels = loader.labels().data<std::int32_t>();
   a.scale = static_cast<float>(loader.normalization().scale);
@@ -446,6 +471,8 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
     SN_CUDA_CHECK(cuda::launch_regression_epoch(a, stream_));
   } else if (cluster_) {
     SN_CUDA_CHECK(cuda::launch_cluster_epoch(a, cluster_layout_, cluster_partials_.data<float>(), stream_));
+  } else if (rows_) {
+    SN_CUDA_CHECK(cuda::launch_rows_epoch(a, rows_layout_, rows_scratch_.raw_data(), stream_));
   } else {
     launch(a);
   }
@@ -478,7 +505,7 @@ void FusedTrainPlan::print_profile() {
   // inside stages).
   const std::size_t layers = layers_.size();
   std::size_t per_step = split_ ? 2 * layers - 1 : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
-  if (cluster_ || regression_) {
+  if (cluster_ || regression_ || rows_) {
     const auto written = static_cast<std::size_t>(std::count_if(clock.begin(), clock.end(), [](auto t) { return t != 0; }));
     per_step = (written - 2) / static_cast<std::size_t>(std::max<std::int64_t>(steps_per_epoch_, 1));
   }
@@ -492,6 +519,7 @@ void FusedTrainPlan::print_profile() {
   const std::string kernel = split_        ? fmt::format("split kernel, {} blocks", split_blocks_)
                              : regression_ ? fmt::format("regression kernel, {} blocks", cuda::kRegressionCtas)
                              : cluster_    ? fmt::format("cluster kernel, {} blocks", cuda::kClusterCtas)
+                             : rows_       ? fmt::format("rows kernel, {} blocks", cuda::kRowsCtas)
                                            : fmt::format("grid kernel, {} blocks", blocks_);
   std::string line = fmt::format("fused profile ({}, {} steps): start+gather {:.2f} us; per step:", kernel, steps,
                                  1e-3 * static_cast<double>(clock[1] - clock[0]));
@@ -535,16 +563,18 @@ EvalResult FusedTrainPlan::evaluate(const BatchLoader& loader) {
 std::string FusedTrainPlan::describe() const {
   const std::size_t layers = layers_.size();
   // The cluster kernel: the first layer's partial sums and one before the output stage (its other
-  // stages wait on their data's mbarriers); the regression kernel: none (two exchanges on
+  // stages wait on their data's mbarriers); the rows kernel: the one that frees the partials' slots;
+  // the regression kernel: none (two exchanges on
   // mbarriers); the split kernel: a grid barrier a stage, the output layer's forward and backward
   // one; the grid kernel: 2 a layer (fp16: one more).
   const std::size_t barriers = regression_ ? 0
+                               : rows_     ? 1
                                : cluster_  ? 2
                                : split_    ? 2 * layers - 1
                                            : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
   return fmt::format("fused engine: one persistent kernel per epoch on {} ({} barriers a step), {} tensor-core "
                      "products with fp32 master weights, {} update over {} flat parameters",
-                     split_ || regression_ || cluster_ ? kernel_note_
+                     split_ || regression_ || cluster_ || rows_ ? kernel_note_
                                                        : fmt::format("a grid of {} blocks exchanging through L2", blocks_),
                      barriers, spec_.precision, spec_.optim.type, params_);
 }
@@ -555,6 +585,11 @@ std::int64_t gpu_on_chip_bytes(int index) {
   int bytes = 0;
   SN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, index));
   return bytes;
+}
+
+bool gpu_runs_rows_kernel(int index, const nn::MlpSpec& mlp) {
+  if (fused_rows_unsupported(mlp, "bf16", 1)) return false;
+  return cuda::rows_epoch_unavailable(index, fused_rows_layout(mlp).bytes) == nullptr;
 }
 
 bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp) {

@@ -32,13 +32,10 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
-#include <map>
-#include <mutex>
-#include <utility>
-
-#include "sprintnet/ops/cuda/activation_math.cuh"
 #include "sprintnet/ops/cuda/flat_update.cuh"
+#include "sprintnet/ops/cuda/fused/activation_of_output.cuh"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
+#include "sprintnet/ops/cuda/fused/cluster_launch.h"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
 #include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
@@ -195,29 +192,8 @@ __device__ __forceinline__ void store_pair(bf16* p, float lo, float hi) {
 
 __device__ __forceinline__ int pad16(int v) { return (v + 15) / 16 * 16; }
 
-// The activations this kernel takes (GELU and SiLU take the grid kernel: their slope needs the
-// pre-activation): a template argument, so no epilogue branches on it.
-template <ActivationKind kAct>
-__device__ __forceinline__ float activation(float x) {
-  if constexpr (kAct == ActivationKind::kIdentity) {
-    return x;
-  } else {
-    return activate<kAct>(x);
-  }
-}
-
-// f' from the layer's output y (every activation this kernel takes has one).
-template <ActivationKind kAct>
-__device__ __forceinline__ float slope_from_output(float y) {
-  if constexpr (kAct == ActivationKind::kReLU) {
-    return y > 0.0f ? 1.0f : 0.0f;
-  } else if constexpr (kAct == ActivationKind::kIdentity) {
-    return 1.0f;
-  } else {
-    return activate_derivative<kAct>(0.0f, y);
-  }
-}
-
+using fused::activation;
+using fused::slope_from_output;
 
 // The next batch's share of this block, in flight in registers while the step finishes: 128 rows of
 // the block's 64 features in pieces of 8, kPieces (4) a thread; the 2 x 8 split's 112-128 features land
@@ -1463,81 +1439,25 @@ ClusterKernel kernel_for(const FusedEpochArgs& args, const ClusterLayout& layout
   return nullptr;
 }
 
-// A kernel's attributes for a 16-block cluster with `shared_bytes` a block (set before each launch:
-// the layout, so the shared memory, differs between models).
-cudaError_t configure(ClusterKernel kernel, std::int64_t shared_bytes) {
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
-}
+ClusterShape shape_of(std::int64_t shared_bytes) { return {kClusterCtas, kThreads, shared_bytes}; }
 
-cudaLaunchConfig_t launch_config(std::int64_t shared_bytes, cudaStream_t stream, cudaLaunchAttribute* attribute) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kClusterCtas);
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<std::size_t>(shared_bytes);
-  config.stream = stream;
-  attribute->id = cudaLaunchAttributeClusterDimension;
-  attribute->val.clusterDim.x = kClusterCtas;
-  attribute->val.clusterDim.y = 1;
-  attribute->val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  return config;
-}
-
-}  // namespace
-
-namespace {
-
-const char* probe_cluster_epoch(int device, std::int64_t shared_bytes, int& clusters) {
-  int major = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
-    return "thread-block clusters need compute capability 9.0 or newer";
-  }
-  cudaFuncAttributes attributes{};
-  const ClusterKernel probe = kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU, 64, false);
-  if (cudaFuncGetAttributes(&attributes, probe) != cudaSuccess || attributes.binaryVersion < 90) {
-    cudaGetLastError();
-    return "this build has no sm_90 code for the cluster kernel (CMAKE_CUDA_ARCHITECTURES)";
-  }
-  if (configure(probe, shared_bytes) != cudaSuccess) {
-    cudaGetLastError();
-    return "this GPU does not take a 16-block cluster with that much shared memory";
-  }
-  cudaLaunchAttribute attribute;
-  const cudaLaunchConfig_t config = launch_config(shared_bytes, nullptr, &attribute);
-  if (cudaOccupancyMaxActiveClusters(&clusters, probe, &config) != cudaSuccess || clusters < 1) {
-    cudaGetLastError();
-    return "this GPU cannot schedule a 16-block cluster with that much shared memory";
-  }
-  return nullptr;
-}
-
-struct ClusterProbeAnswer {
-  const char* why_not = nullptr;
-  int clusters = 0;  // co-resident at most
-};
-
-const ClusterProbeAnswer& cluster_probe_answer(int device, std::int64_t shared_bytes) {
-  // The answer depends only on the GPU and the bytes: asked once (an auto run asks when it picks the
-  // engine and again when the plan picks the kernel; a sweep asks for every run).
-  static std::mutex mutex;
-  static std::map<std::pair<int, std::int64_t>, ClusterProbeAnswer> answers;
-  const std::lock_guard lock(mutex);
-  const auto [at, fresh] = answers.try_emplace({device, shared_bytes});
-  if (fresh) at->second.why_not = probe_cluster_epoch(device, shared_bytes, at->second.clusters);
-  return at->second;
+const ClusterProbe& cluster_probe(int device, std::int64_t shared_bytes) {
+  return cached_cluster_probe(ClusterKernelId::kCluster, device, shared_bytes, [&] {
+    return probe_cluster_kernel(
+        device, reinterpret_cast<const void*>(kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU, 64, false)),
+        shape_of(shared_bytes), "this build has no sm_90 code for the cluster kernel (CMAKE_CUDA_ARCHITECTURES)",
+        "this GPU cannot schedule a 16-block cluster with that much shared memory");
+  });
 }
 
 }  // namespace
 
 const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
-  return cluster_probe_answer(device, shared_bytes).why_not;
+  return cluster_probe(device, shared_bytes).why_not;
 }
 
 int cluster_epoch_active_clusters(int device, std::int64_t shared_bytes) {
-  const ClusterProbeAnswer& answer = cluster_probe_answer(device, shared_bytes);
+  const ClusterProbe& answer = cluster_probe(device, shared_bytes);
   return answer.why_not == nullptr ? answer.clusters : 0;
 }
 
@@ -1546,10 +1466,10 @@ cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout
   const NvtxRange range("cluster_epoch");
   const ClusterKernel kernel = kernel_for(args, layout);
   if (kernel == nullptr) return cudaErrorInvalidValue;  // GELU or SiLU: fused_cluster_unsupported says so first
-  const cudaError_t e = configure(kernel, layout.bytes);
+  const cudaError_t e = configure_cluster_kernel(reinterpret_cast<const void*>(kernel), shape_of(layout.bytes));
   if (e != cudaSuccess) return e;
   cudaLaunchAttribute attribute;
-  const cudaLaunchConfig_t config = launch_config(layout.bytes, stream, &attribute);
+  const cudaLaunchConfig_t config = cluster_launch_config(shape_of(layout.bytes), stream, &attribute);
   const ClusterArgs kernel_args{args, layout, partials};
   return cudaLaunchKernelEx(&config, kernel, kernel_args);
 }

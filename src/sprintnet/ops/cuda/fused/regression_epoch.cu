@@ -26,10 +26,9 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
-#include <map>
-#include <mutex>
 
 #include "sprintnet/ops/cuda/flat_update.cuh"
+#include "sprintnet/ops/cuda/fused/cluster_launch.h"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
 #include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
@@ -551,67 +550,22 @@ RegressionKernel kernel_for(const FusedEpochArgs& args) {
   return nullptr;
 }
 
-cudaError_t configure(RegressionKernel kernel) {
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Layout::kBytes);
-}
+constexpr ClusterShape kShape{kCtas, kThreads, Layout::kBytes};
 
-cudaLaunchConfig_t launch_config(cudaStream_t stream, cudaLaunchAttribute* attribute) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kCtas);
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = Layout::kBytes;
-  config.stream = stream;
-  attribute->id = cudaLaunchAttributeClusterDimension;
-  attribute->val.clusterDim.x = kCtas;
-  attribute->val.clusterDim.y = 1;
-  attribute->val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  return config;
-}
-
-struct ProbeAnswer {
-  const char* why_not = nullptr;
-  int clusters = 0;
-};
-
-ProbeAnswer probe(int device) {
-  int major = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
-    return {"thread-block clusters need compute capability 9.0 or newer", 0};
-  }
-  cudaFuncAttributes attributes{};
-  const RegressionKernel kernel = regression_epoch_kernel<UpdateForm::kAdam>;
-  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess || attributes.binaryVersion < 90) {
-    cudaGetLastError();
-    return {"this build has no sm_90 code for the regression kernel (CMAKE_CUDA_ARCHITECTURES)", 0};
-  }
-  ProbeAnswer answer;
-  cudaLaunchAttribute attribute;
-  const cudaLaunchConfig_t config = launch_config(nullptr, &attribute);
-  if (configure(kernel) != cudaSuccess || cudaOccupancyMaxActiveClusters(&answer.clusters, kernel, &config) != cudaSuccess ||
-      answer.clusters < 1) {
-    cudaGetLastError();
-    return {"this GPU cannot schedule an 8-block cluster with the regression kernel's shared memory", 0};
-  }
-  return answer;
-}
-
-const ProbeAnswer& probe_answer(int device) {
-  static std::mutex mutex;
-  static std::map<int, ProbeAnswer> answers;
-  const std::lock_guard lock(mutex);
-  const auto [at, fresh] = answers.try_emplace(device);
-  if (fresh) at->second = probe(device);
-  return at->second;
+const ClusterProbe& regression_probe(int device) {
+  return cached_cluster_probe(ClusterKernelId::kRegression, device, 0, [&] {
+    return probe_cluster_kernel(device, reinterpret_cast<const void*>(regression_epoch_kernel<UpdateForm::kAdam>), kShape,
+                                "this build has no sm_90 code for the regression kernel (CMAKE_CUDA_ARCHITECTURES)",
+                                "this GPU cannot schedule an 8-block cluster with the regression kernel's shared memory");
+  });
 }
 
 }  // namespace
 
-const char* regression_epoch_unavailable(int device) { return probe_answer(device).why_not; }
+const char* regression_epoch_unavailable(int device) { return regression_probe(device).why_not; }
 
 int regression_epoch_active_clusters(int device) {
-  const ProbeAnswer& answer = probe_answer(device);
+  const ClusterProbe& answer = regression_probe(device);
   return answer.why_not == nullptr ? answer.clusters : 0;
 }
 
@@ -626,10 +580,10 @@ cudaError_t launch_regression_epoch(const FusedEpochArgs& args, cudaStream_t str
     return cudaErrorInvalidValue;
   }
   const RegressionKernel kernel = kernel_for(args);
-  const cudaError_t e = configure(kernel);
+  const cudaError_t e = configure_cluster_kernel(reinterpret_cast<const void*>(kernel), kShape);
   if (e != cudaSuccess) return e;
   cudaLaunchAttribute attribute;
-  const cudaLaunchConfig_t config = launch_config(stream, &attribute);
+  const cudaLaunchConfig_t config = cluster_launch_config(kShape, stream, &attribute);
   return cudaLaunchKernelEx(&config, kernel, args);
 }
 

@@ -1,0 +1,975 @@
+// The fused engine's rows kernel (docs/FUSED.md, v13; the lab's bench/lab/row_split_probe.cu is its
+// first version): a whole training epoch of a model with 1-3 hidden layers of at most 128 in ONE
+// cluster of 16 blocks, the batch's rows split over the blocks.
+//
+//   first layer   block r takes feature group r / 2 against neuron half r % 2 (the cluster kernel's
+//                 v11a): its fp32 partial product of every row goes to the rows' owners (block r owns
+//                 rows 8r..8r+7), who add the groups, the bias and the activation
+//   the rest      every block holds every hidden layer's weights (replicated) and runs its 8 rows
+//                 through the hidden layers, the logits, the loss and back to the first layer's
+//                 gradient alone (Zᵀ = W · Xᵀ: the 8 rows are the mma's n), block barriers only
+//   first layer's its gradient's rows go to every block of their neuron half, which steps its
+//   backward      weights (fp32 master and state in registers all epoch)
+//   beside it     the rows' owners send their rows of each hidden-to-hidden layer's input and
+//                 gradient to the owners of 32 x 32 weight tiles (block r: tile r / 4, r % 4), and their
+//                 dlogits and the last hidden layer's rows to the owners of the output layer's
+//                 8-column blocks; each owner steps its part (master and state in registers) and its
+//                 new bf16 values go to global memory and back into all 16 blocks by one multicast copy
+//                 (through L2: DSMEM bulk copies of the same bytes cost 2.5 us a step more, lab)
+//
+// So a step has two exchanges on its path (the cluster kernel: seven). Every sum has a fixed order:
+// reruns are bit-identical.
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+
+#include "sprintnet/ops/cuda/flat_update.cuh"
+#include "sprintnet/ops/cuda/fused/activation_of_output.cuh"
+#include "sprintnet/ops/cuda/fused/cluster_launch.h"
+#include "sprintnet/ops/cuda/fused/fragment_loads.cuh"
+#include "sprintnet/ops/cuda/fused/progress_record.cuh"
+#include "sprintnet/ops/cuda/fused/ptx.cuh"
+#include "sprintnet/ops/cuda/fused/row_loss.cuh"
+#include "sprintnet/ops/cuda/fused/rows_epoch.h"
+#include "sprintnet/ops/cuda/fused/stage_stamps.cuh"
+#include "sprintnet/ops/cuda/fused/update_form.cuh"
+#include "sprintnet/ops/cuda/nvtx.h"
+
+namespace sprintnet::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+using bf16 = __nv_bfloat16;
+
+constexpr int kThreads = 256;
+
+struct RowsArgs {
+  FusedEpochArgs a;
+  RowsLayout c;
+  unsigned char* scratch;  // [16][own_bytes]: a block's new values before their multicast
+};
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define SPRINTNET_HAS_CLUSTERS 1
+#endif
+
+#ifdef SPRINTNET_HAS_CLUSTERS
+constexpr int kOwn = kRowsOwn, kRows = kRowsBatch, kWidth = kRowsWidth, kHalf = kRowsHalf;
+constexpr int kLd = kRowsLocalLd, kTileLd = kRowsTileLd, kTileElems = 32 * kRowsTileLd;
+constexpr int kLdDl = kRowsMaxClasses + 8, kLdD1 = kRowsHalf + 8;
+constexpr int kWoBlock = kRowsMaxClasses * 8;  // a block's 8 columns of Wo: [16 classes][8]
+enum Bar { kBarPartials = 0, kBarTiles = 1, kBarG1 = 2, kBarSide = 3 };
+
+using fused::activation;
+using fused::slope_from_output;
+using ptx::mma_bf16;
+using ptx::shared_address;
+
+using fused::load_a;
+using fused::load_a_trans;
+using fused::load_b;
+using fused::load_b_trans;
+__device__ __forceinline__ int lane_id() { return fused::fragment_lane(); }
+// The tile operands, [128][32] with the 16-byte pieces of row b swizzled by (b / 2) % 4, so the 8 rows an
+// ldmatrix reads fall in 8 different bank groups.
+__device__ __forceinline__ int swizzled(int b, int col) { return b * 32 + (((col >> 3) ^ ((b >> 1) & 3)) << 3) + (col & 7); }
+// A(m, k) = T[16 ks + k][m0 + m]
+__device__ __forceinline__ void load_a_swizzled(std::uint32_t (&a)[4], const bf16* p, int ks, int m0) {
+  const int l = lane_id(), b = 16 * ks + (l & 7) + (l >> 4) * 8;
+  ptx::ldmatrix_x4_trans(a, shared_address(p + swizzled(b, m0 + ((l >> 3) & 1) * 8)));
+}
+// B(k, n) = T[16 ks + k][n0 + n]
+__device__ __forceinline__ void load_b_swizzled(std::uint32_t (&b)[2], const bf16* p, int ks, int n0) {
+  const int l = lane_id(), row = 16 * ks + (l & 7) + ((l >> 3) & 1) * 8;
+  ptx::ldmatrix_x2_trans(b, shared_address(p + swizzled(row, n0)));
+}
+__device__ __forceinline__ void store_pair(bf16* p, float lo, float hi) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(lo, hi);
+}
+__device__ __forceinline__ float rounded(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+// One bulk copy of `bytes` from global memory into the same offset of every block's shared memory,
+// completing on each block's mbarrier at `bar`'s offset.
+__device__ __forceinline__ void multicast(const void* to, const void* from, std::uint32_t bytes, std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;" ::"r"(
+          shared_address(to)),
+      "l"(from), "r"(bytes), "r"(bar), "h"(static_cast<std::uint16_t>(0xffff))
+      : "memory");
+}
+
+// kUpdate: the optimizer's form (update_form.cuh); kAct: the hidden layers' activation.
+template <UpdateForm kUpdate, ActivationKind kAct>
+struct Rows {
+  static constexpr bool kAdam = kUpdate == UpdateForm::kAdam;
+  const FusedEpochArgs& a;
+  const RowsLayout& c;
+  unsigned char* scratch;
+  unsigned char* smem;
+  int rank, warp, lane, g, t;
+  StepState state;
+  BlockScalars scalars;
+  int rows = 0, last_rows = 0;
+  std::int64_t first_step = 0;
+  std::uint32_t phases = 0;
+  StageStamps stamps;
+  double loss_total = 0.0;  // block 0's thread 0: the epoch's sums
+  std::int64_t hits_total = 0;
+
+  // State in registers for the whole epoch: the first layer's (warp w: row tile w & 3 of the block's
+  // half against feature tiles first_tiles() (w >> 2) + j), the tiles' (a 16 x 8 piece of the block's
+  // 32 x 32 tile of each hidden-to-hidden layer a warp), the output layer's (warp 0: 16 classes x the
+  // block's 8 columns).
+  float p0[8][4], m0[8][4], v0[kAdam ? 8 : 1][4];
+  float pt[2][4], mt[2][4], vt[kAdam ? 2 : 1][4];
+  float po[4], mo[4], vo[4];
+
+  __device__ Rows(const RowsArgs& args, unsigned char* shared, int r)
+      : a(args.a),
+        c(args.c),
+        scratch(args.scratch),
+        smem(shared),
+        rank(r),
+        stamps(args.a.stage_clock, args.a.stage_clock_capacity, r == 0 && threadIdx.x == 0) {
+    warp = static_cast<int>(threadIdx.x) >> 5;
+    lane = lane_id();
+    g = lane >> 2;
+    t = lane & 3;
+  }
+
+  // ---- the layout.
+  template <class T>
+  __device__ T* at(std::int64_t offset) const { return reinterpret_cast<T*>(smem + offset); }
+  __device__ int hidden() const { return c.hidden; }
+  __device__ int tiled() const { return c.hidden - 1; }
+  __device__ const FusedLayer& layer(int l) const { return a.layers[l]; }
+  __device__ int width(int h) const { return a.layers[h - 1].out; }  // hidden layer h = 1..H
+  __device__ bool has_part() const { return rank < 2 * c.groups; }
+  __device__ int half() const { return rank & 1; }
+  __device__ int group() const { return rank >> 1; }
+  __device__ int first_tiles() const { return c.group / 16; }
+  __device__ int tile_row() const { return rank >> 2; }
+  __device__ int tile_col() const { return rank & 3; }
+  __device__ bf16* act(int h) const { return at<bf16>(c.local) + (h - 1) * kOwn * kLd; }              // A_h, own rows
+  __device__ bf16* grad(int h) const { return at<bf16>(c.local) + (hidden() + h - 1) * kOwn * kLd; }  // G_h
+  __device__ bf16* tiles(int h) const { return at<bf16>(c.tiles) + (h - 1) * 16 * kTileElems; }     // W_h
+  __device__ bf16* gz_operand(int h) const { return at<bf16>(c.operands) + (2 * (h - 1)) * kRows * 32; }
+  __device__ bf16* x_operand(int h) const { return at<bf16>(c.operands) + (2 * (h - 1) + 1) * kRows * 32; }
+  __device__ float* bias(int l) const { return at<float>(c.bias) + l * kWidth; }  // layer l's (l = H: Wo's)
+  // The master and state of the biases this block steps: b0's half (blocks 0, 1), a tile row's 32 of each
+  // hidden-to-hidden layer (blocks 4 ti), the output layer's (block 0).
+  __device__ float* bias_state(int which) const {
+    return at<float>(c.bias_state) + which * (kHalf + 32 * tiled() + kRowsMaxClasses);
+  }
+  __device__ static int out_at(int cls, int i) { return ((i >> 3) * kRowsMaxClasses + cls) * 8 + (i & 7); }
+  __device__ static int tiled_at(int o, int i) { return ((o >> 5) * 4 + (i >> 5)) * kTileElems + (o & 31) * kTileLd + (i & 31); }
+  __device__ std::uint32_t bar(int id) const { return shared_address(at<std::uint64_t>(c.bars) + id); }
+  // This block's new values of a step, in global memory before the multicast: its tiles, its 8
+  // columns of Wo, its biases (b0's half, the tile rows', Wo's).
+  __device__ unsigned char* own_new() const { return scratch + rank * c.own_bytes; }
+  __device__ bf16* new_tile(int h) const { return reinterpret_cast<bf16*>(own_new()) + (h - 1) * kTileElems; }
+  __device__ bf16* new_wo() const { return reinterpret_cast<bf16*>(own_new()) + tiled() * kTileElems; }
+  __device__ float* new_bias() const { return reinterpret_cast<float*>(new_wo() + kWoBlock); }
+
+  __device__ void stamp() { stamps.stamp(); }
+  __device__ void wait(int id, std::uint32_t bytes) {
+    if (threadIdx.x == 0) ptx::mbarrier_expect_bytes(bar(id), bytes);
+    ptx::mbarrier_wait_cluster(bar(id), (phases >> id) & 1u);
+    phases ^= 1u << id;
+  }
+  __device__ std::int64_t rows_of(std::int64_t s) const {
+    const std::int64_t left = a.samples - s * a.batch;
+    return left < a.batch ? left : a.batch;
+  }
+  __device__ std::int64_t sample(std::int64_t i) const { return a.order != nullptr ? a.order[i] : i; }
+
+  // ---- parameters: their flat index, loaded when the epoch starts and stored when it ends.
+  __device__ std::int64_t index(const FusedLayer& L, int o, int i) const {
+    return L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + i;
+  }
+  __device__ void load_state(std::int64_t k, bool valid, float& p, float& m, float& v) const {
+    const FlatOptimizerArgs& o = a.optimizer;
+    p = valid ? o.master[k] : 0.0f;
+    m = valid && o.state1 != nullptr ? o.state1[k] : 0.0f;
+    v = valid && o.state2 != nullptr ? o.state2[k] : 0.0f;
+  }
+  __device__ void store_state(std::int64_t k, float p, float m, float v) const {
+    const FlatOptimizerArgs& o = a.optimizer;
+    o.master[k] = p;
+    if (o.state1 != nullptr) o.state1[k] = m;
+    if (o.state2 != nullptr) o.state2[k] = v;
+  }
+  __device__ float step(float grad, float& p, float& m, float& v) const {
+    fused_step<kUpdate>(a.optimizer, scalars, p, m, v, grad, a.optimizer.state1 != nullptr);
+    return p;
+  }
+  // The first layer's parameter e of register tile j: its row (neuron) and column (feature).
+  __device__ int first_o(int e) const { return half() * kHalf + 16 * (warp & 3) + g + 8 * (e >> 1); }
+  __device__ int first_f(int j, int e) const {
+    return group() * c.group + 8 * ((warp >> 2) * first_tiles() + j) + 2 * t + (e & 1);
+  }
+  __device__ bool first_valid(int j, int e) const {
+    return has_part() && j < first_tiles() && first_o(e) < layer(0).out && first_f(j, e) < layer(0).in;
+  }
+  __device__ int tile_o(int e) const { return 32 * tile_row() + 16 * (warp >> 2) + g + 8 * (e >> 1); }
+  __device__ int tile_i(int e) const { return 32 * tile_col() + 8 * (warp & 3) + 2 * t + (e & 1); }
+  __device__ int out_cls(int e) const { return g + 8 * (e >> 1); }
+  __device__ int out_i(int e) const { return 8 * rank + 2 * t + (e & 1); }
+  __device__ bool out_valid(int e) const {
+    return warp == 0 && out_cls(e) < layer(hidden()).out && out_i(e) < layer(hidden()).in;
+  }
+  // Who steps the biases, spread so no block takes two jobs on top of its share of the first layer
+  // (the step waits for the slowest block): b0's half h, blocks 14 + h (they hold G1 of that half, and
+  // with 784 inputs no part of the first layer); a hidden-to-hidden layer h's, its tile column (h - 1)'s
+  // blocks (a tile row's 32 each, from the gradient operand they hold); the output layer's, block 14.
+  __device__ bool steps_first_bias() const { return rank == kRowsCtas - 2 + half(); }
+  __device__ bool steps_tile_bias(int h) const { return tile_col() == h - 1; }
+  __device__ bool steps_out_bias() const { return rank == kRowsCtas - 2; }
+  // f(k, L, o): every bias this block steps, by thread, with its slot in bias_state.
+  template <typename F>
+  __device__ void for_each_own_bias(F f) const {
+    for (int k = static_cast<int>(threadIdx.x); k < kHalf + 32 * tiled() + kRowsMaxClasses; k += kThreads) {
+      if (k < kHalf) {
+        if (steps_first_bias() && half() * kHalf + k < layer(0).out) f(k, layer(0), half() * kHalf + k);
+      } else if (k < kHalf + 32 * tiled()) {
+        const int h = (k - kHalf) / 32 + 1, o = 32 * tile_row() + (k - kHalf) % 32;
+        if (steps_tile_bias(h) && o < layer(h).out) f(k, layer(h), o);
+      } else {
+        const int cls = k - kHalf - 32 * tiled();
+        if (steps_out_bias() && cls < layer(hidden()).out) f(k, layer(hidden()), cls);
+      }
+    }
+  }
+
+  __device__ void load(const bf16* w) {
+    for (int i = static_cast<int>(threadIdx.x); i < c.bytes / 16; i += kThreads) {
+      reinterpret_cast<uint4*>(smem)[i] = make_uint4(0, 0, 0, 0);
+    }
+    __syncthreads();
+    const FusedLayer& first = layer(0);
+    if (has_part()) {
+      for (int i = static_cast<int>(threadIdx.x); i < kHalf * c.group; i += kThreads) {
+        const int row = i / c.group, f = i % c.group, o = half() * kHalf + row, feature = group() * c.group + f;
+        if (o < first.out && feature < first.in) at<bf16>(c.w0)[row * c.ld_x0 + f] = w[index(first, o, feature)];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float v;
+        load_state(index(first, first_o(e), first_f(j, e)), first_valid(j, e), p0[j][e], m0[j][e], v);
+        if constexpr (kAdam) v0[j][e] = v;
+      }
+#pragma unroll
+    for (int h = 1; h < kRowsMaxHidden; ++h) {  // unrolled: the registers' index is a constant
+      if (h >= hidden()) break;
+      const FusedLayer& L = layer(h);
+      for (int i = static_cast<int>(threadIdx.x); i < L.out * L.in; i += kThreads) {
+        const int o = i / L.in, k = i % L.in;
+        tiles(h)[tiled_at(o, k)] = w[index(L, o, k)];
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float v;
+        load_state(index(L, tile_o(e), tile_i(e)), tile_o(e) < L.out && tile_i(e) < L.in, pt[h - 1][e], mt[h - 1][e], v);
+        if constexpr (kAdam) vt[h - 1][e] = v;
+      }
+    }
+    const FusedLayer& out = layer(hidden());
+    for (int i = static_cast<int>(threadIdx.x); i < out.out * out.in; i += kThreads) {
+      const int cls = i / out.in, k = i % out.in;
+      at<bf16>(c.wo)[out_at(cls, k)] = w[index(out, cls, k)];
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) load_state(index(out, out_cls(e), out_i(e)), out_valid(e), po[e], mo[e], vo[e]);
+    for (int l = 0; l <= hidden(); ++l) {
+      const FusedLayer& L = layer(l);
+      for (int o = static_cast<int>(threadIdx.x); o < L.out && L.bias; o += kThreads) {
+        bias(l)[o] = __bfloat162float(w[index(L, o, L.in)]);
+      }
+    }
+    for_each_own_bias([&](int k, const FusedLayer& L, int o) {
+      if (!L.bias) return;
+      load_state(index(L, o, L.in), true, bias_state(0)[k], bias_state(1)[k], bias_state(2)[k]);
+    });
+  }
+  __device__ void store(bf16* w) const {
+    const FusedLayer& first = layer(0);
+    if (has_part()) {
+      for (int i = static_cast<int>(threadIdx.x); i < kHalf * c.group; i += kThreads) {
+        const int row = i / c.group, f = i % c.group, o = half() * kHalf + row, feature = group() * c.group + f;
+        if (o < first.out && feature < first.in) w[index(first, o, feature)] = at<bf16>(c.w0)[row * c.ld_x0 + f];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (first_valid(j, e)) store_state(index(first, first_o(e), first_f(j, e)), p0[j][e], m0[j][e], kAdam ? v0[kAdam ? j : 0][e] : 0.0f);
+      }
+#pragma unroll
+    for (int h = 1; h < kRowsMaxHidden; ++h) {
+      if (h >= hidden()) break;
+      const FusedLayer& L = layer(h);
+      for (int i = static_cast<int>(threadIdx.x); i < 32 * 32; i += kThreads) {
+        const int o = 32 * tile_row() + i / 32, k = 32 * tile_col() + i % 32;
+        if (o < L.out && k < L.in) w[index(L, o, k)] = tiles(h)[tiled_at(o, k)];
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (tile_o(e) < L.out && tile_i(e) < L.in) {
+          store_state(index(L, tile_o(e), tile_i(e)), pt[h - 1][e], mt[h - 1][e], kAdam ? vt[kAdam ? h - 1 : 0][e] : 0.0f);
+        }
+      }
+    }
+    const FusedLayer& out = layer(hidden());
+    for (int i = static_cast<int>(threadIdx.x); i < out.out * 8; i += kThreads) {
+      const int cls = i / 8, k = 8 * rank + i % 8;
+      if (k < out.in) w[index(out, cls, k)] = at<bf16>(c.wo)[out_at(cls, k)];
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (out_valid(e)) store_state(index(out, out_cls(e), out_i(e)), po[e], mo[e], vo[e]);
+    }
+    for_each_own_bias([&](int k, const FusedLayer& L, int o) {
+      if (!L.bias) return;
+      store_state(index(L, o, L.in), bias_state(0)[k], bias_state(1)[k], bias_state(2)[k]);
+      w[index(L, o, L.in)] = __float2bfloat16_rn(bias_state(0)[k]);
+    });
+  }
+
+  // The column sums over the batch's 128 rows of `cols` columns (16, 32 or 64) of a bf16 matrix,
+  // element(b, col) its value: thread i adds part i / cols of the rows, then threads below `cols` add the
+  // parts (a fixed order). The whole block calls it; threads below `cols` get their column's sum.
+  template <typename F>
+  __device__ float column_sum(int cols, F element) const {
+    const int col = static_cast<int>(threadIdx.x) % cols, part = static_cast<int>(threadIdx.x) / cols;
+    const int span = kRows * cols / kThreads;
+    float sum = 0.0f;
+#pragma unroll 8
+    for (int b = part * span; b < (part + 1) * span; ++b) sum += element(b, col);
+    at<float>(c.sums)[threadIdx.x] = sum;
+    __syncthreads();
+    float total = 0.0f;
+    if (static_cast<int>(threadIdx.x) < cols) {
+      for (int q = 0; q < kThreads / cols; ++q) total += at<float>(c.sums)[q * cols + col];
+    }
+    __syncthreads();  // the sums' buffer is free again
+    return total;
+  }
+
+  // ---- the batch: the block's group of features of every row, 16-byte pieces by cp.async into the stage,
+  // then bf16 into X0 (each thread converts the pieces it copied); the own rows' labels.
+  __device__ int pieces() const { return c.group / 16; }
+  __device__ void prefetch_samples(std::int64_t s) const {
+    if (a.order == nullptr || s >= a.steps || threadIdx.x >= rows_of(s)) return;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(shared_address(at<int>(c.next) + threadIdx.x)),
+                 "l"(a.order + s * a.batch + threadIdx.x)
+                 : "memory");
+  }
+  __device__ void copy_batch(std::int64_t s) const {
+    if (!has_part() || s >= a.steps) return;
+    const int n = static_cast<int>(rows_of(s)), features = layer(0).in;
+    const int* samples = at<int>(c.next);
+    for (int i = static_cast<int>(threadIdx.x); i < n * 8; i += kThreads) {  // 8 slots a row, pieces() used
+      const int row = i >> 3, piece = i & 7, f = group() * c.group + 16 * piece;
+      if (piece >= pieces() || f >= features) continue;
+      const std::int64_t at_sample = a.order != nullptr ? samples[row] : s * a.batch + row;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
+                       shared_address(at<std::uint8_t>(c.stage) + row * c.group + 16 * piece)),
+                   "l"(a.images + at_sample * features + f)
+                   : "memory");
+    }
+  }
+  __device__ void copy_labels(std::int64_t s) const {
+    if (threadIdx.x >= kOwn || s >= a.steps) return;
+    const int row = kOwn * rank + static_cast<int>(threadIdx.x);
+    if (row >= rows_of(s)) return;
+    const std::int64_t at_sample = a.order != nullptr ? at<int>(c.next)[row] : s * a.batch + row;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(shared_address(at<int>(c.labels) + threadIdx.x)),
+                 "l"(a.labels + at_sample)
+                 : "memory");
+  }
+  __device__ void convert_batch(std::int64_t s) const {
+    if (!has_part() || s >= a.steps) return;
+    const int n = static_cast<int>(rows_of(s)), features = layer(0).in;
+    for (int i = static_cast<int>(threadIdx.x); i < kRows * 8; i += kThreads) {
+      const int row = i >> 3, piece = i & 7;
+      if (piece >= pieces()) continue;
+      const bool valid = row < n && group() * c.group + 16 * piece < features;
+      const uint4 px = valid ? *reinterpret_cast<const uint4*>(at<std::uint8_t>(c.stage) + row * c.group + 16 * piece)
+                             : make_uint4(0, 0, 0, 0);
+      const std::uint32_t words[4] = {px.x, px.y, px.z, px.w};
+      bf16* to = at<bf16>(c.x0) + row * c.ld_x0 + 16 * piece;
+      const auto value = [&](std::uint32_t word, int j) {
+        return valid ? ptx::byte_as_float(word, j) * a.scale + a.shift : 0.0f;
+      };
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        store_pair(to + 4 * k, value(words[k], 0), value(words[k], 1));
+        store_pair(to + 4 * k + 2, value(words[k], 2), value(words[k], 3));
+      }
+    }
+  }
+
+  // ---- the first layer's forward: the block's partial product of every row against its half, to the
+  // rows' owners (rows 16w + g to block 2w, 16w + 8 + g to 2w + 1: slot `rank` of their partials), after
+  // the cluster barrier that frees them; the owners add the groups (in group order), the bias and the
+  // activation.
+  __device__ float* slot(int s) const { return at<float>(c.partials) + s * kOwn * kHalf; }
+  __device__ void first_partial() {
+    float acc[8][4] = {};
+    for (int ks = 0; ks < c.group / 16; ++ks) {
+      std::uint32_t fa[4];
+      load_a(fa, at<bf16>(c.x0) + 16 * warp * c.ld_x0 + 16 * ks, c.ld_x0);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        std::uint32_t fb[2];
+        load_b(fb, at<bf16>(c.w0) + 8 * nt * c.ld_x0 + 16 * ks, c.ld_x0);
+        mma_bf16(acc[nt], fa, fb);
+      }
+    }
+    ptx::cluster_wait();
+    const bool odd = (t & 1) != 0;
+    const int owner = 2 * warp + (odd ? 1 : 0), col = (t & 2) * 2;
+    float* mine = slot(rank) + g * kHalf + col;
+    const std::uint32_t partials_bar = bar(kBarPartials);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const float got0 = __shfl_xor_sync(0xffffffffu, odd ? acc[nt][0] : acc[nt][2], 1);
+      const float got1 = __shfl_xor_sync(0xffffffffu, odd ? acc[nt][1] : acc[nt][3], 1);
+      const float4 v = odd ? make_float4(got0, got1, acc[nt][2], acc[nt][3]) : make_float4(acc[nt][0], acc[nt][1], got0, got1);
+      if (owner == rank) {
+        *reinterpret_cast<float4*>(mine + 8 * nt) = v;
+      } else {
+        const uint4 bits = make_uint4(__float_as_uint(v.x), __float_as_uint(v.y), __float_as_uint(v.z), __float_as_uint(v.w));
+        ptx::store_to_block(ptx::in_block(shared_address(mine + 8 * nt), owner), bits, ptx::in_block(partials_bar, owner));
+      }
+    }
+  }
+  // `tiles`: the last step's new values (b0 among them) are on their way into this block first.
+  __device__ void first_reduce(bool tiles) {
+    add_metrics();
+    const std::uint32_t remote = 2 * c.groups - (has_part() ? 1 : 0);
+    wait(kBarPartials, remote * kOwn * kHalf * 4);
+    if (tiles) wait(kBarTiles, tile_bytes());
+    __syncthreads();  // the own slot
+    const int j = static_cast<int>(threadIdx.x) >> 5, col = (static_cast<int>(threadIdx.x) & 31) * 4, h = col >> 6;
+    float z[4] = {};
+    for (int q = 0; q < c.groups; ++q) {
+      const float4 v = *reinterpret_cast<const float4*>(slot(2 * q + h) + j * kHalf + (col & 63));
+      z[0] += v.x;
+      z[1] += v.y;
+      z[2] += v.z;
+      z[3] += v.w;
+    }
+    __syncthreads();  // A1 aliases the partials
+    const bool valid = kOwn * rank + j < rows;
+    float y[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) y[q] = valid && col + q < width(1) ? activation<kAct>(z[q] + bias(0)[col + q]) : 0.0f;
+    store_pair(act(1) + j * kLd + col, y[0], y[1]);
+    store_pair(act(1) + j * kLd + col + 2, y[2], y[3]);
+    __syncthreads();
+  }
+
+  // ---- the own rows through the rest: A_{h+1}ᵀ[16w.., rows] = f(W_h[16w.., :] · A_hᵀ + b_h).
+  __device__ void forward(int h) const {
+    const bf16* w = tiles(h);
+    const bf16* x = act(h);
+    float acc[2][4] = {};
+#pragma unroll
+    for (int ks = 0; ks < 8; ks += 2) {
+      std::uint32_t fa0[4], fa1[4], fb0[2], fb1[2];
+      const bf16* tile = w + ((warp >> 1) * 4 + (ks >> 1)) * kTileElems + (warp & 1) * 16 * kTileLd;
+      load_a(fa0, tile, kTileLd);
+      load_a(fa1, tile + 16, kTileLd);
+      load_b(fb0, x + 16 * ks, kLd);
+      load_b(fb1, x + 16 * ks + 16, kLd);
+      mma_bf16(acc[0], fa0, fb0);
+      mma_bf16(acc[1], fa1, fb1);
+    }
+    bf16* y = act(h + 1);
+    const float* b = bias(h);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int o = 16 * warp + g + 8 * (e >> 1), row = 2 * t + (e & 1);
+      const bool valid = o < width(h + 1) && kOwn * rank + row < rows;
+      y[row * kLd + o] = __float2bfloat16_rn(valid ? activation<kAct>(acc[0][e] + acc[1][e] + b[o]) : 0.0f);
+    }
+    __syncthreads();
+  }
+  // Warp 0: the own rows' logits (8 rows, twice: the mma's 16 rows), loss and dlogits; each row's loss
+  // and hit into block 0 (its rows of this step's parity).
+  __device__ void output(int parity) const {
+    if (warp == 0) {
+      const FusedLayer& out = layer(hidden());
+      const bf16* x = act(hidden());
+      const bf16* wo = at<bf16>(c.wo);
+      float acc[2][4] = {};
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {
+        std::uint32_t fa[4];
+        ptx::ldmatrix_x4(fa, shared_address(x + (lane & 7) * kLd + 16 * ks + (lane >> 4) * 8));
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          std::uint32_t fb[2];
+          ptx::ldmatrix_x2(fb, shared_address(wo + ((2 * ks + ((lane >> 3) & 1)) * kRowsMaxClasses + 8 * nt + (lane & 7)) * 8));
+          mma_bf16(acc[nt], fa, fb);
+        }
+      }
+      const int classes = out.out, row = kOwn * rank + g;
+      const bool valid = row < rows;
+      const int label = valid ? at<int>(c.labels)[g] : 0;
+      float v[4];
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int cls = 8 * nt + 2 * t + e;
+          v[2 * nt + e] = cls < classes ? acc[nt][e] + bias(hidden())[cls] : -INFINITY;
+        }
+      const bool mse = a.loss == FusedLoss::kMse;
+      const float grad_scale = mse ? 2.0f / static_cast<float>(rows * classes) : 1.0f / static_cast<float>(rows);
+      const auto r = fused::row_loss<fused::FragmentRow<2>>(v, classes, label, mse, a.smoothing, grad_scale);
+      bf16* dl = at<bf16>(c.dl) + row * kLdDl;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        store_pair(dl + 8 * nt + 2 * t, valid ? r.grad[2 * nt] : 0.0f, valid ? r.grad[2 * nt + 1] : 0.0f);
+      }
+      if (t == 0) {
+        const cg::cluster_group cluster = cg::this_cluster();
+        *cluster.map_shared_rank(at<double>(c.row_loss) + parity * kRows + row, 0) = valid ? r.loss : 0.0;
+        *cluster.map_shared_rank(at<int>(c.row_hit) + parity * kRows + row, 0) = valid && r.best_index == label ? 1 : 0;
+      }
+    }
+    __syncthreads();
+  }
+  // G_H = (dlogits · Wo) ⊙ f'(A_H), the own rows.
+  __device__ void output_backward() const {
+    std::uint32_t fa[4], fb[2];
+    const int m = lane >> 3, r = lane & 7;
+    ptx::ldmatrix_x4_trans(fa, shared_address(at<bf16>(c.wo) + ((2 * warp + (m & 1)) * kRowsMaxClasses + r + (m >> 1) * 8) * 8));
+    load_b(fb, at<bf16>(c.dl) + kOwn * rank * kLdDl, kLdDl);
+    float acc[4] = {};
+    mma_bf16(acc, fa, fb);
+    const bf16* y = act(hidden());
+    bf16* d = grad(hidden());
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = 16 * warp + g + 8 * (e >> 1), row = 2 * t + (e & 1);
+      d[row * kLd + i] = __float2bfloat16_rn(acc[e] * slope_from_output<kAct>(__bfloat162float(y[row * kLd + i])));
+    }
+    __syncthreads();
+  }
+  // G_h = (G_{h+1} · W_h) ⊙ f'(A_h), the own rows.
+  __device__ void backward(int h) const {
+    const bf16* w = tiles(h);
+    const bf16* dz = grad(h + 1);
+    float acc[2][4] = {};
+#pragma unroll
+    for (int ks = 0; ks < 8; ks += 2) {
+      std::uint32_t fa0[4], fa1[4], fb0[2], fb1[2];
+      const bf16* tile = w + ((ks >> 1) * 4 + (warp >> 1)) * kTileElems + (warp & 1) * 16;
+      load_a_trans(fa0, tile, kTileLd);
+      load_a_trans(fa1, tile + 16 * kTileLd, kTileLd);
+      load_b(fb0, dz + 16 * ks, kLd);
+      load_b(fb1, dz + 16 * ks + 16, kLd);
+      mma_bf16(acc[0], fa0, fb0);
+      mma_bf16(acc[1], fa1, fb1);
+    }
+    const bf16* x = act(h);
+    bf16* below = grad(h);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = 16 * warp + g + 8 * (e >> 1), row = 2 * t + (e & 1);
+      below[row * kLd + i] =
+          __float2bfloat16_rn((acc[0][e] + acc[1][e]) * slope_from_output<kAct>(__bfloat162float(x[row * kLd + i])));
+    }
+    __syncthreads();
+  }
+
+  // ---- the sends once the own rows' gradients are done: G1's rows to every block of each neuron half
+  // (the path: the first layer's backward waits for them), then the tiles' and Wo's operands.
+  __device__ void send_g1() const {
+    const int combo = static_cast<int>(threadIdx.x) & 127, h = combo >> 6, j = (combo >> 3) & 7, p = combo & 7;
+    const uint4 value = *reinterpret_cast<const uint4*>(grad(1) + j * kLd + h * kHalf + 8 * p);
+    bf16* to = at<bf16>(c.d1) + (kOwn * rank + j) * kLdD1 + 8 * p;
+    const std::uint32_t g1_bar = bar(kBarG1);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int d = h + 2 * (k + 4 * (static_cast<int>(threadIdx.x) >> 7));
+      if (d == rank) {
+        *reinterpret_cast<uint4*>(to) = value;
+      } else {
+        ptx::store_to_block(ptx::in_block(shared_address(to), d), value, ptx::in_block(g1_bar, d));
+      }
+    }
+  }
+  __device__ std::uint32_t side_bytes() const { return 15u * (64u * tiled() + 24u) * 16u; }
+  __device__ void send_side() const {
+    const std::uint32_t side_bar = bar(kBarSide);
+    // Each 16-byte piece of a tile operand goes to the 4 blocks of its tile row (a gradient's columns)
+    // or tile column (an input's): [layer h][gradient or input][key][own row j][piece p].
+    for (int idx = static_cast<int>(threadIdx.x); idx < 256 * tiled(); idx += kThreads) {
+      const int h = (idx >> 8) + 1, input = (idx >> 7) & 1, key = (idx >> 5) & 3, j = (idx >> 2) & 7, p = idx & 3;
+      const bf16* from = (input ? act(h) : grad(h + 1)) + j * kLd + 32 * key + 8 * p;
+      const uint4 value = *reinterpret_cast<const uint4*>(from);
+      const int b = kOwn * rank + j;
+      bf16* to = (input ? x_operand(h) : gz_operand(h)) + swizzled(b, 8 * p);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int d = input ? 4 * u + key : 4 * key + u;
+        if (d == rank) {
+          *reinterpret_cast<uint4*>(to) = value;
+        } else {
+          ptx::store_to_block(ptx::in_block(shared_address(to), d), value, ptx::in_block(side_bar, d));
+        }
+      }
+    }
+    // dlogits' own rows to every block; the last hidden layer's own rows of block d's 8 columns to d.
+    for (int i = static_cast<int>(threadIdx.x); i < 16 * 16 + 128; i += kThreads) {
+      const uint4* from;
+      bf16* to;
+      int d;
+      if (i < 256) {
+        d = i >> 4;
+        if (d == rank) continue;
+        const int j = (i >> 1) & 7, p = i & 1;
+        to = at<bf16>(c.dl) + (kOwn * rank + j) * kLdDl + 8 * p;
+        from = reinterpret_cast<const uint4*>(to);
+      } else {
+        d = (i - 256) >> 3;
+        const int j = i & 7;
+        from = reinterpret_cast<const uint4*>(act(hidden()) + j * kLd + 8 * d);
+        to = at<bf16>(c.out_cols) + (kOwn * rank + j) * 8;
+      }
+      const uint4 value = *from;
+      if (d == rank) {
+        *reinterpret_cast<uint4*>(to) = value;
+      } else {
+        ptx::store_to_block(ptx::in_block(shared_address(to), d), value, ptx::in_block(side_bar, d));
+      }
+    }
+  }
+
+  // ---- the first layer's weight gradient over the batch and its update (v11a's 4 x 2 warps), and its
+  // biases' half (blocks 14 and 15). Branch-free: every warp computes 8 feature tiles (with 7 a warp, the
+  // first four warps' eighth is the next four's first, the last four's the zero padding of X0) and steps
+  // all 32 registers, storing only the valid ones (a branch a tile had split every ldmatrix and mma into
+  // its own basic block: 5.5 us a step instead of ~1, measured).
+  __device__ void first_backward() {
+    if (has_part()) {
+      const int m_tile = warp & 3, n0 = (warp >> 2) * first_tiles();
+      float acc[8][4] = {};
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {
+        std::uint32_t fa[4];
+        load_a_trans(fa, at<bf16>(c.d1) + 16 * ks * kLdD1 + 16 * m_tile, kLdD1);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          std::uint32_t fb[2];
+          load_b_trans(fb, at<bf16>(c.x0) + 16 * ks * c.ld_x0 + 8 * (n0 + j), c.ld_x0);
+          mma_bf16(acc[j], fa, fb);
+        }
+      }
+      bf16* w0 = at<bf16>(c.w0);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float w[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int q = 2 * h + e;
+            float unused = 0.0f;
+            const float p = step(acc[j][q], p0[j][q], m0[j][q], kAdam ? v0[kAdam ? j : 0][q] : unused);
+            w[e] = first_valid(j, q) ? p : 0.0f;
+          }
+          if (j < first_tiles()) store_pair(w0 + (16 * m_tile + g + 8 * h) * c.ld_x0 + 8 * (n0 + j) + 2 * t, w[0], w[1]);
+        }
+      }
+    }
+    stamp();  // profile: a sub-stage
+    if (!steps_first_bias() || !layer(0).bias) return;
+    // b0's half: the column sums of G1, into the block's new values.
+    const int k = static_cast<int>(threadIdx.x);
+    const float sum = column_sum(kHalf, [&](int b, int col) { return __bfloat162float(at<bf16>(c.d1)[b * kLdD1 + col]); });
+    if (k < kHalf) {
+      new_bias()[k] = half() * kHalf + k < layer(0).out ? rounded(step(sum, bias_state(0)[k], bias_state(1)[k], bias_state(2)[k])) : 0.0f;
+    }
+  }
+
+  // ---- beside the path: the block's tiles, Wo's 8 columns and its biases stepped from their operands
+  // (sent by every row owner), the new values through global memory into all 16 blocks.
+  __device__ void tile_gradient(float (&acc)[4], int h) const {
+    const int ms = warp >> 2, ns = warp & 3;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      std::uint32_t fa[4], fb[2];
+      load_a_swizzled(fa, gz_operand(h), ks, 16 * ms);
+      load_b_swizzled(fb, x_operand(h), ks, 8 * ns);
+      mma_bf16(acc, fa, fb);
+    }
+  }
+  __device__ std::uint32_t tile_bytes() const {
+    std::uint32_t bytes = 16u * (tiled() * kRowsTileBytes + kWoBlock * 2);
+    if (layer(0).bias) bytes += 2u * kHalf * 4 + tiled() * 4u * 32 * 4 + kRowsMaxClasses * 4;
+    return bytes;
+  }
+  __device__ void side() {
+    wait(kBarSide, side_bytes());
+    stamp();  // profile: a sub-stage
+#pragma unroll
+    for (int h = 1; h < kRowsMaxHidden; ++h) {
+      if (h >= hidden()) break;
+      const FusedLayer& L = layer(h);
+      float acc[4] = {};
+      tile_gradient(acc, h);
+      bf16* to = new_tile(h);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float w[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int q = 2 * r + e;
+          float unused = 0.0f;
+          w[e] = tile_o(q) < L.out && tile_i(q) < L.in
+                     ? step(acc[q], pt[h - 1][q], mt[h - 1][q], kAdam ? vt[kAdam ? h - 1 : 0][q] : unused)
+                     : 0.0f;
+        }
+        store_pair(to + (16 * (warp >> 2) + g + 8 * r) * kTileLd + 8 * (warp & 3) + 2 * t, w[0], w[1]);
+      }
+      if (steps_tile_bias(h) && L.bias) {  // the tile row's biases: column sums of the gradient operand
+        const bf16* gz = gz_operand(h);
+        const float sum = column_sum(32, [&](int b, int col) { return __bfloat162float(gz[swizzled(b, col)]); });
+        const int k = static_cast<int>(threadIdx.x), slot = kHalf + 32 * (h - 1) + k;
+        if (k < 32) {
+          new_bias()[slot] = 32 * tile_row() + k < L.out
+                                 ? rounded(step(sum, bias_state(0)[slot], bias_state(1)[slot], bias_state(2)[slot]))
+                                 : 0.0f;
+        }
+      }
+    }
+    const FusedLayer& out = layer(hidden());
+    if (warp == 0) {
+      float acc[4] = {};
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {
+        std::uint32_t fa[4], fb[2];
+        load_a_trans(fa, at<bf16>(c.dl) + 16 * ks * kLdDl, kLdDl);
+        load_b_trans(fb, at<bf16>(c.out_cols) + 16 * ks * 8, 8);
+        mma_bf16(acc, fa, fb);
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float w[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) w[e] = out_valid(2 * r + e) ? step(acc[2 * r + e], po[2 * r + e], mo[2 * r + e], vo[2 * r + e]) : 0.0f;
+        store_pair(new_wo() + out_cls(2 * r) * 8 + 2 * t, w[0], w[1]);
+      }
+    }
+    if (steps_out_bias() && out.bias) {  // the output layer's biases: column sums of dlogits
+      const float sum = column_sum(kRowsMaxClasses, [&](int b, int col) { return __bfloat162float(at<bf16>(c.dl)[b * kLdDl + col]); });
+      const int cls = static_cast<int>(threadIdx.x), slot = kHalf + 32 * tiled() + cls;
+      if (cls < kRowsMaxClasses) {
+        new_bias()[slot] = cls < out.out ? rounded(step(sum, bias_state(0)[slot], bias_state(1)[slot], bias_state(2)[slot])) : 0.0f;
+      }
+    }
+    asm volatile("fence.proxy.async.global;" ::: "memory");  // the stores above, before the copies read them
+    __syncthreads();
+    stamp();  // profile: a sub-stage
+    // The copies, a warp's lane 0 each (one thread issuing them all took 0.65 us a step): warp h - 1 a
+    // tile and its biases, the last warp Wo's columns and the first and output layers' biases.
+    if (lane != 0) return;
+    const std::uint32_t tiles_bar = bar(kBarTiles);
+    const bool biases = layer(0).bias != 0;
+    if (warp + 1 < hidden()) {
+      const int h = warp + 1;
+      multicast(tiles(h) + rank * kTileElems, new_tile(h), kRowsTileBytes, tiles_bar);
+      if (biases && steps_tile_bias(h)) {
+        multicast(bias(h) + 32 * tile_row(), new_bias() + kHalf + 32 * (h - 1), 32 * 4, tiles_bar);
+      }
+    }
+    if (warp != kThreads / 32 - 1) return;
+    multicast(at<bf16>(c.wo) + rank * kWoBlock, new_wo(), kWoBlock * 2, tiles_bar);
+    if (biases && steps_first_bias()) multicast(bias(0) + half() * kHalf, new_bias(), kHalf * 4, tiles_bar);
+    if (biases && steps_out_bias()) {
+      multicast(bias(hidden()), new_bias() + kHalf + 32 * tiled(), kRowsMaxClasses * 4, tiles_bar);
+    }
+  }
+
+  // Block 0's last warp: the last step's losses and hits (its rows' owners stored them before the
+  // cluster barrier just passed) added to the epoch's sums (a fixed order), and the progress record;
+  // called while the block waits for its partials.
+  static constexpr int kMetricsWarp = kThreads / 32 - 1;
+  __device__ void add_metrics() {
+    if (rank != 0 || warp != kMetricsWarp || state.step == first_step) return;
+    const int parity = static_cast<int>((state.step - 1 - first_step) & 1);
+    double loss = 0.0, hits = 0.0;
+    for (int r = lane; r < last_rows; r += 32) {
+      loss += at<double>(c.row_loss)[parity * kRows + r];
+      hits += at<int>(c.row_hit)[parity * kRows + r];
+    }
+    loss = fused::group_sum<32>(loss);
+    hits = fused::group_sum<32>(hits);
+    if (lane != 0) return;
+    const int classes = layer(hidden()).out;
+    const double weight = 1.0 / static_cast<double>(a.loss == FusedLoss::kMse ? last_rows * classes : last_rows);
+    loss_total += weight * loss;
+    hits_total += static_cast<std::int64_t>(hits);
+    fused::write_progress(a.progress, state.step - first_step, loss_total);
+  }
+
+  __device__ void train() {
+    state = *a.state;
+    first_step = state.step;
+    stamp();
+    load(static_cast<const bf16*>(a.copies[state.step & 1]));
+    __syncthreads();  // the shared memory zeroed before the barriers are set up in it
+    if (threadIdx.x == 0) {
+      for (int id = 0; id < 4; ++id) ptx::mbarrier_init(bar(id));
+      ptx::fence_mbarrier_init();
+    }
+    if (a.steps > 0) {
+      for (int i = static_cast<int>(threadIdx.x); i < rows_of(0); i += kThreads) {
+        at<int>(c.next)[i] = static_cast<int>(sample(i));
+      }
+      __syncthreads();
+      copy_batch(0);
+      copy_labels(0);
+      asm volatile("cp.async.wait_all;" ::: "memory");
+      __syncthreads();
+      convert_batch(0);
+    }
+    __syncthreads();
+    ptx::cluster_arrive();  // every block's barriers and memory are ready
+    stamp();
+    for (std::int64_t s = 0; s < a.steps; ++s) {
+      const int parity = static_cast<int>(s & 1);
+      rows = static_cast<int>(rows_of(s));
+      scalars = step_scalars(a.optimizer, state.step, state.opt_steps, 1.0f, false);
+      prefetch_samples(s + 1);
+      if (has_part()) {
+        first_partial();
+      } else {
+        ptx::cluster_wait();
+      }
+      stamp();  // profile: a sub-stage
+      first_reduce(s > 0);
+      stamp();
+      for (int h = 1; h < hidden(); ++h) forward(h);
+      output(parity);
+      stamp();
+      output_backward();
+      for (int h = hidden() - 1; h >= 1; --h) backward(h);
+      asm volatile("cp.async.wait_all;" ::: "memory");  // the next step's sample indices
+      __syncthreads();
+      stamp();
+      send_g1();
+      send_side();
+      copy_batch(s + 1);
+      copy_labels(s + 1);
+      wait(kBarG1, 15u * kOwn * kHalf * 2);
+      __syncthreads();
+      stamp();
+      first_backward();
+      __syncthreads();
+      stamp();
+      side();
+      stamp();
+      asm volatile("cp.async.wait_all;" ::: "memory");
+      convert_batch(s + 1);
+      __syncthreads();
+      stamp();
+      last_rows = rows;
+      advance_step_state(state, false, false, nullptr);
+      ptx::cluster_arrive();
+    }
+    ptx::cluster_wait();
+    add_metrics();
+    if (a.steps > 0) wait(kBarTiles, tile_bytes());  // the last new values, before any block leaves
+    __syncthreads();
+    ptx::cluster_arrive();
+    ptx::cluster_wait();
+    store(static_cast<bf16*>(a.copies[state.step & 1]));
+    if (rank == 0 && threadIdx.x == 0) {
+      state.found_inf = 0;
+      state.blocks_done = 0;
+      *a.state = state;
+    }
+    if (rank == 0 && threadIdx.x == kMetricsWarp * 32) {  // the metrics warp's lane 0 holds the sums
+      a.metrics->loss_sum += loss_total;
+      a.metrics->correct += hits_total;
+    }
+  }
+};
+
+#endif  // SPRINTNET_HAS_CLUSTERS
+
+template <UpdateForm kUpdate, ActivationKind kAct>
+__global__ void __launch_bounds__(kThreads, 1) rows_epoch_kernel(const __grid_constant__ RowsArgs args) {
+#ifdef SPRINTNET_HAS_CLUSTERS
+  extern __shared__ __align__(128) unsigned char smem[];
+  Rows<kUpdate, kAct> k(args, smem, static_cast<int>(cg::this_cluster().block_rank()));
+  k.train();
+#else
+  __trap();
+#endif
+}
+
+using RowsKernel = void (*)(RowsArgs);
+
+template <UpdateForm kUpdate>
+RowsKernel kernel_for(ActivationKind activation) {
+  switch (activation) {
+    case ActivationKind::kIdentity: return rows_epoch_kernel<kUpdate, ActivationKind::kIdentity>;
+    case ActivationKind::kReLU: return rows_epoch_kernel<kUpdate, ActivationKind::kReLU>;
+    case ActivationKind::kTanh: return rows_epoch_kernel<kUpdate, ActivationKind::kTanh>;
+    case ActivationKind::kSigmoid: return rows_epoch_kernel<kUpdate, ActivationKind::kSigmoid>;
+    default: return nullptr;
+  }
+}
+
+RowsKernel kernel_for(const FusedEpochArgs& args) {
+  switch (update_form_of(args.optimizer)) {
+    case UpdateForm::kPlainSgd: return kernel_for<UpdateForm::kPlainSgd>(args.activation);
+    case UpdateForm::kSgd: return kernel_for<UpdateForm::kSgd>(args.activation);
+    case UpdateForm::kAdam: return kernel_for<UpdateForm::kAdam>(args.activation);
+  }
+  return nullptr;
+}
+
+ClusterShape shape_of(std::int64_t shared_bytes) { return {kRowsCtas, kThreads, shared_bytes}; }
+
+const ClusterProbe& rows_probe(int device, std::int64_t shared_bytes) {
+  return cached_cluster_probe(ClusterKernelId::kRows, device, shared_bytes, [&] {
+    return probe_cluster_kernel(device, reinterpret_cast<const void*>(kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU)),
+                                shape_of(shared_bytes), "this build has no sm_90 code for the rows kernel (CMAKE_CUDA_ARCHITECTURES)",
+                                "this GPU cannot schedule a 16-block cluster with the rows kernel's shared memory");
+  });
+}
+
+}  // namespace
+
+const char* rows_epoch_unavailable(int device, std::int64_t shared_bytes) {
+  return rows_probe(device, shared_bytes).why_not;
+}
+
+int rows_epoch_active_clusters(int device, std::int64_t shared_bytes) {
+  const ClusterProbe& answer = rows_probe(device, shared_bytes);
+  return answer.why_not == nullptr ? answer.clusters : 0;
+}
+
+cudaError_t launch_rows_epoch(const FusedEpochArgs& args, const RowsLayout& layout, void* scratch, cudaStream_t stream) {
+  const NvtxRange range("rows_epoch");
+  const RowsKernel kernel = kernel_for(args);
+  if (kernel == nullptr) return cudaErrorInvalidValue;  // GELU or SiLU: fused_rows_unsupported says so first
+  const cudaError_t e = configure_cluster_kernel(reinterpret_cast<const void*>(kernel), shape_of(layout.bytes));
+  if (e != cudaSuccess) return e;
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config = cluster_launch_config(shape_of(layout.bytes), stream, &attribute);
+  const RowsArgs kernel_args{args, layout, static_cast<unsigned char*>(scratch)};
+  return cudaLaunchKernelEx(&config, kernel, kernel_args);
+}
+
+}  // namespace sprintnet::cuda
