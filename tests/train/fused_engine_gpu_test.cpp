@@ -549,7 +549,9 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
   EXPECT_NE(narrow.describe().find(cluster_or_rows), std::string::npos) << narrow.describe();
   Trainer hidden(config_for("cuda", "auto", "auto", "hidden", {"train.epochs=1", "model.hidden=[128, 128, 128]"}));
   EXPECT_NE(hidden.describe().find(cluster_or_rows), std::string::npos) << hidden.describe();
-  if (rows) EXPECT_NE(hidden.describe().find("train fastest on the fused engine's rows kernel"), std::string::npos);
+  if (rows) {
+    EXPECT_NE(hidden.describe().find("train fastest on the fused engine's rows kernel"), std::string::npos);
+  }
   Trainer deep(config_for("cuda", "auto", "auto", "deep", {"train.epochs=1", "model.hidden=[96, 64, 40, 24, 16]"}));
   EXPECT_NE(deep.describe().find("16-block cluster"), std::string::npos) << deep.describe();
   // 784-784-784-784-10 at batch 128: the split kernel, auto's choice too.

@@ -86,13 +86,14 @@ __device__ __forceinline__ void store_pair(bf16* p, float lo, float hi) {
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(lo, hi);
 }
 __device__ __forceinline__ float rounded(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-// One bulk copy of `bytes` from global memory into the same offset of every block's shared memory,
-// completing on each block's mbarrier at `bar`'s offset.
-__device__ __forceinline__ void multicast(const void* to, const void* from, std::uint32_t bytes, std::uint32_t bar) {
+// One bulk copy of `bytes` from global memory into the same offset of the shared memory of every block
+// in `blocks` (a bit a block), completing on each one's mbarrier at `bar`'s offset.
+__device__ __forceinline__ void multicast(const void* to, const void* from, std::uint32_t bytes, std::uint32_t bar,
+                                          std::uint16_t blocks = 0xffff) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;" ::"r"(
           shared_address(to)),
-      "l"(from), "r"(bytes), "r"(bar), "h"(static_cast<std::uint16_t>(0xffff))
+      "l"(from), "r"(bytes), "r"(bar), "h"(blocks)
       : "memory");
 }
 
@@ -605,49 +606,55 @@ struct Rows {
       }
     }
   }
-  __device__ std::uint32_t side_bytes() const { return 15u * (64u * tiled() + 24u) * 16u; }
+  // The operands beside the path go through L2 like the new values (v13's probe: 36 KB of DSMEM stores a
+  // block cost ~2 us a step on the path): every block writes its rows of them to global memory, then
+  // multicasts each 8-row slice to the blocks that need it, completing on their side mbarrier.
+  __device__ std::uint32_t side_bytes() const { return 16384u * tiled() + 15u * 384u + 16u * 128u; }
+  __device__ unsigned char* own_operands() const { return own_new() + c.own_operands; }
+  __device__ int dl_offset() const { return tiled() * 2 * 4 * kOwn * 64; }
+  __device__ int cols_offset() const { return dl_offset() + 512; }
   __device__ void send_side() const {
-    const std::uint32_t side_bar = bar(kBarSide);
-    // Each 16-byte piece of a tile operand goes to the 4 blocks of its tile row (a gradient's columns)
-    // or tile column (an input's): [layer h][gradient or input][key][own row j][piece p].
+    unsigned char* ops = own_operands();
+    // The tile operands' pieces, [layer h][gradient or input][key][own row j][64 bytes], each row's
+    // 16-byte pieces swizzled as the receivers keep them (swizzled()).
     for (int idx = static_cast<int>(threadIdx.x); idx < 256 * tiled(); idx += kThreads) {
       const int h = (idx >> 8) + 1, input = (idx >> 7) & 1, key = (idx >> 5) & 3, j = (idx >> 2) & 7, p = idx & 3;
-      const bf16* from = (input ? act(h) : grad(h + 1)) + j * kLd + 32 * key + 8 * p;
-      const uint4 value = *reinterpret_cast<const uint4*>(from);
+      const uint4 value = *reinterpret_cast<const uint4*>((input ? act(h) : grad(h + 1)) + j * kLd + 32 * key + 8 * p);
       const int b = kOwn * rank + j;
-      bf16* to = (input ? x_operand(h) : gz_operand(h)) + swizzled(b, 8 * p);
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int d = input ? 4 * u + key : 4 * key + u;
-        if (d == rank) {
-          *reinterpret_cast<uint4*>(to) = value;
-        } else {
-          ptx::store_to_block(ptx::in_block(shared_address(to), d), value, ptx::in_block(side_bar, d));
-        }
+      *reinterpret_cast<uint4*>(ops + ((((h - 1) * 2 + input) * 4 + key) * kOwn + j) * 64 + ((p ^ ((b >> 1) & 3)) << 4)) =
+          value;
+    }
+    // dlogits' own rows (8 x 48 bytes), and the last hidden layer's own rows of each block's 8 columns.
+    for (int i = static_cast<int>(threadIdx.x); i < 24 + 128; i += kThreads) {
+      if (i < 24) {
+        const int j = i / 3, p = i % 3;
+        *reinterpret_cast<uint4*>(ops + dl_offset() + j * 48 + 16 * p) =
+            *reinterpret_cast<const uint4*>(at<bf16>(c.dl) + (kOwn * rank + j) * kLdDl + 8 * p);
+      } else {
+        const int d = (i - 24) >> 3, j = (i - 24) & 7;
+        *reinterpret_cast<uint4*>(ops + cols_offset() + (d * kOwn + j) * 16) =
+            *reinterpret_cast<const uint4*>(act(hidden()) + j * kLd + 8 * d);
       }
     }
-    // dlogits' own rows to every block; the last hidden layer's own rows of block d's 8 columns to d.
-    for (int i = static_cast<int>(threadIdx.x); i < 16 * 16 + 128; i += kThreads) {
-      const uint4* from;
-      bf16* to;
-      int d;
-      if (i < 256) {
-        d = i >> 4;
-        if (d == rank) continue;
-        const int j = (i >> 1) & 7, p = i & 1;
-        to = at<bf16>(c.dl) + (kOwn * rank + j) * kLdDl + 8 * p;
-        from = reinterpret_cast<const uint4*>(to);
+    asm volatile("fence.proxy.async.global;" ::: "memory");  // the stores above, before the copies read them
+    __syncthreads();
+    if (lane != 0) return;
+    // The copies, lane 0 of warp k % 8 issuing copy k: a tile operand's slice to the 4 blocks of its tile
+    // row (gradient) or column (input), the dlogits rows to every other block, block d's columns to d.
+    const std::uint32_t side_bar = bar(kBarSide);
+    for (int k = warp; k < 8 * tiled() + 1 + kRowsCtas; k += kThreads / 32) {
+      if (k < 8 * tiled()) {
+        const int h = k / 8 + 1, input = (k >> 2) & 1, key = k & 3;
+        const std::uint16_t mask = input ? static_cast<std::uint16_t>(0x1111u << key) : static_cast<std::uint16_t>(0xFu << (4 * key));
+        multicast((input ? x_operand(h) : gz_operand(h)) + kOwn * rank * 32,
+                  ops + ((((h - 1) * 2 + input) * 4 + key) * kOwn) * 64, kOwn * 64, side_bar, mask);
+      } else if (k == 8 * tiled()) {
+        multicast(at<bf16>(c.dl) + kOwn * rank * kLdDl, ops + dl_offset(), kOwn * kLdDl * 2, side_bar,
+                  static_cast<std::uint16_t>(0xFFFFu & ~(1u << rank)));
       } else {
-        d = (i - 256) >> 3;
-        const int j = i & 7;
-        from = reinterpret_cast<const uint4*>(act(hidden()) + j * kLd + 8 * d);
-        to = at<bf16>(c.out_cols) + (kOwn * rank + j) * 8;
-      }
-      const uint4 value = *from;
-      if (d == rank) {
-        *reinterpret_cast<uint4*>(to) = value;
-      } else {
-        ptx::store_to_block(ptx::in_block(shared_address(to), d), value, ptx::in_block(side_bar, d));
+        const int d = k - 8 * tiled() - 1;
+        multicast(at<bf16>(c.out_cols) + kOwn * rank * 8, ops + cols_offset() + d * kOwn * 16, kOwn * 16, side_bar,
+                  static_cast<std::uint16_t>(1u << d));
       }
     }
   }

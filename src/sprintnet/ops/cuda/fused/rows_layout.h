@@ -46,9 +46,11 @@ struct RowsLayout {
                dl = 0, d1 = 0, operands = 0, out_cols = 0, row_loss = 0, row_hit = 0, labels = 0, next = 0, sums = 0,
                bars = 0;
   std::int64_t bytes = 0;
-  // Global memory for each block's new values a step before they are multicast into every block:
-  // [16][own_bytes].
-  std::int64_t own_bytes = 0, scratch_bytes = 0;
+  // Global memory for what each block multicasts a step, [16][own_bytes]: its new values (from 0), its
+  // rows of the tile and output-layer operands (from own_operands: [layer][gradient, input][key][8 rows]
+  // [64 bytes], then its dlogits rows (384 bytes, 512 reserved), then [16 blocks][8 rows][8] of the last
+  // hidden layer).
+  std::int64_t own_bytes = 0, own_operands = 0, scratch_bytes = 0;
 };
 
 inline int rows_pad16(int v) { return (v + 15) / 16 * 16; }
@@ -92,8 +94,9 @@ inline RowsLayout rows_layout(int inputs, int hidden) {
   c.bytes = at;
   // A block's new values a step: its tiles, its 8 columns of Wo, the biases it steps (b0's half: 64,
   // a tile row's 32 of each hidden-to-hidden layer, Wo's 16).
-  c.own_bytes = tiled * kRowsTileBytes + kRowsMaxClasses * 8 * 2 + (kRowsHalf + 32 * tiled + kRowsMaxClasses) * 4;
-  c.own_bytes = (c.own_bytes + 127) / 128 * 128;
+  c.own_operands = tiled * kRowsTileBytes + kRowsMaxClasses * 8 * 2 + (kRowsHalf + 32 * tiled + kRowsMaxClasses) * 4;
+  c.own_operands = (c.own_operands + 127) / 128 * 128;
+  c.own_bytes = c.own_operands + tiled * 2 * 4 * kRowsOwn * 64 + 512 + kRowsCtas * kRowsOwn * 16;
   c.scratch_bytes = kRowsCtas * c.own_bytes;
   return c;
 }
