@@ -5,8 +5,8 @@
 // block's shared memory), the first layer split 2 x 8 as the cluster kernel's (v11a). Two exchanges on
 // a step's path: the first layer's partial sums to the rows' owners, the first layer's gradient back.
 // Each block steps its 32 x 32 tile of every hidden-to-hidden layer and its 8 columns of the output
-// layer from its rows' operands, sent beside the path, and multicasts the new values into every block
-// through L2. Takes the same arguments as the grid kernel (fused_epoch.h) plus the shared-memory
+// layer from the rows' operands, sent beside the path, and multicasts the new values into every block;
+// both go through L2 (global memory, then a multicast bulk copy). Takes the same arguments as the grid kernel (fused_epoch.h) plus the shared-memory
 // layout and a scratch buffer of layout.scratch_bytes, and leaves the same state behind.
 #include <cuda_runtime_api.h>
 
