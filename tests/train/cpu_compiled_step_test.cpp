@@ -150,7 +150,9 @@ EpochTotals train_compiled(const Case& c, Model& m, const BatchLoader& loader) {
   return totals;
 }
 
-void expect_close(Model& a, Model& b, double tolerance, const std::string& what) {
+// `state_tolerance` (default: `tolerance`) bounds the optimizer's state, which holds the gradients alone.
+void expect_close(Model& a, Model& b, double tolerance, const std::string& what, double state_tolerance = 0.0) {
+  if (state_tolerance == 0.0) state_tolerance = tolerance;
   const auto pa = a.net->named_parameters(), pb = b.net->named_parameters();
   ASSERT_EQ(pa.size(), pb.size());
   for (std::size_t i = 0; i < pa.size(); ++i) {
@@ -160,7 +162,7 @@ void expect_close(Model& a, Model& b, double tolerance, const std::string& what)
   ASSERT_EQ(sa.size(), sb.size()) << what;
   for (std::size_t i = 0; i < sa.size(); ++i) {
     EXPECT_EQ(sa[i].first, sb[i].first);
-    EXPECT_LT(test::relative_error(sa[i].second, sb[i].second), tolerance) << what << " " << sa[i].first;
+    EXPECT_LT(test::relative_error(sa[i].second, sb[i].second), state_tolerance) << what << " " << sa[i].first;
   }
   EXPECT_EQ(a.optimizer->counters(), b.optimizer->counters()) << what;
 }
@@ -205,7 +207,11 @@ struct CpuThreads {
 // (128 x 401 fp32 stays in cache), and 1101 -> 1101 nine blocks of 111 and one of 102 with dX whole
 // (128 x 1101 does not). A block left out, applied twice or at the wrong offset, or a dX part
 // missing leaves weights off by far more than the tolerance. The products reorder sums of K = 128
-// (dW) and of k = 401 or 1101 (dX) terms, still far inside 1e-5 over three steps.
+// (dW) and of k = 401 or 1101 (dX) terms: the weights stay far inside 1e-5 over three steps. SGD's
+// momentum holds the gradients alone, and a bias's gradient is a sum over the batch's 128 rows that
+// largely cancels, so the reordering moves it by more relative to its size: 6.1e-5 on one seed
+// (SPRINTNET_TEST_SEED=20550427412407, the three biases' momentum 1.2e-5, 3.3e-5, 6.1e-5); 1e-4 for it, as
+// for AdamW, still far below a block left out or applied twice (off by its whole size).
 TEST(CpuCompiledStep, AppliesAWideLayersGradientBlockByBlock) {
   const CpuThreads one(1);
   ASSERT_EQ(cpu_grad_block_rows(401, 401, 1), 201);
@@ -220,7 +226,7 @@ TEST(CpuCompiledStep, AppliesAWideLayersGradientBlockByBlock) {
     const double eager_loss = train_eager(c, eager, *f.loader);
     const EpochTotals totals = train_compiled(c, compiled, *f.loader);
     EXPECT_NEAR(totals.loss_sum, eager_loss, 1e-5 * eager_loss) << name(c);
-    expect_close(compiled, eager, optimizer == "sgd" ? 1e-5 : 1e-4, name(c));
+    expect_close(compiled, eager, optimizer == "sgd" ? 1e-5 : 1e-4, name(c), 1e-4);
   }
 }
 
