@@ -30,10 +30,18 @@ class GridBarrier {
   }
 
   __device__ void sync() {
+    arrive();
+    wait();
+  }
+  // sync() in two halves, for work between them that no other block needs before the barrier: what
+  // the block wrote before arrive() is what the barrier publishes.
+  __device__ void arrive() {
     target_ += gridDim.x;
     __syncthreads();  // the block's writes happen before thread 0's release
+    if (threadIdx.x == 0) add_release(counter_, 1u);
+  }
+  __device__ void wait() {
     if (threadIdx.x == 0) {
-      add_release(counter_, 1u);
       while (load_acquire(counter_) < target_) {
       }
       stamps_.stamp();

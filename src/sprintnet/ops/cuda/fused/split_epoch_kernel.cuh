@@ -747,8 +747,11 @@ struct Epoch {
   // Layer l's backward: the input gradient D_{l-1}[:, cluster's span] (l > 1) from the old weights,
   // and dW_l[range, cluster's span] applied at once to the master tile. kFirst: the first layer where
   // its inputs do not split like the neurons (span_first / span_tiles).
+  // With an input gradient (l > 1) the layer passes the stage's grid barrier itself: it arrives once
+  // D_{l-1}[:, own] is stored and steps its last weight-gradient tiles before it waits (v7h: nothing
+  // reads them before the next step's F_l). Returns whether it did.
   template <bool kFirst>
-  __device__ void backward_layer(int l, int step) {
+  __device__ bool backward_layer(int l, int step, GridBarrier& barrier) {
     constexpr int kNTiles = kFirst ? S::kInSpanTiles : kSpanTiles;  // the most n-tiles of the span
     constexpr int kXc = kFirst ? S::kInXcStride : kXcStride;
     constexpr int kGradTilesPerWarp = (kRangeTiles * kNTiles + kWarps - 1) / kWarps;
@@ -796,11 +799,12 @@ struct Epoch {
       __syncthreads();  // every warp has read the old weights before any is updated
     }
     // dW_l[range, cluster's span] = D_l[:, range]ᵀ · X_{l-1}[:, span], a tile at a time (interleaving
-    // the tiles' chains measured slower in the lab).
-#pragma unroll
-    for (int j = 0; j < kGradTilesPerWarp; ++j) {
+    // the tiles' chains measured slower in the lab): the first kEarlyTiles of a warp's while the
+    // partials are exchanged, the rest after the barrier's arrival where there is one.
+    constexpr int kEarlyTiles = kGradTilesPerWarp / 2;
+    const auto grad_tile = [&](int j) {  // j a constant once the loops below are unrolled
       const int tile = warp + j * kWarps;
-      if (tile >= grad_tiles) break;
+      if (tile >= grad_tiles) return;
       const int mo = tile / n_tiles, ni = tile % n_tiles;
       float dw[4] = {};
 #pragma unroll
@@ -825,19 +829,30 @@ struct Epoch {
       const std::int64_t at = static_cast<std::int64_t>(k * kRange + mo * 16 + g) * ld + i0 + ni * 8 + 2 * t;
       *reinterpret_cast<__nv_bfloat162*>(p.w[l] + at) = __halves2bfloat162(fresh[0], fresh[1]);
       *reinterpret_cast<__nv_bfloat162*>(p.w[l] + at + 8 * ld) = __halves2bfloat162(fresh[2], fresh[3]);
+    };
+#pragma unroll
+    for (int j = 0; j < kEarlyTiles; ++j) grad_tile(j);
+    if (!input_grad) {
+#pragma unroll
+      for (int j = kEarlyTiles; j < kGradTilesPerWarp; ++j) grad_tile(j);
+      return false;
     }
-    if (!input_grad) return;
     receive_pieces(kPiece);
     const float4 v = sum_ranks();
     finish_own<false>(l - 1, {v.x, v.y, v.z, v.w});
     __syncthreads();
     apply_bias(l - 2);  // b_{l-1}[own]
+    barrier.arrive();
+#pragma unroll
+    for (int j = kEarlyTiles; j < kGradTilesPerWarp; ++j) grad_tile(j);
+    barrier.wait();
+    return true;
   }
-  __device__ void backward(int l, int step) {
+  __device__ bool backward(int l, int step, GridBarrier& barrier) {
     if constexpr (S::kSplitInput) {
-      if (l == 1) return backward_layer<true>(l, step);
+      if (l == 1) return backward_layer<true>(l, step, barrier);
     }
-    backward_layer<false>(l, step);
+    return backward_layer<false>(l, step, barrier);
   }
 
   // This block's momentum fragments of hidden layer l: [tile][lane] float4, lane (g, t) of tile
@@ -988,7 +1003,7 @@ struct Epoch {
       barrier.sync();
       for (int l = kDepth; l >= 1; --l) {
         const Own next = l == 1 ? fetch_own(step + 1) : Own{};  // lands during the stage
-        backward(l, step);
+        if (backward(l, step, barrier)) continue;
         if (l == 1 && step + 1 < p.steps) {
           store_own(next, step + 1);
           label = next.label;
