@@ -205,8 +205,9 @@ const std::vector<ConfigKey>& keys() {
           "the whole step captured once in a CUDA graph with fused kernels, on the CPU fixed buffers, oneDNN products "
           "with fused bias+activation and one flat optimizer update (both: every activation, loss and last batch); "
           "`eager` = module by module in fp32; `auto` = compiled, except on one GPU that runs the fused engine's "
-          "cluster and split kernels (Hopper): every model the cluster kernel takes (bf16, hidden layers at most "
-          "128 wide, batch at most 128, ReLU/tanh/sigmoid/identity), and every model the split kernel takes "
+          "cluster, rows and split kernels (Hopper): every model the cluster kernel takes (bf16, hidden layers at "
+          "most 128 wide, batch at most 128, ReLU/tanh/sigmoid/identity; those with 1 to 3 hidden layers and at "
+          "most 16 classes on its rows kernel), and every model the split kernel takes "
           "(bf16, 784 inputs, 1 to 3 hidden layers all of 784 or all of 256 (the default model), 10 classes, batch "
           "at most 128; 784 wide only when the run is alone on its GPU) takes `fused`, its fastest engine there; "
           "eager only for a GPU batch of more than 65535 samples",

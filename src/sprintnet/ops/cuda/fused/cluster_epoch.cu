@@ -36,6 +36,7 @@
 #include "sprintnet/ops/cuda/fused/activation_of_output.cuh"
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
 #include "sprintnet/ops/cuda/fused/cluster_launch.h"
+#include "sprintnet/ops/cuda/fused/fragment_loads.cuh"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
 #include "sprintnet/ops/cuda/fused/progress_record.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
@@ -186,13 +187,10 @@ __device__ __forceinline__ void batch_product(float (&acc)[4], const bf16* x, in
   for (int q = 0; q < 4; ++q) acc[q] += odd[q];
 }
 
-__device__ __forceinline__ void store_pair(bf16* p, float lo, float hi) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(lo, hi);
-}
-
 __device__ __forceinline__ int pad16(int v) { return (v + 15) / 16 * 16; }
 
 using fused::activation;
+using fused::store_pair;
 using fused::slope_from_output;
 
 // The next batch's share of this block, in flight in registers while the step finishes: 128 rows of

@@ -69,6 +69,7 @@ using fused::load_a;
 using fused::load_a_trans;
 using fused::load_b;
 using fused::load_b_trans;
+using fused::store_pair;
 __device__ __forceinline__ int lane_id() { return fused::fragment_lane(); }
 // The tile operands, [128][32] with the 16-byte pieces of row b swizzled by (b / 2) % 4, so the 8 rows an
 // ldmatrix reads fall in 8 different bank groups.
@@ -82,9 +83,6 @@ __device__ __forceinline__ void load_a_swizzled(std::uint32_t (&a)[4], const bf1
 __device__ __forceinline__ void load_b_swizzled(std::uint32_t (&b)[2], const bf16* p, int ks, int n0) {
   const int l = lane_id(), row = 16 * ks + (l & 7) + ((l >> 3) & 1) * 8;
   ptx::ldmatrix_x2_trans(b, shared_address(p + swizzled(row, n0)));
-}
-__device__ __forceinline__ void store_pair(bf16* p, float lo, float hi) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(lo, hi);
 }
 __device__ __forceinline__ float rounded(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 // One bulk copy of `bytes` from global memory into the same offset of the shared memory of every block
@@ -401,15 +399,15 @@ struct Rows {
       const uint4 px = valid ? *reinterpret_cast<const uint4*>(at<std::uint8_t>(c.stage) + row * c.group + 16 * piece)
                              : make_uint4(0, 0, 0, 0);
       const std::uint32_t words[4] = {px.x, px.y, px.z, px.w};
-      bf16* to = at<bf16>(c.x0) + row * c.ld_x0 + 16 * piece;
-      const auto value = [&](std::uint32_t word, int j) {
-        return valid ? ptx::byte_as_float(word, j) * a.scale + a.shift : 0.0f;
+      const auto pair = [&](std::uint32_t word, int j) {  // bytes j, j + 1 as a bf16 pair's bits
+        const __nv_bfloat162 v = __floats2bfloat162_rn(valid ? ptx::byte_as_float(word, j) * a.scale + a.shift : 0.0f,
+                                                       valid ? ptx::byte_as_float(word, j + 1) * a.scale + a.shift : 0.0f);
+        return *reinterpret_cast<const std::uint32_t*>(&v);
       };
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        store_pair(to + 4 * k, value(words[k], 0), value(words[k], 1));
-        store_pair(to + 4 * k + 2, value(words[k], 2), value(words[k], 3));
-      }
+      // The piece's 16 values as two 16-byte stores (X0's rows and pieces are 16-byte aligned).
+      uint4* to = reinterpret_cast<uint4*>(at<bf16>(c.x0) + row * c.ld_x0 + 16 * piece);
+      to[0] = make_uint4(pair(words[0], 0), pair(words[0], 2), pair(words[1], 0), pair(words[1], 2));
+      to[1] = make_uint4(pair(words[2], 0), pair(words[2], 2), pair(words[3], 0), pair(words[3], 2));
     }
   }
 
@@ -430,6 +428,7 @@ struct Rows {
         mma_bf16(acc[nt], fa, fb);
       }
     }
+    stamp();  // profile: a sub-stage (the products, then the wait for the slowest block and the sends)
     ptx::cluster_wait();
     const bool odd = (t & 1) != 0;
     const int owner = 2 * warp + (odd ? 1 : 0), col = (t & 2) * 2;
@@ -680,6 +679,10 @@ struct Rows {
           mma_bf16(acc[j], fa, fb);
         }
       }
+      // No validity test a parameter: the padding's (neurons past the layer's width, features past its
+      // inputs) start at zero with zero state and get zero gradients (G1's and X0's padding is zero), so
+      // they stay zero under every update form; the eighth tile of the first four warps (another warp's
+      // parameters) is stepped in registers and never stored.
       bf16* w0 = at<bf16>(c.w0);
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -690,8 +693,7 @@ struct Rows {
           for (int e = 0; e < 2; ++e) {
             const int q = 2 * h + e;
             float unused = 0.0f;
-            const float p = step(acc[j][q], p0[j][q], m0[j][q], kAdam ? v0[kAdam ? j : 0][q] : unused);
-            w[e] = first_valid(j, q) ? p : 0.0f;
+            w[e] = step(acc[j][q], p0[j][q], m0[j][q], kAdam ? v0[kAdam ? j : 0][q] : unused);
           }
           if (j < first_tiles()) store_pair(w0 + (16 * m_tile + g + 8 * h) * c.ld_x0 + 8 * (n0 + j) + 2 * t, w[0], w[1]);
         }
