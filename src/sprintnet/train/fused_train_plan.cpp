@@ -100,6 +100,7 @@ class FusedTrainPlan final : public TrainPlan {
   Tensor rows_scratch_;  // the rows kernel's new values a step, multicast from global memory
   std::string kernel_note_;
   Tensor stage_clock_;  // SPRINTNET_FUSED_PROFILE=1: when each stage of the last epoch ended
+  int stage_clock_block_ = 0;  // ... on whose clock (SPRINTNET_FUSED_PROFILE_BLOCK, rows kernel)
   void print_profile();
   void choose_kernel();
   SmFootprint training_footprint(int max_blocks) const;
@@ -279,6 +280,16 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
     stage_clock_ = zeros_bytes(std::int64_t{8} << 16, device);  // 2^16 nanosecond stamps
   }
   choose_kernel();
+  if (const char* block = std::getenv("SPRINTNET_FUSED_PROFILE_BLOCK"); block != nullptr && *block != '\0') {
+    // A block other than 0 shows whose step sets the pace (the rows kernel's stages end at its own
+    // stamps; the other kernels stamp at barriers, the same on every block).
+    char* end = nullptr;
+    const long asked = std::strtol(block, &end, 10);
+    SN_CHECK(rows_ && *end == '\0' && asked >= 0 && asked < cuda::kRowsCtas,
+             "SPRINTNET_FUSED_PROFILE_BLOCK = {}: a block of the rows kernel, 0 to {} (this run: {})", block,
+             cuda::kRowsCtas - 1, rows_ ? "the rows kernel" : "another kernel");
+    stage_clock_block_ = static_cast<int>(asked);
+  }
   if (regression_) {
     // The regression kernel gathers its batches from the training set normalised once (as
     // launch_gather_batch rounds every batch): its step has no conversion left in it (FUSED.md, v8b).
@@ -391,6 +402,7 @@ cuda::FusedEpochArgs FusedTrainPlan::base_args(const BatchLoader& loader) const 
   if (stage_clock_.defined()) {
     a.stage_clock = static_cast<std::uint64_t*>(stage_clock_.raw_data());
     a.stage_clock_capacity = static_cast<int>(stage_clock_.numel() / 8);
+    a.stage_clock_block = stage_clock_block_;
   }
   return a;
 }
@@ -519,7 +531,8 @@ void FusedTrainPlan::print_profile() {
   const std::string kernel = split_        ? fmt::format("split kernel, {} blocks", split_blocks_)
                              : regression_ ? fmt::format("regression kernel, {} blocks", cuda::kRegressionCtas)
                              : cluster_    ? fmt::format("cluster kernel, {} blocks", cuda::kClusterCtas)
-                             : rows_       ? fmt::format("rows kernel, {} blocks", cuda::kRowsCtas)
+                             : rows_       ? fmt::format("rows kernel, {} blocks, block {}'s clock", cuda::kRowsCtas,
+                                                             stage_clock_block_)
                                            : fmt::format("grid kernel, {} blocks", blocks_);
   std::string line = fmt::format("fused profile ({}, {} steps): start+gather {:.2f} us; per step:", kernel, steps,
                                  1e-3 * static_cast<double>(clock[1] - clock[0]));

@@ -86,6 +86,7 @@ struct FusedEpochArgs {
   unsigned* barrier = nullptr;         // zeroed before each launch
   std::uint64_t* stage_clock = nullptr;  // the kernel lab's per-stage profile (may be null): see GridBarrier
   int stage_clock_capacity = 0;
+  int stage_clock_block = 0;  // whose clock: block 0, or another for the rows kernel (SPRINTNET_FUSED_PROFILE_BLOCK)
 };
 
 // Bytes of shared memory a block of the kernel uses.
