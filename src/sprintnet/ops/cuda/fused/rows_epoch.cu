@@ -725,14 +725,20 @@ struct Rows {
 
   // ---- beside the path: the block's tiles, Wo's 8 columns and its biases stepped from their operands
   // (sent by every row owner), the new values through global memory into all 16 blocks.
-  __device__ void tile_gradient(float (&acc)[4], int h) const {
+  // acc: the warp's 16 x 8 piece of the tile's gradient; sums: the same 16 rows of the gradient operand
+  // summed over the batch (the tile row's bias gradient), one more mma a k-step against B = 1 (v13e: a
+  // column sum over the block cost 0.3 us and two block barriers on the step's path).
+  __device__ void tile_gradient(float (&acc)[4], float (&sums)[4], int h) const {
     const int ms = warp >> 2, ns = warp & 3;
+    constexpr std::uint32_t kOnes = 0x3F803F80u;  // two bf16 1.0
+    const std::uint32_t ones[2] = {kOnes, kOnes};
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) {
       std::uint32_t fa[4], fb[2];
       load_a_swizzled(fa, gz_operand(h), ks, 16 * ms);
       load_b_swizzled(fb, x_operand(h), ks, 8 * ns);
       mma_bf16(acc, fa, fb);
+      mma_bf16(sums, fa, ones);
     }
   }
   __device__ std::uint32_t tile_bytes() const {
@@ -747,8 +753,8 @@ struct Rows {
     for (int h = 1; h < kRowsMaxHidden; ++h) {
       if (h >= hidden()) break;
       const FusedLayer& L = layer(h);
-      float acc[4] = {};
-      tile_gradient(acc, h);
+      float acc[4] = {}, sums[4] = {};
+      tile_gradient(acc, sums, h);
       bf16* to = new_tile(h);
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -763,13 +769,14 @@ struct Rows {
         }
         store_pair(to + (16 * (warp >> 2) + g + 8 * r) * kTileLd + 8 * (warp & 3) + 2 * t, w[0], w[1]);
       }
-      if (steps_tile_bias(h) && L.bias) {  // the tile row's biases: column sums of the gradient operand
-        const bf16* gz = gz_operand(h);
-        const float sum = column_sum(32, [&](int b, int col) { return __bfloat162float(gz[swizzled(b, col)]); });
-        const int k = static_cast<int>(threadIdx.x), slot = kHalf + 32 * (h - 1) + k;
-        if (k < 32) {
+      // The tile row's biases: the first column's warps (4 x 2 x 8 lanes: rows g and g + 8 of each 16) step
+      // them from their sums (every column of `sums` holds the same row sums).
+      if (steps_tile_bias(h) && L.bias && (warp & 3) == 0 && t == 0) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int k = 16 * (warp >> 2) + g + 8 * r, slot = kHalf + 32 * (h - 1) + k;
           new_bias()[slot] = 32 * tile_row() + k < L.out
-                                 ? rounded(step(sum, bias_state(0)[slot], bias_state(1)[slot], bias_state(2)[slot]))
+                                 ? rounded(step(sums[2 * r], bias_state(0)[slot], bias_state(1)[slot], bias_state(2)[slot]))
                                  : 0.0f;
         }
       }
