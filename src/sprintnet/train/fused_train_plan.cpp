@@ -7,11 +7,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "sprintnet/core/cuda_check.h"
@@ -40,6 +42,22 @@ using cuda::ElementType;
 constexpr std::int64_t kTensorAlignment = 128;  // elements between parameters in the flat buffers
 
 std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+// A kernel-lab switch set to a whole number (SPRINTNET_FUSED_BLOCKS, SPRINTNET_FUSED_PROFILE_BLOCK):
+// nullopt when unset or empty, an error naming it when it is not a number.
+struct LabSetting {
+  std::string text;
+  int value = 0;
+};
+std::optional<LabSetting> lab_setting(const char* name) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return std::nullopt;
+  LabSetting setting{env, 0};
+  const char* end = env + setting.text.size();
+  const auto [stop, error] = std::from_chars(env, end, setting.value);
+  SN_CHECK(error == std::errc() && stop == end, "{} = {}: not a whole number", name, env);
+  return setting;
+}
 
 class FusedTrainPlan final : public TrainPlan {
  public:
@@ -280,15 +298,13 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
     stage_clock_ = zeros_bytes(std::int64_t{8} << 16, device);  // 2^16 nanosecond stamps
   }
   choose_kernel();
-  if (const char* block = std::getenv("SPRINTNET_FUSED_PROFILE_BLOCK"); block != nullptr && *block != '\0') {
+  if (const auto block = lab_setting("SPRINTNET_FUSED_PROFILE_BLOCK")) {
     // A block other than 0 shows whose step sets the pace (the rows kernel's stages end at its own
     // stamps; the other kernels stamp at barriers, the same on every block).
-    char* end = nullptr;
-    const long asked = std::strtol(block, &end, 10);
-    SN_CHECK(rows_ && *end == '\0' && asked >= 0 && asked < cuda::kRowsCtas,
-             "SPRINTNET_FUSED_PROFILE_BLOCK = {}: a block of the rows kernel, 0 to {} (this run: {})", block,
+    SN_CHECK(rows_ && block->value >= 0 && block->value < cuda::kRowsCtas,
+             "SPRINTNET_FUSED_PROFILE_BLOCK = {}: a block of the rows kernel, 0 to {} (this run: {})", block->text,
              cuda::kRowsCtas - 1, rows_ ? "the rows kernel" : "another kernel");
-    stage_clock_block_ = static_cast<int>(asked);
+    stage_clock_block_ = block->value;
   }
   if (regression_) {
     // The regression kernel gathers its batches from the training set normalised once (as
@@ -328,11 +344,10 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
     const int training_blocks = split_ ? split_blocks_ : regression_ ? cuda::kRegressionCtas : cuda::kClusterCtas;
     blocks_ = gpu_shared_with_other_runs(device.index) ? std::min(blocks_, training_blocks) : max_blocks;
   }
-  if (const char* env = std::getenv("SPRINTNET_FUSED_BLOCKS"); env != nullptr && *env != '\0') {
-    const int asked = std::atoi(env);
-    SN_CHECK(asked >= 1 && asked <= max_blocks, "SPRINTNET_FUSED_BLOCKS = {}: this GPU runs 1 to {} blocks at once",
-             env, max_blocks);
-    blocks_ = asked;
+  if (const auto asked = lab_setting("SPRINTNET_FUSED_BLOCKS")) {
+    SN_CHECK(asked->value >= 1 && asked->value <= max_blocks,
+             "SPRINTNET_FUSED_BLOCKS = {}: this GPU runs 1 to {} blocks at once", asked->text, max_blocks);
+    blocks_ = asked->value;
   }
   footprint_ = training_footprint(max_blocks);
 }

@@ -432,7 +432,8 @@ struct Rows {
   }
   __device__ void first_partial() {
     float acc[8][4] = {};
-    switch (first_tiles()) {  // each k-step count unrolled (v13d: a loop over the runtime count took 1.79 us, this 1.22)
+    // Each k-step count unrolled (v13d: a loop over the runtime count took 1.79 us, this 1.22).
+    switch (first_tiles()) {
       case 1: first_products<1>(acc); break;
       case 2: first_products<2>(acc); break;
       case 3: first_products<3>(acc); break;
@@ -623,30 +624,35 @@ struct Rows {
   // The operands beside the path go through L2 like the new values (v13's probe: 36 KB of DSMEM stores a
   // block cost ~2 us a step on the path): every block writes its rows of them to global memory, then
   // multicasts each 8-row slice to the blocks that need it, completing on their side mbarrier.
-  __device__ std::uint32_t side_bytes() const { return 16384u * tiled() + 15u * 384u + 16u * 128u; }
-  __device__ unsigned char* own_operands() const { return own_new() + c.own_operands; }
-  __device__ int dl_offset() const { return tiled() * 2 * 4 * kOwn * 64; }
-  __device__ int cols_offset() const { return dl_offset() + 512; }
+  // What lands on a block's side mbarrier a step: every hidden-to-hidden layer's two operands ([128][32]
+  // bf16), the other blocks' dlogits rows, every block's rows of its Wo columns.
+  __device__ std::uint32_t side_bytes() const {
+    return tiled() * 2u * kRows * 32 * 2 + (kRowsCtas - 1u) * kOwn * kLdDl * 2 + kRowsCtas * kOwn * 16u;
+  }
+  // This block's 8-row slice of layer h's gradient (input = 0) or input (1) operand for tile row or column
+  // `key`, [8 rows][64 bytes], in its multicast region (rows_layout.h: own_operands).
+  __device__ unsigned char* operand_slice(int h, int input, int key) const {
+    return own_new() + c.own_operands + (((h - 1) * 2 + input) * 4 + key) * kOwn * 64;
+  }
   __device__ void send_side() const {
-    unsigned char* ops = own_operands();
-    // The tile operands' pieces, [layer h][gradient or input][key][own row j][64 bytes], each row's
-    // 16-byte pieces swizzled as the receivers keep them (swizzled()).
+    unsigned char* dl_rows = own_new() + c.own_dl;
+    unsigned char* col_rows = own_new() + c.own_cols;
+    // The tile operands' pieces, each row's 16-byte pieces swizzled as the receivers keep them (swizzled()).
     for (int idx = static_cast<int>(threadIdx.x); idx < 256 * tiled(); idx += kThreads) {
       const int h = (idx >> 8) + 1, input = (idx >> 7) & 1, key = (idx >> 5) & 3, j = (idx >> 2) & 7, p = idx & 3;
       const uint4 value = *reinterpret_cast<const uint4*>((input ? act(h) : grad(h + 1)) + j * kLd + 32 * key + 8 * p);
       const int b = kOwn * rank + j;
-      *reinterpret_cast<uint4*>(ops + ((((h - 1) * 2 + input) * 4 + key) * kOwn + j) * 64 + ((p ^ ((b >> 1) & 3)) << 4)) =
-          value;
+      *reinterpret_cast<uint4*>(operand_slice(h, input, key) + j * 64 + ((p ^ ((b >> 1) & 3)) << 4)) = value;
     }
     // dlogits' own rows (8 x 48 bytes), and the last hidden layer's own rows of each block's 8 columns.
     for (int i = static_cast<int>(threadIdx.x); i < 24 + 128; i += kThreads) {
       if (i < 24) {
         const int j = i / 3, p = i % 3;
-        *reinterpret_cast<uint4*>(ops + dl_offset() + j * 48 + 16 * p) =
+        *reinterpret_cast<uint4*>(dl_rows + j * 48 + 16 * p) =
             *reinterpret_cast<const uint4*>(at<bf16>(c.dl) + (kOwn * rank + j) * kLdDl + 8 * p);
       } else {
         const int d = (i - 24) >> 3, j = (i - 24) & 7;
-        *reinterpret_cast<uint4*>(ops + cols_offset() + (d * kOwn + j) * 16) =
+        *reinterpret_cast<uint4*>(col_rows + (d * kOwn + j) * 16) =
             *reinterpret_cast<const uint4*>(act(hidden()) + j * kLd + 8 * d);
       }
     }
@@ -660,14 +666,14 @@ struct Rows {
       if (k < 8 * tiled()) {
         const int h = k / 8 + 1, input = (k >> 2) & 1, key = k & 3;
         const std::uint16_t mask = input ? static_cast<std::uint16_t>(0x1111u << key) : static_cast<std::uint16_t>(0xFu << (4 * key));
-        multicast((input ? x_operand(h) : gz_operand(h)) + kOwn * rank * 32,
-                  ops + ((((h - 1) * 2 + input) * 4 + key) * kOwn) * 64, kOwn * 64, side_bar, mask);
+        multicast((input ? x_operand(h) : gz_operand(h)) + kOwn * rank * 32, operand_slice(h, input, key), kOwn * 64,
+                  side_bar, mask);
       } else if (k == 8 * tiled()) {
-        multicast(at<bf16>(c.dl) + kOwn * rank * kLdDl, ops + dl_offset(), kOwn * kLdDl * 2, side_bar,
+        multicast(at<bf16>(c.dl) + kOwn * rank * kLdDl, dl_rows, kOwn * kLdDl * 2, side_bar,
                   static_cast<std::uint16_t>(0xFFFFu & ~(1u << rank)));
       } else {
         const int d = k - 8 * tiled() - 1;
-        multicast(at<bf16>(c.out_cols) + kOwn * rank * 8, ops + cols_offset() + d * kOwn * 16, kOwn * 16, side_bar,
+        multicast(at<bf16>(c.out_cols) + kOwn * rank * 8, col_rows + d * kOwn * 16, kOwn * 16, side_bar,
                   static_cast<std::uint16_t>(1u << d));
       }
     }

@@ -6,8 +6,9 @@
 // a step's path: the first layer's partial sums to the rows' owners, the first layer's gradient back.
 // Each block steps its 32 x 32 tile of every hidden-to-hidden layer and its 8 columns of the output
 // layer from the rows' operands, sent beside the path, and multicasts the new values into every block;
-// both go through L2 (global memory, then a multicast bulk copy). Takes the same arguments as the grid kernel (fused_epoch.h) plus the shared-memory
-// layout and a scratch buffer of layout.scratch_bytes, and leaves the same state behind.
+// both go through L2 (global memory, then a multicast bulk copy). Takes the same arguments as the grid
+// kernel (fused_epoch.h) plus the shared-memory layout and a scratch buffer of layout.scratch_bytes, and
+// leaves the same state behind.
 #include <cuda_runtime_api.h>
 
 #include "sprintnet/ops/cuda/fused/fused_epoch.h"

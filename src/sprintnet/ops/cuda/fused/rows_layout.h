@@ -47,10 +47,10 @@ struct RowsLayout {
                bars = 0;
   std::int64_t bytes = 0;
   // Global memory for what each block multicasts a step, [16][own_bytes]: its new values (from 0), its
-  // rows of the tile and output-layer operands (from own_operands: [layer][gradient, input][key][8 rows]
-  // [64 bytes], then its dlogits rows (384 bytes, 512 reserved), then [16 blocks][8 rows][8] of the last
-  // hidden layer).
-  std::int64_t own_bytes = 0, own_operands = 0, scratch_bytes = 0;
+  // rows of the tile operands (from own_operands: [layer][gradient, input][key][8 rows][64 bytes]), its
+  // dlogits rows (from own_dl: 8 x 48 bytes, 512 reserved) and its rows of the last hidden layer's columns
+  // each block steps in Wo (from own_cols: [16 blocks][8 rows][8]).
+  std::int64_t own_bytes = 0, own_operands = 0, own_dl = 0, own_cols = 0, scratch_bytes = 0;
 };
 
 inline int rows_pad16(int v) { return (v + 15) / 16 * 16; }
@@ -96,7 +96,9 @@ inline RowsLayout rows_layout(int inputs, int hidden) {
   // a tile row's 32 of each hidden-to-hidden layer, Wo's 16).
   c.own_operands = tiled * kRowsTileBytes + kRowsMaxClasses * 8 * 2 + (kRowsHalf + 32 * tiled + kRowsMaxClasses) * 4;
   c.own_operands = (c.own_operands + 127) / 128 * 128;
-  c.own_bytes = c.own_operands + tiled * 2 * 4 * kRowsOwn * 64 + 512 + kRowsCtas * kRowsOwn * 16;
+  c.own_dl = c.own_operands + std::int64_t{tiled} * 2 * 4 * kRowsOwn * 64;
+  c.own_cols = c.own_dl + 512;
+  c.own_bytes = c.own_cols + kRowsCtas * kRowsOwn * 16;
   c.scratch_bytes = kRowsCtas * c.own_bytes;
   return c;
 }
