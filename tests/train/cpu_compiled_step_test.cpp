@@ -211,7 +211,12 @@ struct CpuThreads {
 // pre-activation rounded across zero switches a unit's whole gradient on or off: SGD's momentum of the
 // biases, a sum over the batch that largely cancels, then differed by 6e-5 to 2.6e-3 on some seeds,
 // SPRINTNET_TEST_SEED=20550427412407 and 21109205013990; Fp32Drift pins that effect.) SGD's momentum holds
-// the gradients alone: 1e-4 for it, as for AdamW, far below a block left out or applied twice.
+// the gradients alone: 1e-4 for it. AdamW gets 1e-3 for weights and moments: its update is ~lr*sign(g)
+// whatever g's size, and a 401-wide layer's bias gradient (a sum over the batch that largely cancels) can
+// change sign under the reordering; the weights then differ by 2.8e-4 (SPRINTNET_TEST_SEED=32642694862047)
+// and the next steps' gradients, so the moments, by up to 2.6e-4 (seeds 115, 120). A block left out or
+// applied twice moves ~half a 401 x 401 weight by 3 lr = 0.03 against entries of ~0.05: relative error
+// ~0.3, far above either bound.
 TEST(CpuCompiledStep, AppliesAWideLayersGradientBlockByBlock) {
   const CpuThreads one(1);
   ASSERT_EQ(cpu_grad_block_rows(401, 401, 1), 201);
@@ -226,7 +231,7 @@ TEST(CpuCompiledStep, AppliesAWideLayersGradientBlockByBlock) {
     const double eager_loss = train_eager(c, eager, *f.loader);
     const EpochTotals totals = train_compiled(c, compiled, *f.loader);
     EXPECT_NEAR(totals.loss_sum, eager_loss, 1e-5 * eager_loss) << name(c);
-    expect_close(compiled, eager, optimizer == "sgd" ? 1e-5 : 1e-4, name(c), 1e-4);
+    expect_close(compiled, eager, optimizer == "sgd" ? 1e-5 : 1e-3, name(c), optimizer == "sgd" ? 1e-4 : 1e-3);
   }
 }
 
