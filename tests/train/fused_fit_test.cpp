@@ -139,10 +139,10 @@ TEST(FusedFit, TheRowsLayoutFitsABlockAndKeepsItsBuffersApart) {
       EXPECT_EQ(c.scratch_bytes, kRowsCtas * c.own_bytes);
     }
   }
-  // 784-128-128-128-10, the model it was built for: 223 KiB a block.
+  // 784-128-128-128-10, the model it was built for: 218 KiB a block.
   EXPECT_EQ(rows_layout(784, 3).group, 112);
   EXPECT_EQ(rows_layout(784, 3).groups, 7);
-  EXPECT_EQ(rows_layout(784, 3).bytes / 1024, 223);
+  EXPECT_EQ(rows_layout(784, 3).bytes / 1024, 218);
 }
 
 TEST(FusedFit, TheSplitKernelTakesItsTwoShapesAndNamesWhyNotForTheRest) {

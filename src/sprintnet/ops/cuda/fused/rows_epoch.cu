@@ -33,6 +33,7 @@
 #include "sprintnet/ops/cuda/fused/rows_epoch.h"
 #include "sprintnet/ops/cuda/fused/stage_stamps.cuh"
 #include "sprintnet/ops/cuda/fused/update_form.cuh"
+#include "sprintnet/ops/cuda/fused/warpgroup_mma.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
 
 namespace sprintnet::cuda {
@@ -56,7 +57,7 @@ struct RowsArgs {
 #ifdef SPRINTNET_HAS_CLUSTERS
 constexpr int kOwn = kRowsOwn, kRows = kRowsBatch, kWidth = kRowsWidth, kHalf = kRowsHalf;
 constexpr int kLd = kRowsLocalLd, kTileLd = kRowsTileLd, kTileElems = 32 * kRowsTileLd;
-constexpr int kLdDl = kRowsMaxClasses + 8, kLdD1 = kRowsHalf + 8;
+constexpr int kLdDl = kRowsMaxClasses + 8;
 constexpr int kWoBlock = kRowsMaxClasses * 8;  // a block's 8 columns of Wo: [16 classes][8]
 enum Bar { kBarPartials = 0, kBarTiles = 1, kBarG1 = 2, kBarSide = 3 };
 
@@ -69,6 +70,7 @@ using fused::load_a;
 using fused::load_a_trans;
 using fused::load_b;
 using fused::load_b_trans;
+using fused::core_at;
 using fused::store_pair;
 __device__ __forceinline__ int lane_id() { return fused::fragment_lane(); }
 // The tile operands, [128][32] with the 16-byte pieces of row b swizzled by (b / 2) % 4, so the 8 rows an
@@ -146,6 +148,11 @@ struct Rows {
   __device__ int half() const { return rank & 1; }
   __device__ int group() const { return rank >> 1; }
   __device__ int first_tiles() const { return c.group / 16; }
+  // The first layer's operands, in warpgroup_mma.cuh's canonical layout (wgmma reads them through
+  // descriptors): W0 [64 neurons][group], X0 [128 rows][group], D1 (G1 of every row) [128][64].
+  __device__ bf16* w0() const { return at<bf16>(c.w0); }
+  __device__ bf16* x0() const { return at<bf16>(c.x0); }
+  __device__ bf16* d1() const { return at<bf16>(c.d1); }
   __device__ int tile_row() const { return rank >> 2; }
   __device__ int tile_col() const { return rank & 3; }
   __device__ bf16* act(int h) const { return at<bf16>(c.local) + (h - 1) * kOwn * kLd; }              // A_h, own rows
@@ -248,7 +255,7 @@ struct Rows {
     if (has_part()) {
       for (int i = static_cast<int>(threadIdx.x); i < kHalf * c.group; i += kThreads) {
         const int row = i / c.group, f = i % c.group, o = half() * kHalf + row, feature = group() * c.group + f;
-        if (o < first.out && feature < first.in) at<bf16>(c.w0)[row * c.ld_x0 + f] = w[index(first, o, feature)];
+        if (o < first.out && feature < first.in) w0()[core_at(row, f, c.group)] = w[index(first, o, feature)];
       }
     }
 #pragma unroll
@@ -291,13 +298,14 @@ struct Rows {
       if (!L.bias) return;
       load_state(index(L, o, L.in), true, bias_state(0)[k], bias_state(1)[k], bias_state(2)[k]);
     });
+    ptx::fence_proxy_async();  // W0's stores, before the products read it through the async proxy
   }
   __device__ void store(bf16* w) const {
     const FusedLayer& first = layer(0);
     if (has_part()) {
       for (int i = static_cast<int>(threadIdx.x); i < kHalf * c.group; i += kThreads) {
         const int row = i / c.group, f = i % c.group, o = half() * kHalf + row, feature = group() * c.group + f;
-        if (o < first.out && feature < first.in) w[index(first, o, feature)] = at<bf16>(c.w0)[row * c.ld_x0 + f];
+        if (o < first.out && feature < first.in) w[index(first, o, feature)] = w0()[core_at(row, f, c.group)];
       }
     }
 #pragma unroll
@@ -358,7 +366,8 @@ struct Rows {
   }
 
   // ---- the batch: the block's group of features of every row, 16-byte pieces by cp.async into the stage,
-  // then bf16 into X0 (each thread converts the pieces it copied); the own rows' labels.
+  // then, after a block barrier, bf16 into X0 (v14: by other threads than copied them, see convert_batch);
+  // the own rows' labels.
   __device__ int pieces() const { return c.group / 16; }
   __device__ void prefetch_samples(std::int64_t s) const {
     if (a.order == nullptr || s >= a.steps || threadIdx.x >= rows_of(s)) return;
@@ -392,8 +401,12 @@ struct Rows {
   __device__ void convert_batch(std::int64_t s) const {
     if (!has_part() || s >= a.steps) return;
     const int n = static_cast<int>(rows_of(s)), features = layer(0).in;
+    // Eight consecutive threads take one piece of 8 consecutive rows: their 16-byte stores fill one core
+    // matrix's 128 bytes, every bank once (a row's 8 pieces a thread group, as copy_batch reads them from
+    // global memory, put all eight on the same banks of the canonical layout: the staging took 1.43 us
+    // instead of 0.92). So a thread converts pieces another thread copied: the caller's barrier between.
     for (int i = static_cast<int>(threadIdx.x); i < kRows * 8; i += kThreads) {
-      const int row = i >> 3, piece = i & 7;
+      const int row = (i >> 6) * 8 + (i & 7), piece = (i >> 3) & 7;
       if (piece >= pieces()) continue;
       const bool valid = row < n && group() * c.group + 16 * piece < features;
       const uint4 px = valid ? *reinterpret_cast<const uint4*>(at<std::uint8_t>(c.stage) + row * c.group + 16 * piece)
@@ -404,11 +417,13 @@ struct Rows {
                                                        valid ? ptx::byte_as_float(word, j + 1) * a.scale + a.shift : 0.0f);
         return *reinterpret_cast<const std::uint32_t*>(&v);
       };
-      // The piece's 16 values as two 16-byte stores (X0's rows and pieces are 16-byte aligned).
-      uint4* to = reinterpret_cast<uint4*>(at<bf16>(c.x0) + row * c.ld_x0 + 16 * piece);
-      to[0] = make_uint4(pair(words[0], 0), pair(words[0], 2), pair(words[1], 0), pair(words[1], 2));
-      to[1] = make_uint4(pair(words[2], 0), pair(words[2], 2), pair(words[3], 0), pair(words[3], 2));
+      // The piece's 16 values as two 16-byte stores: two core matrices' rows.
+      *reinterpret_cast<uint4*>(x0() + core_at(row, 16 * piece, c.group)) =
+          make_uint4(pair(words[0], 0), pair(words[0], 2), pair(words[1], 0), pair(words[1], 2));
+      *reinterpret_cast<uint4*>(x0() + core_at(row, 16 * piece + 8, c.group)) =
+          make_uint4(pair(words[2], 0), pair(words[2], 2), pair(words[3], 0), pair(words[3], 2));
     }
+    ptx::fence_proxy_async();  // before the products read X0 through the async proxy
   }
 
   // ---- the first layer's forward: the block's partial product of every row against its half, to the
@@ -416,19 +431,35 @@ struct Rows {
   // the cluster barrier that frees them; the owners add the groups (in group order), the bias and the
   // activation.
   __device__ float* slot(int s) const { return at<float>(c.partials) + s * kOwn * kHalf; }
+  // Rows 16 warp.. against the half's 64 neurons: on sm_90a one warpgroup product a k-step (v14: rows
+  // 64 (warp / 4).., both operands K-major from shared memory), issued here and waited for by
+  // first_products_done() (the products run while the block waits at the cluster barrier); else mma.sync
+  // chains reading the same layout.
   template <int kSteps>
   __device__ void first_products(float (&acc)[8][4]) const {
+#ifdef SPRINTNET_HAS_WGMMA
+    float(&d)[32] = reinterpret_cast<float(&)[32]>(acc);
+    const int row0 = 64 * (warp >> 2);
+    fused::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      fused::wgmma_m64n64k16<0, 0>(d, fused::k_major(x0() + core_at(row0, 16 * ks, c.group), c.group),
+                                   fused::k_major(w0() + core_at(0, 16 * ks, c.group), c.group), ks > 0);
+    }
+    fused::wgmma_commit();
+#else
 #pragma unroll
     for (int ks = 0; ks < kSteps; ++ks) {
       std::uint32_t fa[4];
-      load_a(fa, at<bf16>(c.x0) + 16 * warp * c.ld_x0 + 16 * ks, c.ld_x0);
+      fused::load_a_core(fa, x0(), c.group, 16 * warp, 16 * ks);
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
         std::uint32_t fb[2];
-        load_b(fb, at<bf16>(c.w0) + 8 * nt * c.ld_x0 + 16 * ks, c.ld_x0);
+        fused::load_b_core(fb, w0(), c.group, 8 * nt, 16 * ks);
         mma_bf16(acc[nt], fa, fb);
       }
     }
+#endif
   }
   __device__ void first_partial() {
     float acc[8][4] = {};
@@ -445,6 +476,9 @@ struct Rows {
     }
     stamp();  // profile: a sub-stage (the products, then the wait for the slowest block and the sends)
     ptx::cluster_wait();
+#ifdef SPRINTNET_HAS_WGMMA
+    fused::wgmma_wait_all();  // first_products' warpgroup products
+#endif
     const bool odd = (t & 1) != 0;
     const int owner = 2 * warp + (odd ? 1 : 0), col = (t & 2) * 2;
     float* mine = slot(rank) + g * kHalf + col;
@@ -609,7 +643,7 @@ struct Rows {
   __device__ void send_g1() const {
     const int combo = static_cast<int>(threadIdx.x) & 127, h = combo >> 6, j = (combo >> 3) & 7, p = combo & 7;
     const uint4 value = *reinterpret_cast<const uint4*>(grad(1) + j * kLd + h * kHalf + 8 * p);
-    bf16* to = at<bf16>(c.d1) + (kOwn * rank + j) * kLdD1 + 8 * p;
+    bf16* to = d1() + core_at(kOwn * rank + j, 8 * p, kHalf);
     const std::uint32_t g1_bar = bar(kBarG1);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -688,22 +722,36 @@ struct Rows {
     if (has_part()) {
       const int m_tile = warp & 3, n0 = (warp >> 2) * first_tiles();
       float acc[8][4] = {};
+#ifdef SPRINTNET_HAS_WGMMA
+      // v14: warpgroup w / 4 takes feature tiles n0.. against all 64 neurons, k = the batch's 128 rows: both
+      // operands MN-major. Its 64 features run past the group's when first_tiles() < 8 (into X0's next rows
+      // or the region after it): those are the discarded eighth tiles below.
+      float(&d)[32] = reinterpret_cast<float(&)[32]>(acc);
+      fused::wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {
+        fused::wgmma_m64n64k16<1, 1>(d, fused::mn_major(d1() + core_at(16 * ks, 0, kHalf), kHalf),
+                                     fused::mn_major(x0() + core_at(16 * ks, 8 * n0, c.group), c.group), ks > 0);
+      }
+      fused::wgmma_commit();
+      fused::wgmma_wait_all();
+#else
 #pragma unroll
       for (int ks = 0; ks < 8; ++ks) {
         std::uint32_t fa[4];
-        load_a_trans(fa, at<bf16>(c.d1) + 16 * ks * kLdD1 + 16 * m_tile, kLdD1);
+        fused::load_a_core_trans(fa, d1(), kHalf, 16 * m_tile, 16 * ks);
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
           std::uint32_t fb[2];
-          load_b_trans(fb, at<bf16>(c.x0) + 16 * ks * c.ld_x0 + 8 * (n0 + j), c.ld_x0);
+          fused::load_b_core_trans(fb, x0(), c.group, 8 * (n0 + j), 16 * ks);
           mma_bf16(acc[j], fa, fb);
         }
       }
+#endif
       // No validity test a parameter: the padding's (neurons past the layer's width, features past its
       // inputs) start at zero with zero state and get zero gradients (G1's and X0's padding is zero), so
       // they stay zero under every update form; the eighth tile of the first four warps (another warp's
       // parameters) is stepped in registers and never stored.
-      bf16* w0 = at<bf16>(c.w0);
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
 #pragma unroll
@@ -715,15 +763,16 @@ struct Rows {
             float unused = 0.0f;
             w[e] = step(acc[j][q], p0[j][q], m0[j][q], kAdam ? v0[kAdam ? j : 0][q] : unused);
           }
-          if (j < first_tiles()) store_pair(w0 + (16 * m_tile + g + 8 * h) * c.ld_x0 + 8 * (n0 + j) + 2 * t, w[0], w[1]);
+          if (j < first_tiles()) store_pair(w0() + core_at(16 * m_tile + g + 8 * h, 8 * (n0 + j) + 2 * t, c.group), w[0], w[1]);
         }
       }
+      ptx::fence_proxy_async();  // the new W0, before the next step's products read it
     }
     stamp();  // profile: a sub-stage
     if (!steps_first_bias() || !layer(0).bias) return;
     // b0's half: the column sums of G1, into the block's new values.
     const int k = static_cast<int>(threadIdx.x);
-    const float sum = column_sum(kHalf, [&](int b, int col) { return __bfloat162float(at<bf16>(c.d1)[b * kLdD1 + col]); });
+    const float sum = column_sum(kHalf, [&](int b, int col) { return __bfloat162float(d1()[core_at(b, col, kHalf)]); });
     if (k < kHalf) {
       new_bias()[k] = half() * kHalf + k < layer(0).out ? rounded(step(sum, bias_state(0)[k], bias_state(1)[k], bias_state(2)[k])) : 0.0f;
     }
@@ -907,6 +956,7 @@ struct Rows {
       copy_batch(s + 1);
       copy_labels(s + 1);
       wait(kBarG1, 15u * kOwn * kHalf * 2);
+      ptx::fence_proxy_async();  // G1's rows (st.async and this block's own stores), before wgmma reads them
       __syncthreads();
       stamp();
       first_backward();
@@ -915,6 +965,7 @@ struct Rows {
       side();
       stamp();
       asm volatile("cp.async.wait_all;" ::: "memory");
+      __syncthreads();  // every thread's copies landed: a thread converts pieces other threads copied
       convert_batch(s + 1);
       __syncthreads();
       stamp();

@@ -6,15 +6,17 @@
 // The kernel splits the batch's rows over the blocks (block r owns rows 8r..8r+7) for every hidden
 // and output layer, and the first layer 2 x 8 as the cluster kernel's v11a (block r: feature group
 // r / 2 against neuron half r % 2). Every block holds, in bf16 unless said otherwise:
-//   W0        the first layer's weights of its half and group, [64][group + 8]
-//   X0        the batch's features of its group, every row, [128][group + 8]
+//   W0        the first layer's weights of its half and group, [64][group]
+//   X0        the batch's features of its group, every row, [128][group]
+//             (W0, X0 and D1 in warpgroup_mma.cuh's canonical layout of 8 x 8 core matrices: the
+//             kernel's wgmma products read them through descriptors)
 //   P         the first layer's partials of its 8 rows from each group and half, [2 groups][8][64] fp32;
 //             once summed, the own rows' activations and gradients (A1..AH, G1..GH, [8][136] each) and
 //             the next batch's bytes ([128][group] uint8, landing by cp.async) alias it
 //   W1..      every hidden-to-hidden layer's weights, replicated, in 32 x 32 tiles ([ti * 4 + tj][32][40]),
 //             tile r stepped by block r; Wo, replicated, by 8-column blocks ([16][16 classes][8]), block r
 //             steps block r; the biases, replicated (fp32), and the master and state of those a block steps
-//   D1        the first layer's gradient of every row in the block's neuron half, [128][72]
+//   D1        the first layer's gradient of every row in the block's neuron half, [128][64]
 //   operands  each hidden-to-hidden layer's tile operands (its output gradient's 32 columns of the
 //             block's tile row, its input's 32 of the tile column, every row, [128][32] with the
 //             16-byte pieces swizzled), dlogits of every row ([128][24]), the last hidden layer's 8
@@ -41,7 +43,7 @@ inline constexpr std::int64_t kRowsSharedLimit = 227 * 1024;
 
 struct RowsLayout {
   int hidden = 0;          // hidden layers H (1-3); H - 1 hidden-to-hidden layers own tiles
-  int group = 0, groups = 0, ld_x0 = 0;
+  int group = 0, groups = 0;
   std::int64_t w0 = 0, x0 = 0, partials = 0, local = 0, stage = 0, tiles = 0, wo = 0, bias = 0, bias_state = 0,
                dl = 0, d1 = 0, operands = 0, out_cols = 0, row_loss = 0, row_hit = 0, labels = 0, next = 0, sums = 0,
                bars = 0;
@@ -62,7 +64,6 @@ inline RowsLayout rows_layout(int inputs, int hidden) {
   c.hidden = hidden;
   c.group = std::max(16, rows_pad16((inputs + 7) / 8));
   c.groups = (inputs + c.group - 1) / c.group;
-  c.ld_x0 = c.group + 8;
   std::int64_t at = 0;
   const auto take = [&](std::int64_t bytes) {
     const std::int64_t where = at;
@@ -70,8 +71,8 @@ inline RowsLayout rows_layout(int inputs, int hidden) {
     return where;
   };
   const int tiled = hidden - 1;
-  c.w0 = take(std::int64_t{kRowsHalf} * c.ld_x0 * 2);
-  c.x0 = take(std::int64_t{kRowsBatch} * c.ld_x0 * 2);
+  c.w0 = take(std::int64_t{kRowsHalf} * c.group * 2);
+  c.x0 = take(std::int64_t{kRowsBatch} * c.group * 2);
   const std::int64_t local_bytes = std::int64_t{2} * hidden * kRowsOwn * kRowsLocalLd * 2;
   const std::int64_t partial_bytes = std::int64_t{2} * c.groups * kRowsOwn * kRowsHalf * 4;
   c.partials = take(std::max(partial_bytes, local_bytes + std::int64_t{kRowsBatch} * c.group));
@@ -82,7 +83,7 @@ inline RowsLayout rows_layout(int inputs, int hidden) {
   c.bias = take((std::int64_t{kRowsWidth} * hidden + kRowsMaxClasses) * 4);  // b0, b1.., bo
   c.bias_state = take(std::int64_t{3} * (kRowsHalf + 32 * tiled + kRowsMaxClasses) * 4);
   c.dl = take(std::int64_t{kRowsBatch} * (kRowsMaxClasses + 8) * 2);
-  c.d1 = take(std::int64_t{kRowsBatch} * (kRowsHalf + 8) * 2);
+  c.d1 = take(std::int64_t{kRowsBatch} * kRowsHalf * 2);
   c.operands = take(std::int64_t{2} * tiled * kRowsBatch * 32 * 2);
   c.out_cols = take(std::int64_t{kRowsBatch} * 8 * 2);
   c.row_loss = take(std::int64_t{2} * kRowsBatch * 8);
