@@ -432,8 +432,8 @@ struct Rows {
   // activation.
   __device__ float* slot(int s) const { return at<float>(c.partials) + s * kOwn * kHalf; }
   // Rows 16 warp.. against the half's 64 neurons: on sm_90a one warpgroup product a k-step (v14: rows
-  // 64 (warp / 4).., both operands K-major from shared memory), issued here and waited for by
-  // first_products_done() (the products run while the block waits at the cluster barrier); else mma.sync
+  // 64 (warp / 4).., both operands K-major from shared memory), issued here and waited for in
+  // first_partial after the cluster barrier (the products run while the block waits there); else mma.sync
   // chains reading the same layout.
   template <int kSteps>
   __device__ void first_products(float (&acc)[8][4]) const {
