@@ -13,6 +13,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -32,6 +33,7 @@
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/train/padded_parameters.h"
 #include "sprintnet/train/fused_fit.h"
+#include "sprintnet/train/stage_timeline.h"
 #include "sprintnet/train/train_plan.h"
 
 namespace sprintnet::train {
@@ -295,10 +297,14 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   progress_record_ = PinnedHostRecord(sizeof(cuda::FusedProgress) + sizeof(cuda::StepMetrics) + sizeof(cuda::StepState));
 
   if (const char* profile = std::getenv("SPRINTNET_FUSED_PROFILE"); profile != nullptr && *profile == '1') {
-    stage_clock_ = zeros_bytes(std::int64_t{8} << 16, device);  // 2^16 nanosecond stamps
+    stage_clock_ = zeros_bytes(std::int64_t{8} << 18, device);  // 2^18 nanosecond stamps (the timeline's 16 x 2^14)
   }
   choose_kernel();
-  if (const auto block = lab_setting("SPRINTNET_FUSED_PROFILE_BLOCK")) {
+  if (const char* all = std::getenv("SPRINTNET_FUSED_PROFILE_BLOCK"); all != nullptr && std::string_view(all) == "all") {
+    // Every block's stamps, read against one clock: who the others wait for at each exchange.
+    SN_CHECK(rows_, "SPRINTNET_FUSED_PROFILE_BLOCK = all: the rows kernel's timeline (this run: another kernel)");
+    stage_clock_block_ = -1;
+  } else if (const auto block = lab_setting("SPRINTNET_FUSED_PROFILE_BLOCK")) {
     // A block other than 0 shows whose step sets the pace (the rows kernel's stages end at its own
     // stamps; the other kernels stamp at barriers, the same on every block).
     SN_CHECK(rows_ && block->value >= 0 && block->value < cuda::kRowsCtas,
@@ -527,6 +533,13 @@ void FusedTrainPlan::print_profile() {
   const auto bytes = stage_clock_.to(Device::cpu()).to_vector<std::uint8_t>();
   std::vector<std::int64_t> clock(bytes.size() / 8);
   std::memcpy(clock.data(), bytes.data(), clock.size() * 8);
+  if (stage_clock_block_ < 0) {
+    const std::int64_t region = static_cast<std::int64_t>(clock.size()) / cuda::kRowsCtas;
+    std::fprintf(stderr, "%s",
+                 format_stage_timeline(read_stage_timeline(clock, cuda::kRowsCtas, region, steps_per_epoch_)).c_str());
+    SN_CUDA_CHECK(cudaMemsetAsync(stage_clock_.raw_data(), 0, stage_clock_.nbytes(), stream_));
+    return;
+  }
   // Grid kernel: 2 stages a layer (fp16: one more); the split kernel: 2 a layer but the output's
   // one; the cluster and regression kernels: as many stamps a step as they wrote (their lab adds some
   // inside stages).

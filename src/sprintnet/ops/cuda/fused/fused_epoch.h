@@ -86,7 +86,9 @@ struct FusedEpochArgs {
   unsigned* barrier = nullptr;         // zeroed before each launch
   std::uint64_t* stage_clock = nullptr;  // the kernel lab's per-stage profile (may be null): see GridBarrier
   int stage_clock_capacity = 0;
-  int stage_clock_block = 0;  // whose clock: block 0, or another for the rows kernel (SPRINTNET_FUSED_PROFILE_BLOCK)
+  // Whose clock: block 0, or another for the rows kernel (SPRINTNET_FUSED_PROFILE_BLOCK); -1: every rows
+  // block's, each into its own 1/16 of the buffer (the timeline).
+  int stage_clock_block = 0;
 };
 
 // Bytes of shared memory a block of the kernel uses.

@@ -116,6 +116,18 @@ struct Rows {
   double loss_total = 0.0;  // block 0's thread 0: the epoch's sums
   std::int64_t hits_total = 0;
 
+  // The profile's stamps: one block's (stage_clock_block), or every block's into its own region (-1: the
+  // timeline, train/stage_timeline.h).
+  __device__ static int stamp_capacity(const FusedEpochArgs& a) {
+    return a.stage_clock_block < 0 ? a.stage_clock_capacity / kRowsCtas : a.stage_clock_capacity;
+  }
+  __device__ static std::uint64_t* stamp_region(const FusedEpochArgs& a, int r) {
+    return a.stage_clock_block < 0 && a.stage_clock != nullptr ? a.stage_clock + r * stamp_capacity(a) : a.stage_clock;
+  }
+  __device__ static bool stamps_here(const FusedEpochArgs& a, int r) {
+    return (a.stage_clock_block < 0 || r == a.stage_clock_block) && threadIdx.x == 0;
+  }
+
   // State in registers for the whole epoch: the first layer's (warp w: row tile w & 3 of the block's
   // half against feature tiles first_tiles() (w >> 2) + j), the tiles' (a 16 x 8 piece of the block's
   // 32 x 32 tile of each hidden-to-hidden layer a warp), the output layer's (warp 0: 16 classes x the
@@ -130,7 +142,7 @@ struct Rows {
         scratch(args.scratch),
         smem(shared),
         rank(r),
-        stamps(args.a.stage_clock, args.a.stage_clock_capacity, r == args.a.stage_clock_block && threadIdx.x == 0) {
+        stamps(stamp_region(args.a, r), stamp_capacity(args.a), stamps_here(args.a, r)) {
     warp = static_cast<int>(threadIdx.x) >> 5;
     lane = lane_id();
     g = lane >> 2;
@@ -938,6 +950,7 @@ struct Rows {
       if (has_part()) {
         first_partial();
       } else {
+        stamp();  // profile: the same stamps on every block (the timeline lines them up)
         ptx::cluster_wait();
       }
       stamp();  // profile: a sub-stage
