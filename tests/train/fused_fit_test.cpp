@@ -130,11 +130,15 @@ TEST(FusedFit, TheRowsLayoutFitsABlockAndKeepsItsBuffersApart) {
       for (std::size_t i = 0; i + 1 < starts.size(); ++i) EXPECT_LE(starts[i], starts[i + 1]) << "region " << i;
       EXPECT_EQ(c.tiles + (hidden - 1) * 16 * kRowsTileBytes, c.wo);  // tiles only where there are tiled layers
       // A block's multicast region: new values, then the tile operands' slices, dlogits' rows (8 x 48
-      // bytes), the last hidden layer's columns for each block.
+      // bytes), the last hidden layer's columns for each block, the own rows of G1 (both halves), the
+      // partials for each row owner.
       EXPECT_LE(c.own_operands, c.own_dl);
       EXPECT_EQ(c.own_dl - c.own_operands, (hidden - 1) * 2 * 4 * kRowsOwn * 64);
       EXPECT_GE(c.own_cols - c.own_dl, kRowsOwn * (kRowsMaxClasses + 8) * 2);
-      EXPECT_EQ(c.own_bytes, c.own_cols + kRowsCtas * kRowsOwn * 16);
+      EXPECT_EQ(c.own_g1, c.own_cols + kRowsCtas * kRowsOwn * 16);
+      EXPECT_EQ(c.own_g1 % 16, 0);  // a bulk copy's source
+      EXPECT_EQ(c.own_partials, c.own_g1 + 2 * kRowsOwn * kRowsHalf * 2);
+      EXPECT_EQ(c.own_bytes, c.own_partials + kRowsCtas * kRowsOwn * kRowsHalf * 4);
       EXPECT_EQ(c.own_bytes % 128, 0);
       EXPECT_EQ(c.scratch_bytes, kRowsCtas * c.own_bytes);
     }

@@ -64,6 +64,12 @@ __device__ __forceinline__ void mbarrier_init(std::uint32_t bar) {
 // every thread of the warp executes them together.
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+// An arrival that orders no memory access (the release above is a GPU-scope fence in every warp,
+// MEMBAR.ALL.GPU); writes another block reads after the barrier then need fence_cluster() first.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void fence_cluster() { asm volatile("fence.acq_rel.cluster;" ::: "memory"); }
 // Makes the initialised mbarriers visible to the cluster (published by the next cluster barrier).
 __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");

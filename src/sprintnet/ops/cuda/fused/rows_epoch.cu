@@ -491,30 +491,32 @@ struct Rows {
 #ifdef SPRINTNET_HAS_WGMMA
     fused::wgmma_wait_all();  // first_products' warpgroup products
 #endif
+    // Through L2 (v15g): each owner's 8 rows x 64 (its slot's layout) stored to global memory, then one bulk
+    // copy an owner (32 KB of DSMEM stores a block, 8 a thread, took 1.3-2 us).
     const bool odd = (t & 1) != 0;
     const int owner = 2 * warp + (odd ? 1 : 0), col = (t & 2) * 2;
-    float* mine = slot(rank) + g * kHalf + col;
-    const std::uint32_t partials_bar = bar(kBarPartials);
+    float* own_partials = reinterpret_cast<float*>(own_new() + c.own_partials);
+    float* mine = own_partials + owner * kOwn * kHalf + g * kHalf + col;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
       const float got0 = __shfl_xor_sync(0xffffffffu, odd ? acc[nt][0] : acc[nt][2], 1);
       const float got1 = __shfl_xor_sync(0xffffffffu, odd ? acc[nt][1] : acc[nt][3], 1);
-      const float4 v = odd ? make_float4(got0, got1, acc[nt][2], acc[nt][3]) : make_float4(acc[nt][0], acc[nt][1], got0, got1);
-      if (owner == rank) {
-        *reinterpret_cast<float4*>(mine + 8 * nt) = v;
-      } else {
-        const uint4 bits = make_uint4(__float_as_uint(v.x), __float_as_uint(v.y), __float_as_uint(v.z), __float_as_uint(v.w));
-        ptx::store_to_block(ptx::in_block(shared_address(mine + 8 * nt), owner), bits, ptx::in_block(partials_bar, owner));
-      }
+      *reinterpret_cast<float4*>(mine + 8 * nt) =
+          odd ? make_float4(got0, got1, acc[nt][2], acc[nt][3]) : make_float4(acc[nt][0], acc[nt][1], got0, got1);
+    }
+    asm volatile("fence.proxy.async.global;" ::: "memory");  // the stores above, before the copies read them
+    __syncthreads();
+    if (threadIdx.x < kRowsCtas) {
+      const int d = static_cast<int>(threadIdx.x);
+      multicast(slot(rank), own_partials + d * kOwn * kHalf, kOwn * kHalf * 4, bar(kBarPartials),
+                static_cast<std::uint16_t>(1u << d));
     }
   }
   // `tiles`: the last step's new values (b0 among them) are on their way into this block first.
   __device__ void first_reduce(bool tiles) {
     add_metrics();
-    const std::uint32_t remote = 2 * c.groups - (has_part() ? 1 : 0);
-    wait(kBarPartials, remote * kOwn * kHalf * 4);
+    wait(kBarPartials, 2u * c.groups * kOwn * kHalf * 4);  // every part's, this block's own among them
     if (tiles) wait(kBarTiles, tile_bytes());
-    __syncthreads();  // the own slot
     const int j = static_cast<int>(threadIdx.x) >> 5, col = (static_cast<int>(threadIdx.x) & 31) * 4, h = col >> 6;
     float z[4] = {};
     for (int q = 0; q < c.groups; ++q) {
@@ -652,19 +654,22 @@ struct Rows {
 
   // ---- the sends once the own rows' gradients are done: G1's rows to every block of each neuron half
   // (the path: the first layer's backward waits for them), then the tiles' and Wo's operands.
+  // G1 through L2 (v15e): the own 8 rows of each half are one contiguous KB of D1's canonical layout, stored
+  // to global memory and multicast into the 8 blocks of the half (16 KB of DSMEM stores a block, 4 a
+  // thread, took ~2 us to land).
   __device__ void send_g1() const {
-    const int combo = static_cast<int>(threadIdx.x) & 127, h = combo >> 6, j = (combo >> 3) & 7, p = combo & 7;
-    const uint4 value = *reinterpret_cast<const uint4*>(grad(1) + j * kLd + h * kHalf + 8 * p);
-    bf16* to = d1() + core_at(kOwn * rank + j, 8 * p, kHalf);
-    const std::uint32_t g1_bar = bar(kBarG1);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int d = h + 2 * (k + 4 * (static_cast<int>(threadIdx.x) >> 7));
-      if (d == rank) {
-        *reinterpret_cast<uint4*>(to) = value;
-      } else {
-        ptx::store_to_block(ptx::in_block(shared_address(to), d), value, ptx::in_block(g1_bar, d));
-      }
+    unsigned char* own_rows = own_new() + c.own_g1;
+    if (threadIdx.x < 128) {
+      const int h = static_cast<int>(threadIdx.x) >> 6, j = (static_cast<int>(threadIdx.x) >> 3) & 7, p = threadIdx.x & 7;
+      *reinterpret_cast<uint4*>(own_rows + h * kOwn * kHalf * 2 + core_at(j, 8 * p, kHalf) * 2) =
+          *reinterpret_cast<const uint4*>(grad(1) + j * kLd + h * kHalf + 8 * p);
+      asm volatile("fence.proxy.async.global;" ::: "memory");  // before the copies read them
+    }
+    __syncthreads();
+    if (threadIdx.x < 2) {
+      const int h = static_cast<int>(threadIdx.x);
+      multicast(d1() + core_at(kOwn * rank, 0, kHalf), own_rows + h * kOwn * kHalf * 2, kOwn * kHalf * 2, bar(kBarG1),
+                static_cast<std::uint16_t>(0x5555u << h));
     }
   }
   // The operands beside the path go through L2 like the new values (v13's probe: 36 KB of DSMEM stores a
@@ -942,10 +947,27 @@ struct Rows {
     __syncthreads();
     ptx::cluster_arrive();  // every block's barriers and memory are ready
     stamp();
+    double beta1_t = 0.0, beta2_t = 0.0;  // Adam's beta^t of the next update
+    if constexpr (kAdam) {
+      beta1_t = pow(a.optimizer.beta1_d, static_cast<double>(state.opt_steps + 1));
+      beta2_t = pow(a.optimizer.beta2_d, static_cast<double>(state.opt_steps + 1));
+    }
+    scalars = BlockScalars{};
     for (std::int64_t s = 0; s < a.steps; ++s) {
       const int parity = static_cast<int>(s & 1);
       rows = static_cast<int>(rows_of(s));
-      scalars = step_scalars(a.optimizer, state.step, state.opt_steps, 1.0f, false);
+      // The optimizer's scalars: SGD reads three; Adam's powers of beta as running products (pow in double
+      // twice a step was ~1 us on the step's path, v15), as the split and regression kernels keep them.
+      const FlatOptimizerArgs& o = a.optimizer;
+      if constexpr (kAdam) {
+        scalars = update_scalars(o, step_lr(o, state.step), beta1_t, beta2_t, state.opt_steps == 0, 1.0f, false);
+        beta1_t *= o.beta1_d;
+        beta2_t *= o.beta2_d;
+      } else {
+        scalars.lr = static_cast<float>(step_lr(o, state.step));
+        scalars.inv_scale = 1.0f;
+        scalars.first_update = state.opt_steps == 0;
+      }
       prefetch_samples(s + 1);
       if (has_part()) {
         first_partial();
@@ -968,8 +990,10 @@ struct Rows {
       send_side();
       copy_batch(s + 1);
       copy_labels(s + 1);
-      wait(kBarG1, 15u * kOwn * kHalf * 2);
-      ptx::fence_proxy_async();  // G1's rows (st.async and this block's own stores), before wgmma reads them
+      // The own rows' losses and hits, stored into block 0 in output(), are read there after the step's
+      // cluster barrier, whose arrival is relaxed (v13d, v15): their writers fence here, while they wait anyway.
+      if (warp == 0 && t == 0) ptx::fence_cluster();
+      wait(kBarG1, 16u * kOwn * kHalf * 2);
       __syncthreads();
       stamp();
       first_backward();
@@ -984,7 +1008,10 @@ struct Rows {
       stamp();
       last_rows = rows;
       advance_step_state(state, false, false, nullptr);
-      ptx::cluster_arrive();
+      // Relaxed (v13d, v15): what the barrier frees is this block's partials' slots and what aliases them,
+      // which it has only read since the last barrier (its reads are complete); the one write read across
+      // it is fenced above. (A release here is a GPU-scope fence in every warp: ~0.5 us on the step's path.)
+      ptx::cluster_arrive_relaxed();
     }
     ptx::cluster_wait();
     add_metrics();

@@ -50,9 +50,12 @@ struct RowsLayout {
   std::int64_t bytes = 0;
   // Global memory for what each block multicasts a step, [16][own_bytes]: its new values (from 0), its
   // rows of the tile operands (from own_operands: [layer][gradient, input][key][8 rows][64 bytes]), its
-  // dlogits rows (from own_dl: 8 x 48 bytes, 512 reserved) and its rows of the last hidden layer's columns
-  // each block steps in Wo (from own_cols: [16 blocks][8 rows][8]).
-  std::int64_t own_bytes = 0, own_operands = 0, own_dl = 0, own_cols = 0, scratch_bytes = 0;
+  // dlogits rows (from own_dl: 8 x 48 bytes, 512 reserved), its rows of the last hidden layer's columns
+  // each block steps in Wo (from own_cols: [16 blocks][8 rows][8]) and its rows of G1 (from own_g1: [2 halves]
+  // [8 rows][64] in D1's canonical layout, 1 KB a half) and its first-layer partials for each row owner (from
+  // own_partials: [16 owners][8 rows][64] fp32, the owner's slot layout).
+  std::int64_t own_bytes = 0, own_operands = 0, own_dl = 0, own_cols = 0, own_g1 = 0, own_partials = 0,
+               scratch_bytes = 0;
 };
 
 inline int rows_pad16(int v) { return (v + 15) / 16 * 16; }
@@ -99,7 +102,9 @@ inline RowsLayout rows_layout(int inputs, int hidden) {
   c.own_operands = (c.own_operands + 127) / 128 * 128;
   c.own_dl = c.own_operands + std::int64_t{tiled} * 2 * 4 * kRowsOwn * 64;
   c.own_cols = c.own_dl + 512;
-  c.own_bytes = c.own_cols + kRowsCtas * kRowsOwn * 16;
+  c.own_g1 = c.own_cols + kRowsCtas * kRowsOwn * 16;
+  c.own_partials = c.own_g1 + 2 * kRowsOwn * kRowsHalf * 2;
+  c.own_bytes = c.own_partials + kRowsCtas * kRowsOwn * kRowsHalf * 4;
   c.scratch_bytes = kRowsCtas * c.own_bytes;
   return c;
 }
