@@ -391,9 +391,12 @@ struct Rows {
     if (!has_part() || s >= a.steps) return;
     const int n = static_cast<int>(rows_of(s)), features = layer(0).in;
     const int* samples = at<int>(c.next);
-    for (int i = static_cast<int>(threadIdx.x); i < n * 8; i += kThreads) {  // 8 slots a row, pieces() used
-      const int row = i >> 3, piece = i & 7, f = group() * c.group + 16 * piece;
-      if (piece >= pieces() || f >= features) continue;
+    // Each thread copies the pieces it converts (convert_batch's mapping: v15i), so the conversion needs only
+    // its own cp.async.wait_all, no block barrier: a warp reads 8 rows x 4 pieces, the sectors a row-major
+    // mapping reads too (each row is its own sample).
+    for (int i = static_cast<int>(threadIdx.x); i < kRows * 8; i += kThreads) {
+      const int row = (i >> 6) * 8 + (i & 7), piece = (i >> 3) & 7, f = group() * c.group + 16 * piece;
+      if (piece >= pieces() || row >= n || f >= features) continue;
       const std::int64_t at_sample = a.order != nullptr ? samples[row] : s * a.batch + row;
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
                        shared_address(at<std::uint8_t>(c.stage) + row * c.group + 16 * piece)),
@@ -416,7 +419,7 @@ struct Rows {
     // Eight consecutive threads take one piece of 8 consecutive rows: their 16-byte stores fill one core
     // matrix's 128 bytes, every bank once (a row's 8 pieces a thread group, as copy_batch reads them from
     // global memory, put all eight on the same banks of the canonical layout: the staging took 1.43 us
-    // instead of 0.92). So a thread converts pieces another thread copied: the caller's barrier between.
+    // instead of 0.92). copy_batch copies by the same mapping: the caller waits for its own copies only.
     for (int i = static_cast<int>(threadIdx.x); i < kRows * 8; i += kThreads) {
       const int row = (i >> 6) * 8 + (i & 7), piece = (i >> 3) & 7;
       if (piece >= pieces()) continue;
@@ -818,7 +821,10 @@ struct Rows {
     if (layer(0).bias) bytes += 2u * kHalf * 4 + tiled() * 4u * 32 * 4 + kRowsMaxClasses * 4;
     return bytes;
   }
-  __device__ void side() {
+  // `staging`: the next batch's conversion, before the barrier in front of the copies (v15i: the conversion
+  // had two block barriers of its own after them).
+  template <typename F>
+  __device__ void side(F staging) {
     wait(kBarSide, side_bytes());
     stamp();  // profile: a sub-stage
 #pragma unroll
@@ -878,6 +884,7 @@ struct Rows {
         new_bias()[slot] = cls < out.out ? rounded(step(sum, bias_state(0)[slot], bias_state(1)[slot], bias_state(2)[slot])) : 0.0f;
       }
     }
+    staging();
     asm volatile("fence.proxy.async.global;" ::: "memory");  // the stores above, before the copies read them
     __syncthreads();
     stamp();  // profile: a sub-stage
@@ -999,13 +1006,13 @@ struct Rows {
       first_backward();
       __syncthreads();
       stamp();
-      side();
+      side([&] {
+        asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's copies (the batch's, the labels')
+        __syncthreads();  // v15i without it: racecheck saw the copies race the next step's partials (relaxed arrival)
+        convert_batch(s + 1);
+      });
       stamp();
-      asm volatile("cp.async.wait_all;" ::: "memory");
-      __syncthreads();  // every thread's copies landed: a thread converts pieces other threads copied
-      convert_batch(s + 1);
-      __syncthreads();
-      stamp();
+      stamp();  // profile: the staging, now inside the stage before (kept: the timeline's columns stay)
       last_rows = rows;
       advance_step_state(state, false, false, nullptr);
       // Relaxed (v13d, v15): what the barrier frees is this block's partials' slots and what aliases them,
