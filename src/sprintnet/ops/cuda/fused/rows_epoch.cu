@@ -507,10 +507,12 @@ struct Rows {
       *reinterpret_cast<float4*>(mine + 8 * nt) =
           odd ? make_float4(got0, got1, acc[nt][2], acc[nt][3]) : make_float4(acc[nt][0], acc[nt][1], got0, got1);
     }
+    // Warp w stores the whole slices of owners 2w and 2w + 1, so it copies them itself, after a warp barrier
+    // (v15k: no block barrier waiting for the slowest warp).
     asm volatile("fence.proxy.async.global;" ::: "memory");  // the stores above, before the copies read them
-    __syncthreads();
-    if (threadIdx.x < kRowsCtas) {
-      const int d = static_cast<int>(threadIdx.x);
+    __syncwarp();
+    if (lane < 2) {
+      const int d = 2 * warp + lane;
       multicast(slot(rank), own_partials + d * kOwn * kHalf, kOwn * kHalf * 4, bar(kBarPartials),
                 static_cast<std::uint16_t>(1u << d));
     }
@@ -661,17 +663,20 @@ struct Rows {
   // to global memory and multicast into the 8 blocks of the half (16 KB of DSMEM stores a block, 4 a
   // thread, took ~2 us to land).
   __device__ void send_g1() const {
-    unsigned char* own_rows = own_new() + c.own_g1;
-    if (threadIdx.x < 128) {
-      const int h = static_cast<int>(threadIdx.x) >> 6, j = (static_cast<int>(threadIdx.x) >> 3) & 7, p = threadIdx.x & 7;
-      *reinterpret_cast<uint4*>(own_rows + h * kOwn * kHalf * 2 + core_at(j, 8 * p, kHalf) * 2) =
+    // Warp h takes half h's KB, two 16-byte pieces a lane, and copies it after a warp barrier (v15k).
+    if (warp >= 2) return;
+    const int h = warp;
+    unsigned char* own_rows = own_new() + c.own_g1 + h * kOwn * kHalf * 2;
+#pragma unroll
+    for (int q = lane; q < kOwn * 8; q += 32) {
+      const int j = q >> 3, p = q & 7;
+      *reinterpret_cast<uint4*>(own_rows + core_at(j, 8 * p, kHalf) * 2) =
           *reinterpret_cast<const uint4*>(grad(1) + j * kLd + h * kHalf + 8 * p);
-      asm volatile("fence.proxy.async.global;" ::: "memory");  // before the copies read them
     }
-    __syncthreads();
-    if (threadIdx.x < 2) {
-      const int h = static_cast<int>(threadIdx.x);
-      multicast(d1() + core_at(kOwn * rank, 0, kHalf), own_rows + h * kOwn * kHalf * 2, kOwn * kHalf * 2, bar(kBarG1),
+    asm volatile("fence.proxy.async.global;" ::: "memory");  // before the copy reads them
+    __syncwarp();
+    if (lane == 0) {
+      multicast(d1() + core_at(kOwn * rank, 0, kHalf), own_rows, kOwn * kHalf * 2, bar(kBarG1),
                 static_cast<std::uint16_t>(0x5555u << h));
     }
   }
