@@ -463,10 +463,8 @@ struct Regression {
       cp_async_wait_older();
     }
     clear_rows_past_end(0);
-    // Adam's bias corrections as running products of beta^t (t: the update's count, from 1).
     const FlatOptimizerArgs& o = a.optimizer;
-    double beta1_t = pow(o.beta1_d, static_cast<double>(state.opt_steps + 1));
-    double beta2_t = pow(o.beta2_d, static_cast<double>(state.opt_steps + 1));
+    RunningScalars<kUpdate> running(o, state.opt_steps);
     double lr = step_lr(o, state.step);
     cluster.sync();  // the mbarriers and every block's buffers are ready for the others' copies
     stamp();
@@ -493,16 +491,7 @@ struct Regression {
       } else {
         loss(s);
       }
-      BlockScalars scalars{};
-      if constexpr (kAdam) {
-        scalars = update_scalars(o, lr_now, beta1_t, beta2_t, state.opt_steps == 0, 1.0f, false);
-        beta1_t *= o.beta1_d;
-        beta2_t *= o.beta2_d;
-      } else {  // all SGD reads
-        scalars.lr = static_cast<float>(lr_now);
-        scalars.inv_scale = 1.0f;
-        scalars.first_update = state.opt_steps == 0;
-      }
+      const BlockScalars scalars = running.next(o, lr_now, state.opt_steps);
       receive(gradients_bar(), (kCtas - 1) * (rank == 0 ? sizeof(Message) : kOwned * sizeof(RowMessage::dl)), s);
       stamp();
       update(s, scalars);

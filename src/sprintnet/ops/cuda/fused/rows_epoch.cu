@@ -379,7 +379,7 @@ struct Rows {
   }
 
   // ---- the batch: the block's group of features of every row, 16-byte pieces by cp.async into the stage,
-  // then, after a block barrier, bf16 into X0 (v14: by other threads than copied them, see convert_batch);
+  // then bf16 into X0 by the thread that copied them (v15i), after the copies' wait and a block barrier;
   // the own rows' labels.
   __device__ int pieces() const { return c.group / 16; }
   __device__ void prefetch_samples(std::int64_t s) const {
@@ -392,9 +392,8 @@ struct Rows {
     if (!has_part() || s >= a.steps) return;
     const int n = static_cast<int>(rows_of(s)), features = layer(0).in;
     const int* samples = at<int>(c.next);
-    // Each thread copies the pieces it converts (convert_batch's mapping: v15i), so the conversion needs only
-    // its own cp.async.wait_all, no block barrier: a warp reads 8 rows x 4 pieces, the sectors a row-major
-    // mapping reads too (each row is its own sample).
+    // Each thread copies the pieces it converts (convert_batch's mapping: v15i): a warp reads 8 rows x 4
+    // pieces, the sectors a row-major mapping reads too (each row is its own sample).
     for (int i = static_cast<int>(threadIdx.x); i < kRows * 8; i += kThreads) {
       const int row = (i >> 6) * 8 + (i & 7), piece = (i >> 3) & 7, f = group() * c.group + 16 * piece;
       if (piece >= pieces() || row >= n || f >= features) continue;
@@ -420,7 +419,8 @@ struct Rows {
     // Eight consecutive threads take one piece of 8 consecutive rows: their 16-byte stores fill one core
     // matrix's 128 bytes, every bank once (a row's 8 pieces a thread group, as copy_batch reads them from
     // global memory, put all eight on the same banks of the canonical layout: the staging took 1.43 us
-    // instead of 0.92). copy_batch copies by the same mapping: the caller waits for its own copies only.
+    // instead of 0.92). copy_batch copies by the same mapping; the caller waits for the copies and then
+    // passes a block barrier (without it racecheck saw them race the next step's partials, v15i).
     for (int i = static_cast<int>(threadIdx.x); i < kRows * 8; i += kThreads) {
       const int row = (i >> 6) * 8 + (i & 7), piece = (i >> 3) & 7;
       if (piece >= pieces()) continue;
@@ -960,27 +960,11 @@ struct Rows {
     __syncthreads();
     ptx::cluster_arrive();  // every block's barriers and memory are ready
     stamp();
-    double beta1_t = 0.0, beta2_t = 0.0;  // Adam's beta^t of the next update
-    if constexpr (kAdam) {
-      beta1_t = pow(a.optimizer.beta1_d, static_cast<double>(state.opt_steps + 1));
-      beta2_t = pow(a.optimizer.beta2_d, static_cast<double>(state.opt_steps + 1));
-    }
-    scalars = BlockScalars{};
+    RunningScalars<kUpdate> running(a.optimizer, state.opt_steps);
     for (std::int64_t s = 0; s < a.steps; ++s) {
       const int parity = static_cast<int>(s & 1);
       rows = static_cast<int>(rows_of(s));
-      // The optimizer's scalars: SGD reads three; Adam's powers of beta as running products (pow in double
-      // twice a step was ~1 us on the step's path, v15), as the split and regression kernels keep them.
-      const FlatOptimizerArgs& o = a.optimizer;
-      if constexpr (kAdam) {
-        scalars = update_scalars(o, step_lr(o, state.step), beta1_t, beta2_t, state.opt_steps == 0, 1.0f, false);
-        beta1_t *= o.beta1_d;
-        beta2_t *= o.beta2_d;
-      } else {
-        scalars.lr = static_cast<float>(step_lr(o, state.step));
-        scalars.inv_scale = 1.0f;
-        scalars.first_update = state.opt_steps == 0;
-      }
+      scalars = running.next(a.optimizer, step_lr(a.optimizer, state.step), state.opt_steps);
       prefetch_samples(s + 1);
       if (has_part()) {
         first_partial();
@@ -1018,7 +1002,6 @@ struct Rows {
         convert_batch(s + 1);
       });
       stamp();
-      stamp();  // profile: the staging, now inside the stage before (kept: the timeline's columns stay)
       last_rows = rows;
       advance_step_state(state, false, false, nullptr);
       // Relaxed (v13d, v15): what the barrier frees is this block's partials' slots and what aliases them,
