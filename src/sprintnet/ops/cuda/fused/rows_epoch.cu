@@ -415,7 +415,10 @@ struct Rows {
   }
   __device__ void convert_batch(std::int64_t s) const {
     if (!has_part() || s >= a.steps) return;
-    const int n = static_cast<int>(rows_of(s)), features = layer(0).in;
+    const int n = static_cast<int>(rows_of(s)), features = layer(0).in, first = group() * c.group, count = pieces();
+    const int width = c.group;
+    const float scale = a.scale, shift = a.shift;  // in registers (v16: reloaded from the parameters 8 times a piece)
+    const std::uint8_t* stage = at<std::uint8_t>(c.stage);
     // Eight consecutive threads take one piece of 8 consecutive rows: their 16-byte stores fill one core
     // matrix's 128 bytes, every bank once (a row's 8 pieces a thread group, as copy_batch reads them from
     // global memory, put all eight on the same banks of the canonical layout: the staging took 1.43 us
@@ -423,21 +426,21 @@ struct Rows {
     // passes a block barrier (without it racecheck saw them race the next step's partials, v15i).
     for (int i = static_cast<int>(threadIdx.x); i < kRows * 8; i += kThreads) {
       const int row = (i >> 6) * 8 + (i & 7), piece = (i >> 3) & 7;
-      if (piece >= pieces()) continue;
-      const bool valid = row < n && group() * c.group + 16 * piece < features;
-      const uint4 px = valid ? *reinterpret_cast<const uint4*>(at<std::uint8_t>(c.stage) + row * c.group + 16 * piece)
-                             : make_uint4(0, 0, 0, 0);
-      const std::uint32_t words[4] = {px.x, px.y, px.z, px.w};
-      const auto pair = [&](std::uint32_t word, int j) {  // bytes j, j + 1 as a bf16 pair's bits
-        const __nv_bfloat162 v = __floats2bfloat162_rn(valid ? ptx::byte_as_float(word, j) * a.scale + a.shift : 0.0f,
-                                                       valid ? ptx::byte_as_float(word, j + 1) * a.scale + a.shift : 0.0f);
-        return *reinterpret_cast<const std::uint32_t*>(&v);
+      if (piece >= count) continue;
+      // A row past the batch or a piece past the features converts what the stage holds and stores zeros
+      // (one select a word, v16: a select a value cost 16 instructions a piece).
+      const bool valid = row < n && first + 16 * piece < features;
+      const uint4 px = *reinterpret_cast<const uint4*>(stage + row * width + 16 * piece);
+      const auto pair = [&](std::uint32_t word, int j) {  // bytes j, j + 1 as a bf16 pair's bits, or zeros
+        const __nv_bfloat162 v = __floats2bfloat162_rn(ptx::byte_as_float(word, j) * scale + shift,
+                                                       ptx::byte_as_float(word, j + 1) * scale + shift);
+        return valid ? *reinterpret_cast<const std::uint32_t*>(&v) : 0u;
       };
       // The piece's 16 values as two 16-byte stores: two core matrices' rows.
-      *reinterpret_cast<uint4*>(x0() + core_at(row, 16 * piece, c.group)) =
-          make_uint4(pair(words[0], 0), pair(words[0], 2), pair(words[1], 0), pair(words[1], 2));
-      *reinterpret_cast<uint4*>(x0() + core_at(row, 16 * piece + 8, c.group)) =
-          make_uint4(pair(words[2], 0), pair(words[2], 2), pair(words[3], 0), pair(words[3], 2));
+      *reinterpret_cast<uint4*>(x0() + core_at(row, 16 * piece, width)) =
+          make_uint4(pair(px.x, 0), pair(px.x, 2), pair(px.y, 0), pair(px.y, 2));
+      *reinterpret_cast<uint4*>(x0() + core_at(row, 16 * piece + 8, width)) =
+          make_uint4(pair(px.z, 0), pair(px.z, 2), pair(px.w, 0), pair(px.w, 2));
     }
     ptx::fence_proxy_async();  // before the products read X0 through the async proxy
   }
@@ -809,6 +812,9 @@ struct Rows {
   // acc: the warp's 16 x 8 piece of the tile's gradient; sums: the same 16 rows of the gradient operand
   // summed over the batch (the tile row's bias gradient), one more mma a k-step against B = 1 (v13e: a
   // column sum over the block cost 0.3 us and two block barriers on the step's path).
+  // kSums: only the warps that step a tile row's biases add the sums (v16: 8 mma a warp fewer elsewhere; the
+  // stage's time did not move measurably, its cost is the index arithmetic and the latencies).
+  template <bool kSums>
   __device__ void tile_gradient(float (&acc)[4], float (&sums)[4], int h) const {
     const int ms = warp >> 2, ns = warp & 3;
     constexpr std::uint32_t kOnes = 0x3F803F80u;  // two bf16 1.0
@@ -819,7 +825,7 @@ struct Rows {
       load_a_swizzled(fa, gz_operand(h), ks, 16 * ms);
       load_b_swizzled(fb, x_operand(h), ks, 8 * ns);
       mma_bf16(acc, fa, fb);
-      mma_bf16(sums, fa, ones);
+      if constexpr (kSums) mma_bf16(sums, fa, ones);
     }
   }
   __device__ std::uint32_t tile_bytes() const {
@@ -827,8 +833,28 @@ struct Rows {
     if (layer(0).bias) bytes += 2u * kHalf * 4 + tiled() * 4u * 32 * 4 + kRowsMaxClasses * 4;
     return bytes;
   }
-  // `staging`: the next batch's conversion, before the barrier in front of the copies (v15i: the conversion
-  // had two block barriers of its own after them).
+  static_assert(2 * kRowsOwn * kRowsLocalLd * 2 >= kThreads * 4 * 4, "Wo's partials fit one hidden layer's own-rows buffers");
+  __device__ float* wo_partials() const { return at<float>(c.local); }  // [warp][lane][4], 4 KB
+  __device__ void step_wo() {
+    float grad[4] = {};
+    for (int w = 0; w < kThreads / 32; ++w) {
+      const float4 v = *reinterpret_cast<const float4*>(wo_partials() + (w * 32 + lane) * 4);
+      grad[0] += v.x;
+      grad[1] += v.y;
+      grad[2] += v.z;
+      grad[3] += v.w;
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float w[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) w[e] = out_valid(2 * r + e) ? step(grad[2 * r + e], po[2 * r + e], mo[2 * r + e], vo[2 * r + e]) : 0.0f;
+      store_pair(new_wo() + out_cls(2 * r) * 8 + 2 * t, w[0], w[1]);
+    }
+  }
+  // `staging`: the next batch's copies' wait, a block barrier and the conversion, before the barrier in front of
+  // the copies (v15i: the conversion had two block barriers of its own after them); its block barrier also puts
+  // Wo's partial products before warp 0 adds them (v16).
   template <typename F>
   __device__ void side(F staging) {
     wait(kBarSide, side_bytes());
@@ -838,7 +864,12 @@ struct Rows {
       if (h >= hidden()) break;
       const FusedLayer& L = layer(h);
       float acc[4] = {}, sums[4] = {};
-      tile_gradient(acc, sums, h);
+      const bool steps_biases = steps_tile_bias(h) && L.bias && (warp & 3) == 0;
+      if (steps_biases) {
+        tile_gradient<true>(acc, sums, h);
+      } else {
+        tile_gradient<false>(acc, sums, h);
+      }
       bf16* to = new_tile(h);
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -855,7 +886,7 @@ struct Rows {
       }
       // The tile row's biases: the first column's warps (4 x 2 x 8 lanes: rows g and g + 8 of each 16) step
       // them from their sums (every column of `sums` holds the same row sums).
-      if (steps_tile_bias(h) && L.bias && (warp & 3) == 0 && t == 0) {
+      if (steps_biases && t == 0) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int k = 16 * (warp >> 2) + g + 8 * r, slot = kHalf + 32 * (h - 1) + k;
@@ -865,24 +896,19 @@ struct Rows {
         }
       }
     }
+    stamp();  // profile: a sub-stage (v16: the tiles, Wo, the output biases, the copies' wait, the conversion)
     const FusedLayer& out = layer(hidden());
-    if (warp == 0) {
+    {  // Wo's gradient: k-step `warp` (16 rows) a warp, its partial product into the own rows' buffers (free
+       // since the sends); warp 0 adds them in warp order after the staging's barrier (v16: warp 0's chain of
+       // 8 k-steps took 0.44 us on the step's path while the other warps waited).
       float acc[4] = {};
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks) {
-        std::uint32_t fa[4], fb[2];
-        load_a_trans(fa, at<bf16>(c.dl) + 16 * ks * kLdDl, kLdDl);
-        load_b_trans(fb, at<bf16>(c.out_cols) + 16 * ks * 8, 8);
-        mma_bf16(acc, fa, fb);
-      }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float w[2];
-#pragma unroll
-        for (int e = 0; e < 2; ++e) w[e] = out_valid(2 * r + e) ? step(acc[2 * r + e], po[2 * r + e], mo[2 * r + e], vo[2 * r + e]) : 0.0f;
-        store_pair(new_wo() + out_cls(2 * r) * 8 + 2 * t, w[0], w[1]);
-      }
+      std::uint32_t fa[4], fb[2];
+      load_a_trans(fa, at<bf16>(c.dl) + 16 * warp * kLdDl, kLdDl);
+      load_b_trans(fb, at<bf16>(c.out_cols) + 16 * warp * 8, 8);
+      mma_bf16(acc, fa, fb);
+      *reinterpret_cast<float4*>(wo_partials() + (warp * 32 + lane) * 4) = make_float4(acc[0], acc[1], acc[2], acc[3]);
     }
+    stamp();  // profile
     if (steps_out_bias() && out.bias) {  // the output layer's biases: column sums of dlogits
       const float sum = column_sum(kRowsMaxClasses, [&](int b, int col) { return __bfloat162float(at<bf16>(c.dl)[b * kLdDl + col]); });
       const int cls = static_cast<int>(threadIdx.x), slot = kHalf + 32 * tiled() + cls;
@@ -890,7 +916,10 @@ struct Rows {
         new_bias()[slot] = cls < out.out ? rounded(step(sum, bias_state(0)[slot], bias_state(1)[slot], bias_state(2)[slot])) : 0.0f;
       }
     }
+    stamp();  // profile
     staging();
+    if (warp == 0) step_wo();
+    stamp();  // profile
     asm volatile("fence.proxy.async.global;" ::: "memory");  // the stores above, before the copies read them
     __syncthreads();
     stamp();  // profile: a sub-stage
@@ -999,6 +1028,7 @@ struct Rows {
       side([&] {
         asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's copies (the batch's, the labels')
         __syncthreads();  // v15i without it: racecheck saw the copies race the next step's partials (relaxed arrival)
+        stamp();  // profile
         convert_batch(s + 1);
       });
       stamp();
