@@ -424,23 +424,30 @@ struct Rows {
     // global memory, put all eight on the same banks of the canonical layout: the staging took 1.43 us
     // instead of 0.92). copy_batch copies by the same mapping; the caller waits for the copies and then
     // passes a block barrier (without it racecheck saw them race the next step's partials, v15i).
-    for (int i = static_cast<int>(threadIdx.x); i < kRows * 8; i += kThreads) {
-      const int row = (i >> 6) * 8 + (i & 7), piece = (i >> 3) & 7;
-      if (piece >= count) continue;
-      // A row past the batch or a piece past the features converts what the stage holds and stores zeros
-      // (one select a word, v16: a select a value cost 16 instructions a piece).
-      const bool valid = row < n && first + 16 * piece < features;
-      const uint4 px = *reinterpret_cast<const uint4*>(stage + row * width + 16 * piece);
-      const auto pair = [&](std::uint32_t word, int j) {  // bytes j, j + 1 as a bf16 pair's bits, or zeros
-        const __nv_bfloat162 v = __floats2bfloat162_rn(ptx::byte_as_float(word, j) * scale + shift,
-                                                       ptx::byte_as_float(word, j + 1) * scale + shift);
-        return valid ? *reinterpret_cast<const std::uint32_t*>(&v) : 0u;
-      };
-      // The piece's 16 values as two 16-byte stores: two core matrices' rows.
-      *reinterpret_cast<uint4*>(x0() + core_at(row, 16 * piece, width)) =
-          make_uint4(pair(px.x, 0), pair(px.x, 2), pair(px.y, 0), pair(px.y, 2));
-      *reinterpret_cast<uint4*>(x0() + core_at(row, 16 * piece + 8, width)) =
-          make_uint4(pair(px.z, 0), pair(px.z, 2), pair(px.w, 0), pair(px.w, 2));
+    // Thread i's pieces (i + 256 k in copy_batch's loop): one piece, rows 32 k on, so its stage and X0
+    // addresses step by a constant (v16: core_at from the runtime width a piece).
+    const int i = static_cast<int>(threadIdx.x), piece = (i >> 3) & 7, row0 = (i >> 6) * 8 + (i & 7);
+    static_assert(kThreads == 256 && kRows == 128, "four pieces a thread, 32 rows apart");
+    if (piece < count) {
+      const std::uint8_t* from = stage + row0 * width + 16 * piece;
+      bf16* to = x0() + core_at(row0, 16 * piece, width);
+      const bool features_valid = first + 16 * piece < features;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        // A row past the batch or a piece past the features converts what the stage holds and stores zeros
+        // (one select a word, v16: a select a value cost 16 instructions a piece).
+        const bool valid = features_valid && row0 + 32 * k < n;
+        const uint4 px = *reinterpret_cast<const uint4*>(from + 32 * k * width);
+        const auto pair = [&](std::uint32_t word, int j) {  // bytes j, j + 1 as a bf16 pair's bits, or zeros
+          const __nv_bfloat162 v = __floats2bfloat162_rn(ptx::byte_as_float(word, j) * scale + shift,
+                                                         ptx::byte_as_float(word, j + 1) * scale + shift);
+          return valid ? *reinterpret_cast<const std::uint32_t*>(&v) : 0u;
+        };
+        // The piece's 16 values as two 16-byte stores: two core matrices' rows (the second 64 elements on).
+        bf16* row = to + 32 * k * width;
+        *reinterpret_cast<uint4*>(row) = make_uint4(pair(px.x, 0), pair(px.x, 2), pair(px.y, 0), pair(px.y, 2));
+        *reinterpret_cast<uint4*>(row + 64) = make_uint4(pair(px.z, 0), pair(px.z, 2), pair(px.w, 0), pair(px.w, 2));
+      }
     }
     ptx::fence_proxy_async();  // before the products read X0 through the async proxy
   }
@@ -459,11 +466,14 @@ struct Rows {
 #ifdef SPRINTNET_HAS_WGMMA
     float(&d)[32] = reinterpret_cast<float(&)[32]>(acc);
     const int row0 = 64 * (warp >> 2);
+    // Each k-step is the next two core matrices of both operands, 256 bytes on (v16: a descriptor built anew
+    // a k-step from the runtime width was ~6 instructions).
+    const std::uint64_t x_rows = fused::k_major(x0() + core_at(row0, 0, c.group), c.group);
+    const std::uint64_t w_rows = fused::k_major(w0(), c.group);
     fused::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kSteps; ++ks) {
-      fused::wgmma_m64n64k16<0, 0>(d, fused::k_major(x0() + core_at(row0, 16 * ks, c.group), c.group),
-                                   fused::k_major(w0() + core_at(0, 16 * ks, c.group), c.group), ks > 0);
+      fused::wgmma_m64n64k16<0, 0>(d, fused::advanced(x_rows, 256 * ks), fused::advanced(w_rows, 256 * ks), ks > 0);
     }
     fused::wgmma_commit();
 #else
@@ -756,11 +766,15 @@ struct Rows {
       // operands MN-major. Its 64 features run past the group's when first_tiles() < 8 (into X0's next rows
       // or the region after it): those are the discarded eighth tiles below.
       float(&d)[32] = reinterpret_cast<float(&)[32]>(acc);
+      // A k-step is the next 16 rows: two core-matrix rows of each operand, 2 x 16 x width bytes on (v16).
+      const std::uint64_t g1_rows = fused::mn_major(d1(), kHalf);
+      const std::uint64_t x_rows = fused::mn_major(x0() + core_at(0, 8 * n0, c.group), c.group);
+      const std::uint32_t x_step = 32u * static_cast<std::uint32_t>(c.group);
       fused::wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < 8; ++ks) {
-        fused::wgmma_m64n64k16<1, 1>(d, fused::mn_major(d1() + core_at(16 * ks, 0, kHalf), kHalf),
-                                     fused::mn_major(x0() + core_at(16 * ks, 8 * n0, c.group), c.group), ks > 0);
+        fused::wgmma_m64n64k16<1, 1>(d, fused::advanced(g1_rows, 32u * kHalf * ks), fused::advanced(x_rows, x_step * ks),
+                                     ks > 0);
       }
       fused::wgmma_commit();
       fused::wgmma_wait_all();
@@ -781,6 +795,9 @@ struct Rows {
       // inputs) start at zero with zero state and get zero gradients (G1's and X0's padding is zero), so
       // they stay zero under every update form; the eighth tile of the first four warps (another warp's
       // parameters) is stepped in registers and never stored.
+      // Feature tile j is the next core matrix, 64 elements on (v16: the address from the runtime width a store).
+      bf16* const w_rows[2] = {w0() + core_at(16 * m_tile + g, 8 * n0 + 2 * t, c.group),
+                               w0() + core_at(16 * m_tile + g + 8, 8 * n0 + 2 * t, c.group)};
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
 #pragma unroll
@@ -792,7 +809,7 @@ struct Rows {
             float unused = 0.0f;
             w[e] = step(acc[j][q], p0[j][q], m0[j][q], kAdam ? v0[kAdam ? j : 0][q] : unused);
           }
-          if (j < first_tiles()) store_pair(w0() + core_at(16 * m_tile + g + 8 * h, 8 * (n0 + j) + 2 * t, c.group), w[0], w[1]);
+          if (j < first_tiles()) store_pair(w_rows[h] + 64 * j, w[0], w[1]);
         }
       }
       ptx::fence_proxy_async();  // the new W0, before the next step's products read it

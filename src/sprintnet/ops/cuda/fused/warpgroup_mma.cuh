@@ -40,6 +40,13 @@ __device__ __forceinline__ std::uint64_t mn_major(const __nv_bfloat16* p, int wi
   return core_descriptor(p, static_cast<std::uint32_t>(width) * 16, 128);
 }
 
+// The descriptor of the operand `bytes` further on (a multiple of 16) than `descriptor`'s: one add to its
+// address field instead of a new descriptor's masks and shifts (the address stays inside shared memory, so
+// the 14-bit field does not carry into the next).
+__device__ __forceinline__ std::uint64_t advanced(std::uint64_t descriptor, std::uint32_t bytes) {
+  return descriptor + (bytes >> 4);
+}
+
 // The products below exist in device code built for sm_90a (SPRINTNET_HAS_WGMMA set there); elsewhere
 // they trap, and callers take the mma.sync path.
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
