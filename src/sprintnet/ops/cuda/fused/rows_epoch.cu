@@ -77,16 +77,6 @@ __device__ __forceinline__ int lane_id() { return fused::fragment_lane(); }
 // The tile operands, [128][32] with the 16-byte pieces of row b swizzled by (b / 2) % 4, so the 8 rows an
 // ldmatrix reads fall in 8 different bank groups.
 __device__ __forceinline__ int swizzled(int b, int col) { return b * 32 + (((col >> 3) ^ ((b >> 1) & 3)) << 3) + (col & 7); }
-// A(m, k) = T[16 ks + k][m0 + m]
-__device__ __forceinline__ void load_a_swizzled(std::uint32_t (&a)[4], const bf16* p, int ks, int m0) {
-  const int l = lane_id(), b = 16 * ks + (l & 7) + (l >> 4) * 8;
-  ptx::ldmatrix_x4_trans(a, shared_address(p + swizzled(b, m0 + ((l >> 3) & 1) * 8)));
-}
-// B(k, n) = T[16 ks + k][n0 + n]
-__device__ __forceinline__ void load_b_swizzled(std::uint32_t (&b)[2], const bf16* p, int ks, int n0) {
-  const int l = lane_id(), row = 16 * ks + (l & 7) + ((l >> 3) & 1) * 8;
-  ptx::ldmatrix_x2_trans(b, shared_address(p + swizzled(row, n0)));
-}
 __device__ __forceinline__ float rounded(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 // One bulk copy of `bytes` from global memory into the same offset of the shared memory of every block
 // in `blocks` (a bit a block), completing on each one's mbarrier at `bar`'s offset.
@@ -538,8 +528,13 @@ struct Rows {
     if (tiles) wait(kBarTiles, tile_bytes());
     const int j = static_cast<int>(threadIdx.x) >> 5, col = (static_cast<int>(threadIdx.x) & 31) * 4, h = col >> 6;
     float z[4] = {};
-    for (int q = 0; q < c.groups; ++q) {
-      const float4 v = *reinterpret_cast<const float4*>(slot(2 * q + h) + j * kHalf + (col & 63));
+    // Every group's slot the next 4 KB on; unrolled over the most groups (8), so the loads need not wait for
+    // the adds before them (v16b: a loop over the run-time count).
+    const float* part = slot(h) + j * kHalf + (col & 63);
+#pragma unroll
+    for (int q = 0; q < kRowsCtas / 2; ++q) {
+      if (q >= c.groups) break;
+      const float4 v = *reinterpret_cast<const float4*>(part + q * 2 * kOwn * kHalf);
       z[0] += v.x;
       z[1] += v.y;
       z[2] += v.z;
@@ -836,11 +831,16 @@ struct Rows {
     const int ms = warp >> 2, ns = warp & 3;
     constexpr std::uint32_t kOnes = 0x3F803F80u;  // two bf16 1.0
     const std::uint32_t ones[2] = {kOnes, kOnes};
+    // k-step ks reads rows 16 ks on, whose swizzle is k-step 0's ((16 ks + b) / 2 % 4 = b / 2 % 4): the
+    // addresses of k-step 0 and 1 KB a step (v16b: load_*_swizzled computed them anew a k-step).
+    const int l = lane_id();
+    const std::uint32_t a_rows = shared_address(gz_operand(h) + swizzled((l & 7) + (l >> 4) * 8, 16 * ms + ((l >> 3) & 1) * 8));
+    const std::uint32_t b_rows = shared_address(x_operand(h) + swizzled((l & 7) + ((l >> 3) & 1) * 8, 8 * ns));
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) {
       std::uint32_t fa[4], fb[2];
-      load_a_swizzled(fa, gz_operand(h), ks, 16 * ms);
-      load_b_swizzled(fb, x_operand(h), ks, 8 * ns);
+      ptx::ldmatrix_x4_trans(fa, a_rows + 1024 * ks);
+      ptx::ldmatrix_x2_trans(fb, b_rows + 1024 * ks);
       mma_bf16(acc, fa, fb);
       if constexpr (kSums) mma_bf16(sums, fa, ones);
     }
