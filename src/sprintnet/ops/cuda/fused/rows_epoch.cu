@@ -854,8 +854,8 @@ struct Rows {
   __device__ float* wo_partials() const { return at<float>(c.local); }  // [warp][lane][4], 4 KB
   __device__ void step_wo() {
     float grad[4] = {};
-    for (int w = 0; w < kThreads / 32; ++w) {
-      const float4 v = *reinterpret_cast<const float4*>(wo_partials() + (w * 32 + lane) * 4);
+    for (int from = 0; from < kThreads / 32; ++from) {  // warp order
+      const float4 v = *reinterpret_cast<const float4*>(wo_partials() + (from * 32 + lane) * 4);
       grad[0] += v.x;
       grad[1] += v.y;
       grad[2] += v.z;

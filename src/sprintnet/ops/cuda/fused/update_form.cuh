@@ -28,9 +28,9 @@ __device__ __forceinline__ void fused_step(const FlatOptimizerArgs& o, const Blo
     // torch's first update sets buf = d: the momentum factor is 0 there (the buffer starts at zero), one
     // select a step rather than a select and a predicated load of the factor a parameter (v16b, ncu: ~30
     // loads of it in the rows kernel's B0).
-    const float momentum = s.first_update ? 0.0f : o.momentum;
+    const float factor = s.first_update ? 0.0f : o.momentum;
     const float d = fmaf(o.weight_decay, w, grad);
-    m = fmaf(momentum, m, d);
+    m = fmaf(factor, m, d);
     w = fmaf(-s.lr, m, w);
   } else if constexpr (kUpdate == UpdateForm::kSgd) {
     sgd_update_value(o, s, w, grad, m, momentum);
