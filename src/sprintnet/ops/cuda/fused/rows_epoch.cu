@@ -372,6 +372,19 @@ struct Rows {
   // then bf16 into X0 by the thread that copied them (v15i), after the copies' wait and a block barrier;
   // the own rows' labels.
   __device__ int pieces() const { return c.group / 16; }
+  // The pieces a thread copies and then converts (the same thread does both, v15i): piece `piece` of rows
+  // row0 + kBatchRowStep k, k < kBatchPieces. Eight consecutive threads take one piece of 8 consecutive rows:
+  // their converted 16-byte stores fill one core matrix's 128 bytes, every bank once, and a warp's copies read
+  // 8 rows x 4 pieces, the sectors a row-major mapping reads too (each row is its own sample).
+  struct BatchPieces {
+    int piece, row0;
+  };
+  static constexpr int kBatchPieces = kRows * 8 / kThreads, kBatchRowStep = kThreads / 8;
+  static_assert(kThreads % 64 == 0 && kRows % kBatchRowStep == 0, "whole core-matrix rows a thread group");
+  __device__ static BatchPieces batch_pieces() {
+    const int i = static_cast<int>(threadIdx.x);
+    return {(i >> 3) & 7, (i >> 6) * 8 + (i & 7)};
+  }
   __device__ void prefetch_samples(std::int64_t s) const {
     if (a.order == nullptr || s >= a.steps || threadIdx.x >= rows_of(s)) return;
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(shared_address(at<int>(c.next) + threadIdx.x)),
@@ -382,14 +395,16 @@ struct Rows {
     if (!has_part() || s >= a.steps) return;
     const int n = static_cast<int>(rows_of(s)), features = layer(0).in;
     const int* samples = at<int>(c.next);
-    // Each thread copies the pieces it converts (convert_batch's mapping: v15i): a warp reads 8 rows x 4
-    // pieces, the sectors a row-major mapping reads too (each row is its own sample).
-    for (int i = static_cast<int>(threadIdx.x); i < kRows * 8; i += kThreads) {
-      const int row = (i >> 6) * 8 + (i & 7), piece = (i >> 3) & 7, f = group() * c.group + 16 * piece;
-      if (piece >= pieces() || row >= n || f >= features) continue;
+    const BatchPieces mine = batch_pieces();
+    const int f = group() * c.group + 16 * mine.piece;
+    if (mine.piece >= pieces() || f >= features) return;
+    const std::uint32_t to = shared_address(at<std::uint8_t>(c.stage) + mine.row0 * c.group + 16 * mine.piece);
+#pragma unroll
+    for (int k = 0; k < kBatchPieces; ++k) {
+      const int row = mine.row0 + kBatchRowStep * k;
+      if (row >= n) break;
       const std::int64_t at_sample = a.order != nullptr ? samples[row] : s * a.batch + row;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                       shared_address(at<std::uint8_t>(c.stage) + row * c.group + 16 * piece)),
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to + kBatchRowStep * k * c.group),
                    "l"(a.images + at_sample * features + f)
                    : "memory");
     }
@@ -409,32 +424,30 @@ struct Rows {
     const int width = c.group;
     const float scale = a.scale, shift = a.shift;  // in registers (v16: reloaded from the parameters 8 times a piece)
     const std::uint8_t* stage = at<std::uint8_t>(c.stage);
-    // Eight consecutive threads take one piece of 8 consecutive rows: their 16-byte stores fill one core
-    // matrix's 128 bytes, every bank once (a row's 8 pieces a thread group, as copy_batch reads them from
-    // global memory, put all eight on the same banks of the canonical layout: the staging took 1.43 us
-    // instead of 0.92). copy_batch copies by the same mapping; the caller waits for the copies and then
-    // passes a block barrier (without it racecheck saw them race the next step's partials, v15i).
-    // Thread i's pieces (i + 256 k in copy_batch's loop): one piece, rows 32 k on, so its stage and X0
-    // addresses step by a constant (v16: core_at from the runtime width a piece).
-    const int i = static_cast<int>(threadIdx.x), piece = (i >> 3) & 7, row0 = (i >> 6) * 8 + (i & 7);
-    static_assert(kThreads == 256 && kRows == 128, "four pieces a thread, 32 rows apart");
+    // A row's 8 pieces a thread group, as copy_batch read them from global memory before v15i, put all eight on
+    // the same banks of the canonical layout (the staging took 1.43 us instead of 0.92): batch_pieces()' mapping.
+    // The caller waits for the copies and then passes a block barrier (without it racecheck saw them race the
+    // next step's partials, v15i). A thread's rows are kBatchRowStep apart, so its stage and X0 addresses step
+    // by a constant (v16: core_at from the runtime width a piece).
+    const BatchPieces mine = batch_pieces();
+    const int piece = mine.piece, row0 = mine.row0;
     if (piece < count) {
       const std::uint8_t* from = stage + row0 * width + 16 * piece;
       bf16* to = x0() + core_at(row0, 16 * piece, width);
       const bool features_valid = first + 16 * piece < features;
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
+      for (int k = 0; k < kBatchPieces; ++k) {
         // A row past the batch or a piece past the features converts what the stage holds and stores zeros
         // (one select a word, v16: a select a value cost 16 instructions a piece).
-        const bool valid = features_valid && row0 + 32 * k < n;
-        const uint4 px = *reinterpret_cast<const uint4*>(from + 32 * k * width);
+        const bool valid = features_valid && row0 + kBatchRowStep * k < n;
+        const uint4 px = *reinterpret_cast<const uint4*>(from + kBatchRowStep * k * width);
         const auto pair = [&](std::uint32_t word, int j) {  // bytes j, j + 1 as a bf16 pair's bits, or zeros
           const __nv_bfloat162 v = __floats2bfloat162_rn(ptx::byte_as_float(word, j) * scale + shift,
                                                          ptx::byte_as_float(word, j + 1) * scale + shift);
           return valid ? *reinterpret_cast<const std::uint32_t*>(&v) : 0u;
         };
         // The piece's 16 values as two 16-byte stores: two core matrices' rows (the second 64 elements on).
-        bf16* row = to + 32 * k * width;
+        bf16* row = to + kBatchRowStep * k * width;  // core_at: kBatchRowStep rows are width x kBatchRowStep on
         *reinterpret_cast<uint4*>(row) = make_uint4(pair(px.x, 0), pair(px.x, 2), pair(px.y, 0), pair(px.y, 2));
         *reinterpret_cast<uint4*>(row + 64) = make_uint4(pair(px.z, 0), pair(px.z, 2), pair(px.w, 0), pair(px.w, 2));
       }
