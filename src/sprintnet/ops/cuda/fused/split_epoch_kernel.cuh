@@ -192,6 +192,26 @@ __device__ __forceinline__ void cp16(void* dst, const void* src) {
 }
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+// Until at most `newer` of this thread's groups are pending (a constant once the caller's loop is
+// unrolled: wait_group takes an immediate).
+__device__ __forceinline__ void wait_all_but(int newer) {
+  switch (newer) {
+    case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+    case 6: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+    case 7: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
+    case 8: asm volatile("cp.async.wait_group 8;" ::: "memory"); break;
+    case 9: asm volatile("cp.async.wait_group 9;" ::: "memory"); break;
+    case 10: asm volatile("cp.async.wait_group 10;" ::: "memory"); break;
+    case 11: asm volatile("cp.async.wait_group 11;" ::: "memory"); break;
+    case 12: asm volatile("cp.async.wait_group 12;" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 13;" ::: "memory"); break;
+  }
+}
 __device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const std::uint32_t*>(&v);
@@ -372,18 +392,28 @@ struct Epoch {
     }
   }
 
-  // ---- loads into shared memory (cp.async; a stage waits for all its groups: its own loads, and the
-  // weights the stage before prefetched).
+  // ---- loads into shared memory (cp.async).
   // src[:, col0 .. col0 + 16 tiles) (rows `stride` apart) into the slice's first `tiles` tiles (at most
-  // kTiles): a thread's copies share its row and half.
+  // kTiles), one group a tile (kTiles groups, the last ones empty where tiles < kTiles), so a product
+  // starts on tile 0 while the others land (slice_product). A thread's copies share its row and half:
+  // warp w copies the rows 16w .. 16w + 15 its products read (v17).
   template <int kTiles>
   __device__ void load_slice(const bf16* src, int stride, int col0, int tiles) const {
     const int row = static_cast<int>(threadIdx.x) >> 1, half = static_cast<int>(threadIdx.x) & 1;
 #pragma unroll
     for (int tile = 0; tile < kTiles; ++tile) {
-      if (tile >= tiles) break;
-      cp16(s.slice + tile * kTileBytes + slot_offset(row, half), src + row * stride + col0 + tile * 16 + half * 8);
+      if (tile < tiles) {
+        cp16(s.slice + tile * kTileBytes + slot_offset(row, half), src + row * stride + col0 + tile * 16 + half * 8);
+      }
+      commit();
     }
+  }
+  // Tile ks of a slice of kTiles groups, and the groups before it, landed for this warp's rows (the
+  // only ones its products read: no block barrier).
+  template <int kTiles>
+  __device__ static void wait_own_rows(int ks) {
+    wait_all_but(kTiles - 1 - ks);
+    __syncwarp();
   }
   // The rank's hidden range: src[:, kRange k ..] of a [128][kWidth] activation or gradient.
   __device__ void load_slice(const bf16* src) const { load_slice<kRangeTiles>(src, kWidth, k * kRange, kRangeTiles); }
@@ -455,8 +485,8 @@ struct Epoch {
   }
 
   // part[owner][rows][8] = this warp's 16 rows of the slice · B(n-tile nt) for the span's n-tiles
-  // (n-tile nt belongs to rank nt), over the slice's first `tiles` k-steps (at most kTiles);
-  // b_of(ks, nt, b) loads B's fragment.
+  // (n-tile nt belongs to rank nt), over the slice's first `tiles` k-steps (at most kTiles), each
+  // as its tile lands (load_slice's groups, the slice's the newest); b_of(ks, nt, b) loads B's fragment.
   template <int kTiles, class BFragment>
   __device__ void slice_product(int tiles, BFragment&& b_of) const {
     const int m0 = warp * 16;
@@ -464,6 +494,7 @@ struct Epoch {
 #pragma unroll
     for (int ks = 0; ks < kTiles; ++ks) {
       if (ks >= tiles) break;
+      wait_own_rows<kTiles>(ks);
       std::uint32_t a[4];
       tile_a(a, s.slice + ks * kTileBytes, m0);
 #pragma unroll
@@ -552,17 +583,25 @@ struct Epoch {
     constexpr int kWtStride = kFirst ? S::kInWtStride : kTileStride;
     // W_l's tile: here for the first layer (its update ended the stage before); for the others the
     // stage before fetched it (prefetch_weights).
+    // The tiles loaded here are waited for by the whole block before the products (their own group,
+    // the oldest); a prefetched tile was waited for before the last barrier (run()).
+    const bool weights_here = kFirst || l == 1;
     if constexpr (kFirst) {
       const int tile0 = S::in_tile0(k), tiles = S::in_tile0(k + 1) - tile0;
       load_weight_tile<16 * kTiles>(l, c * kSpan, kSpan, 16 * tile0, 16 * tiles, kWtStride);
+      commit();
       load_slice<kTiles>(input_of(step), kIn, 16 * tile0, tiles);
     } else {
-      if (l == 1) load_weight_tile(l, c * kSpan, kSpan);
+      if (l == 1) {
+        load_weight_tile(l, c * kSpan, kSpan);
+        commit();
+      }
       load_slice(below_of(l, step));
     }
-    commit();
-    wait_all();
-    __syncthreads();
+    if (weights_here) {
+      wait_all_but(kTiles);
+      __syncthreads();
+    }
     const int tiles = kFirst ? S::in_tile0(k + 1) - S::in_tile0(k) : kRangeTiles;
     slice_product<kTiles>(tiles, [&](int ks, int nt, std::uint32_t(&b)[2]) {
       ptx::ldmatrix_x2(b, shared_address(s.wt + (nt * 8 + (lane & 7)) * kWtStride + ks * 16 + ((lane >> 3) & 1) * 8));
@@ -575,13 +614,18 @@ struct Epoch {
     finish_own<true>(l, {v.x, v.y, v.z, v.w});
   }
   // The next stage's weights into wt while this one exchanges and waits at the grid barrier: W_next's
-  // tile (next <= kDepth), or W_out's and b_4 for the output stage. The copies complete in the next
-  // stage (its wait_all), before this block passes that stage's barrier; the owners rewrite those
-  // weights (layer next's backward, apply_output_update) stages later.
+  // tile (next <= kDepth), or W_out's and b_4 for the output stage, with W_out's padding rows zeroed
+  // (every warp has read wt: send_pieces' block barrier). Every thread waits for its copies between
+  // its block's arrival at the stage's grid barrier and the wait (run()), whose block barrier makes
+  // them the whole block's; the owners rewrite those weights (layer next's backward,
+  // apply_output_update) stages later.
   __device__ void prefetch_weights(int next) const {
     if (next <= kDepth) {
       load_weight_tile(next, c * kSpan, kSpan);
     } else {
+      for (int i = static_cast<int>(threadIdx.x); i < (16 - kClasses) * kTileStride; i += kThreads) {
+        s.wt[kClasses * kTileStride + i] = bf16(0.0f);
+      }
       if (threadIdx.x < 3) cp16(s.b4_live + 4 * threadIdx.x, p.b4_live + 4 * threadIdx.x);
       load_weight_tile(kDepth + 1, 0, kClasses);
     }
@@ -598,17 +642,12 @@ struct Epoch {
   // order) and runs the loss, its gradient, D_L[:, own] (L = kDepth) and the output layer's gradients.
   __device__ void output(int step, int label) {
     // W_out's tile and b_4 came in during the last forward stage (prefetch_weights).
-    for (int i = static_cast<int>(threadIdx.x); i < (16 - kClasses) * kTileStride; i += kThreads) {
-      s.wt[kClasses * kTileStride + i] = bf16(0.0f);
-    }
     load_slice(p.x[kDepth]);
-    commit();
-    wait_all();
-    __syncthreads();
     {  // the partial logits [128][10] to every rank, landing at [source][128][10] over XC and recv
       float acc[2][4] = {};
 #pragma unroll
       for (int ks = 0; ks < kRangeTiles; ++ks) {
+        wait_own_rows<kRangeTiles>(ks);
         std::uint32_t a[4], bq[4];
         tile_a(a, s.slice + ks * kTileBytes, warp * 16);
         ptx::ldmatrix_x4(bq, shared_address(s.wt + ((lane & 7) + ((lane >> 4) << 3)) * kTileStride + ks * 16 + ((lane >> 3) & 1) * 8));
@@ -758,12 +797,12 @@ struct Epoch {
     constexpr int kBelowStride = kFirst || !S::kSplitInput ? kIn : kWidth;  // X_{l-1}'s row
     const int n_tiles = span_tiles<kFirst>(), i0 = span_first<kFirst>(), grad_tiles = kRangeTiles * n_tiles;
     if (l == kDepth) apply_output_update();
-    load_slice(p.d[l]);
     for (int q = static_cast<int>(threadIdx.x); q < kBatch * kNTiles; q += kThreads) {  // X_{l-1}[:, span]
       const int row = q / kNTiles, j = q % kNTiles;
       if (j < n_tiles) cp16(s.xc + row * kXc + j * 8, below_of(l, step) + row * kBelowStride + i0 + j * 8);
     }
     commit();
+    load_slice(p.d[l]);  // the newest groups: the input gradient's product takes each tile as it lands
     if (l == 1) add_metrics(step);  // the output stage's row losses and hits are still in place
     // This warp's weight-gradient tiles (warp, warp + 8, ...) and their momentum, a float4 a lane.
     const int ld = p.ld[l];
@@ -779,8 +818,6 @@ struct Epoch {
         if (tile < grad_tiles) var[j] = __ldcg(var_frag + tile * 32 + lane);
       }
     }
-    wait_all();
-    __syncthreads();
     float* master = s.master_of(l);
     const bool input_grad = !kFirst && l > 1;
     if (input_grad) {  // partial D_{l-1}[:, cluster's span] over the rank's o range: bf16 of the fp32 master
@@ -793,6 +830,7 @@ struct Epoch {
       });
     }
     constexpr int kPiece = kBatch * kOwn * 4;
+    wait_all();  // the whole slice and X_{l-1}[:, span], the block's after the barrier below
     if (input_grad) {
       send_pieces(s.part, kPiece, s.recv, kPiece);  // its __syncthreads: every warp has read the old weights
     } else {
@@ -997,7 +1035,9 @@ struct Epoch {
       begin_step(step);
       for (int l = 1; l <= kDepth; ++l) {
         forward(l, step);
-        barrier.sync();
+        barrier.arrive();
+        wait_all();  // the next stage's prefetched weights, the block's after the wait's block barrier
+        barrier.wait();
       }
       output(step, label);
       barrier.sync();
