@@ -92,6 +92,7 @@ struct Shape {
   static_assert(kSplitInput || (kInRangeTiles == kRangeTiles && kOwnGroups == 1), "784 splits like the neurons");
   static_assert(kMaxGradTiles >= kGradTiles, "the fragments' stride");
   static_assert(kSpanTiles == kCluster, "n-tile q of a span is rank q's 8 neurons (slice_product, send_pieces)");
+  static_assert(kSpanTiles <= kWarps, "a warp an n-tile of a hidden layer's weight gradient at least (backward_layer)");
   static_assert(kBlocks <= kInGroups, "every block gathers at least one group of 8 pixels (fetch_own)");
 
   // Shared memory, a block: [offset, bytes) of each region (16-byte aligned: cp.async and bulk copies).
@@ -120,6 +121,7 @@ struct Shape {
   static_assert(kWtOff % 16 == 0 && kXcOff % 16 == 0 && kRecvOff % 16 == 0 && kPartOff % 16 == 0 &&
                     kSmallOff % 16 == 0,
                 "16-byte aligned copies");
+  static_assert(kXtOff % 16 == 0 && kDtOff % 16 == 0, "16-byte loads in the output stage's batch sums");
 
   // The first layer's k tiles of rank k (forward) and input groups of cluster c (weight gradient).
   __device__ static int in_tile0(int rank) { return kInTiles * rank / kCluster; }
@@ -330,6 +332,7 @@ struct Epoch {
   std::uint32_t phase = 0;                         // the parity the exchange's mbarrier completes next
   double loss_total = 0.0;                         // block 0, add_metrics' lane: the epoch's sums
   std::int64_t hits_total = 0;
+  GridBarrier barrier_;                            // ends each stage; its clock also takes the stamps inside
 
   __device__ Epoch(const SplitParams& params, std::uint8_t* smem)
       : p(params),
@@ -340,7 +343,8 @@ struct Epoch {
         warp(static_cast<int>(threadIdx.x) >> 5),
         lane(static_cast<int>(threadIdx.x) & 31),
         g((static_cast<int>(threadIdx.x) & 31) >> 2),
-        t(static_cast<int>(threadIdx.x) & 3) {}
+        t(static_cast<int>(threadIdx.x) & 3),
+        barrier_(params.barrier, params.clock, params.clock_capacity) {}
 
   static constexpr bool kAdamUpdate = kUpdate == UpdateForm::kAdam;
   __device__ bool momentum() const { return p.mom[1] != nullptr; }
@@ -349,6 +353,8 @@ struct Epoch {
   __device__ void update(float& w, float& m, float& v, float grad) const {
     fused_step<kUpdate>(p.opt, scalars, w, m, v, grad, momentum());
   }
+  // The profile's stamps inside a stage (SPRINTNET_FUSED_PROFILE; block 0's thread 0, warp 0's view).
+  __device__ void stamp() { barrier_.stamp(); }
   __device__ int rows_of(int step) const {
     const std::int64_t left = p.samples - static_cast<std::int64_t>(step) * p.batch;
     return static_cast<int>(left < p.batch ? left : p.batch);
@@ -357,11 +363,16 @@ struct Epoch {
   __device__ const bf16* below_of(int l, int step) const { return l == 1 ? input_of(step) : p.x[l - 1]; }
 
   // ---- the batch: a block gathers its own groups of 8 pixel columns of every row.
-  __device__ Own fetch_own(int step) const {
+  // Row threadIdx.x's sample of a step (-1: no such row), read a few stages before its pixels
+  // (fetch_own) so that their loads do not wait for it (v17b).
+  __device__ int sample_of(int step) const {
     const int b = static_cast<int>(threadIdx.x);
+    if (b >= kBatch || step >= p.steps || b >= rows_of(step)) return -1;
+    return __ldg(p.order + static_cast<std::int64_t>(step) * p.batch + b);
+  }
+  __device__ Own fetch_own(int sample) const {
     Own row;
-    if (b >= kBatch || step >= p.steps || b >= rows_of(step)) return row;
-    const int sample = __ldg(p.order + static_cast<std::int64_t>(step) * p.batch + b);
+    if (sample < 0) return row;
 #pragma unroll
     for (int j = 0; j < S::kOwnGroups; ++j) {
       const int group = r + j * kBlocks;
@@ -581,10 +592,10 @@ struct Epoch {
   __device__ void forward_layer(int l, int step) {
     constexpr int kTiles = kFirst ? S::kInRangeTiles : kRangeTiles;
     constexpr int kWtStride = kFirst ? S::kInWtStride : kTileStride;
-    // W_l's tile: here for the first layer (its update ended the stage before); for the others the
-    // stage before fetched it (prefetch_weights).
-    // The tiles loaded here are waited for by the whole block before the products (their own group,
-    // the oldest); a prefetched tile was waited for before the last barrier (run()).
+    // W_l's tile: here for the first layer (its update ended the stage before), waited for by the whole
+    // block before the products (its own group, the oldest); for the others the stage before fetched it
+    // (prefetch_weights) and every thread waited for its copies between that stage's barrier arrival and
+    // wait (run()).
     const bool weights_here = kFirst || l == 1;
     if constexpr (kFirst) {
       const int tile0 = S::in_tile0(k), tiles = S::in_tile0(k + 1) - tile0;
@@ -606,12 +617,16 @@ struct Epoch {
     slice_product<kTiles>(tiles, [&](int ks, int nt, std::uint32_t(&b)[2]) {
       ptx::ldmatrix_x2(b, shared_address(s.wt + (nt * 8 + (lane & 7)) * kWtStride + ks * 16 + ((lane >> 3) & 1) * 8));
     });
+    stamp();  // profile: the products
     constexpr int kPiece = kBatch * kOwn * 4;
     send_pieces(s.part, kPiece, s.recv, kPiece);  // its __syncthreads: every warp has read W_l's tile
     prefetch_weights(l + 1);
+    stamp();  // profile: sent
     receive_pieces(kPiece);
+    stamp();  // profile: received
     const float4 v = sum_ranks();
     finish_own<true>(l, {v.x, v.y, v.z, v.w});
+    stamp();  // profile: the own columns stored (the barrier's arrival follows)
   }
   // The next stage's weights into wt while this one exchanges and waits at the grid barrier: W_next's
   // tile (next <= kDepth), or W_out's and b_4 for the output stage, with W_out's padding rows zeroed
@@ -663,10 +678,12 @@ struct Epoch {
         *reinterpret_cast<float2*>(at + 8 * kClasses + 8) = make_float2(acc[1][2], acc[1][3]);
       }
     }
+    stamp();  // profile: the partial logits
     constexpr int kPiece = kBatch * kClasses * 4;
     const float* logits_in = reinterpret_cast<const float*>(s.xc);
     send_pieces(s.part, 0, logits_in, kPiece);  // the same piece to every rank
     receive_pieces(kPiece);
+    stamp();  // profile: received
     {  // thread i: row i / 2, classes 5 (i % 2) ..
       const int row = static_cast<int>(threadIdx.x) >> 1, h = static_cast<int>(threadIdx.x) & 1;
 #pragma unroll
@@ -721,6 +738,7 @@ struct Epoch {
   __device__ void output_loss(int step, int label) {
     if (threadIdx.x < kBatch) row_loss(label);
     __syncthreads();
+    stamp();  // profile: the logits summed, the loss
     {  // D_L[:, own] = (dlogits · bf16(W_out[:, own])) ⊙ f'(X_L[:, own]), L = kDepth
       const int row = static_cast<int>(threadIdx.x) >> 1, h = static_cast<int>(threadIdx.x) & 1;
       float sum[4];
@@ -735,28 +753,47 @@ struct Epoch {
       finish_own<false>(kDepth, sum);
     }
     __syncthreads();
+    stamp();  // profile: D_L[:, own]
     // Sums over the batch: dW_4[c][own n] (80), b_3[own] (8), and b_4 (10); two threads an item,
-    // 64 rows each, the halves added by a shuffle (a fixed order).
+    // 64 rows each in four interleaved sums (a dependent chain of 16 adds, not 64: v17c), the halves
+    // added by a shuffle (a fixed order).
     const int item = static_cast<int>(threadIdx.x) >> 1, half = static_cast<int>(threadIdx.x) & 1;
-    constexpr int kItems = kClasses * kOwn + kOwn + kClasses;
+    constexpr int kItems = kClasses * kOwn + kOwn + kClasses, kHalf = kBatch / 2;
     static_assert(2 * kItems <= kThreads, "two threads an item");
-    float v = 0.0f;
-    const int row0 = half * (kBatch / 2);
+    static_assert(kHalf % 8 == 0 && kXtStride % 8 == 0, "8 rows of X_L[:, n] in one 16-byte load");
+    const int row0 = half * kHalf;
+    float sum[4] = {};
     if (item < kClasses * kOwn) {
       const int cls = item / kOwn, n = item % kOwn;
-      const bf16* x = s.xt_of(kDepth) + n * kXtStride;
-#pragma unroll 8
-      for (int row = row0; row < row0 + kBatch / 2; ++row) v += s.dl[row * kClasses + cls] * __bfloat162float(x[row]);
+      const float* d = s.dl + row0 * kClasses + cls;
+      const bf16* x = s.xt_of(kDepth) + n * kXtStride + row0;
+#pragma unroll
+      for (int i = 0; i < kHalf; i += 8) {
+        const uint4 eight = *reinterpret_cast<const uint4*>(x + i);
+        const bf16* xs = reinterpret_cast<const bf16*>(&eight);
+#pragma unroll
+        for (int q = 0; q < 8; ++q) sum[q & 3] += d[(i + q) * kClasses] * __bfloat162float(xs[q]);
+      }
     } else if (item < kClasses * kOwn + kOwn) {
       const int n = item - kClasses * kOwn;
-#pragma unroll 8
-      for (int row = row0; row < row0 + kBatch / 2; ++row) v += s.dt[n * kBatch + row];
+      const auto* d = reinterpret_cast<const float4*>(s.dt + n * kBatch + row0);
+#pragma unroll
+      for (int i = 0; i < kHalf / 4; ++i) {
+        const float4 four = d[i];
+        sum[0] += four.x;
+        sum[1] += four.y;
+        sum[2] += four.z;
+        sum[3] += four.w;
+      }
     } else if (item < kItems) {
       const int cls = item - kClasses * kOwn - kOwn;
-#pragma unroll 8
-      for (int row = row0; row < row0 + kBatch / 2; ++row) v += s.dl[row * kClasses + cls];
+      const float* d = s.dl + row0 * kClasses + cls;
+#pragma unroll
+      for (int i = 0; i < kHalf; ++i) sum[i & 3] += d[i * kClasses];
     }
+    float v = (sum[0] + sum[1]) + (sum[2] + sum[3]);
     v += __shfl_xor_sync(0xffffffffu, v, 1);
+    stamp();  // profile: the batch sums
     if (half != 0) return;
     if (item < kClasses * kOwn) {
       s.w4_grad[item] = v;
@@ -793,9 +830,29 @@ struct Epoch {
   __device__ bool backward_layer(int l, int step, GridBarrier& barrier) {
     constexpr int kNTiles = kFirst ? S::kInSpanTiles : kSpanTiles;  // the most n-tiles of the span
     constexpr int kXc = kFirst ? S::kInXcStride : kXcStride;
-    constexpr int kGradTilesPerWarp = (kRangeTiles * kNTiles + kWarps - 1) / kWarps;
+    // The weight-gradient tiles a warp takes. A hidden layer's (kSpanTiles n-tiles): warp w takes n-tile
+    // w % kSpanTiles and kMoPerWarp consecutive m-tiles of it, so its tiles share their B fragments
+    // (X_{l-1}[:, span]'s, loaded once) and step their addresses by constants (v17e; at 784 the eighth
+    // warp takes none, as many tiles as the busiest warp had before). The first layer's 12-13 n-tiles
+    // (kFirst) keep tiles warp, warp + 8, ...
+    constexpr int kWarpsPerN = kWarps / kSpanTiles;
+    constexpr int kMoPerWarp = (kRangeTiles + kWarpsPerN - 1) / kWarpsPerN;
+    constexpr int kGradTilesPerWarp = kFirst ? (kRangeTiles * kNTiles + kWarps - 1) / kWarps : kMoPerWarp;
     constexpr int kBelowStride = kFirst || !S::kSplitInput ? kIn : kWidth;  // X_{l-1}'s row
     const int n_tiles = span_tiles<kFirst>(), i0 = span_first<kFirst>(), grad_tiles = kRangeTiles * n_tiles;
+    // The warp's j-th tile: its m-tile and n-tile, and whether it has one.
+    const auto tile_of = [&](int j, int& mo, int& ni) {
+      if constexpr (kFirst) {
+        const int tile = warp + j * kWarps;
+        mo = tile / n_tiles;
+        ni = tile % n_tiles;
+        return tile < grad_tiles;
+      } else {
+        ni = warp % kSpanTiles;
+        mo = (warp / kSpanTiles) * kMoPerWarp + j;
+        return warp < kWarpsPerN * kSpanTiles && mo < kRangeTiles;
+      }
+    };
     if (l == kDepth) apply_output_update();
     for (int q = static_cast<int>(threadIdx.x); q < kBatch * kNTiles; q += kThreads) {  // X_{l-1}[:, span]
       const int row = q / kNTiles, j = q % kNTiles;
@@ -804,18 +861,20 @@ struct Epoch {
     commit();
     load_slice(p.d[l]);  // the newest groups: the input gradient's product takes each tile as it lands
     if (l == 1) add_metrics(step);  // the output stage's row losses and hits are still in place
-    // This warp's weight-gradient tiles (warp, warp + 8, ...) and their momentum, a float4 a lane.
+    // This warp's weight-gradient tiles (tile_of) and their momentum, a float4 a lane.
     const int ld = p.ld[l];
     float4* frag = momentum() ? fragments(p.mom_frag, l) : nullptr;
     float4* var_frag = kAdamUpdate ? fragments(p.var_frag, l) : nullptr;
     float4 mom[kGradTilesPerWarp], var[kAdamUpdate ? kGradTilesPerWarp : 1];
 #pragma unroll
     for (int j = 0; j < kGradTilesPerWarp; ++j) {
-      const int tile = warp + j * kWarps;
+      int mo = 0, ni = 0;
+      const bool here = tile_of(j, mo, ni);
+      const int tile = mo * n_tiles + ni;
       mom[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (tile < grad_tiles && frag != nullptr) mom[j] = __ldcg(frag + tile * 32 + lane);
+      if (here && frag != nullptr) mom[j] = __ldcg(frag + tile * 32 + lane);
       if constexpr (kAdamUpdate) {
-        if (tile < grad_tiles) var[j] = __ldcg(var_frag + tile * 32 + lane);
+        if (here) var[j] = __ldcg(var_frag + tile * 32 + lane);
       }
     }
     float* master = s.master_of(l);
@@ -829,6 +888,7 @@ struct Epoch {
         b[1] = pack(hi.x, hi.y);
       });
     }
+    stamp();  // profile: the input gradient's products (B_1: nothing)
     constexpr int kPiece = kBatch * kOwn * 4;
     wait_all();  // the whole slice and X_{l-1}[:, span], the block's after the barrier below
     if (input_grad) {
@@ -836,20 +896,34 @@ struct Epoch {
     } else {
       __syncthreads();  // every warp has read the old weights before any is updated
     }
+    stamp();  // profile: sent (B_1: the slice and X_0 landed)
     // dW_l[range, cluster's span] = D_l[:, range]ᵀ · X_{l-1}[:, span], a tile at a time (interleaving
     // the tiles' chains measured slower in the lab): the first kEarlyTiles of a warp's while the
     // partials are exchanged, the rest after the barrier's arrival where there is one.
     constexpr int kEarlyTiles = kGradTilesPerWarp / 2;
+    const auto x_fragment = [&](int kb, int ni, std::uint32_t(&b)[2]) {
+      ptx::ldmatrix_x2_trans(b, shared_address(s.xc + (kb * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kXc + ni * 8));
+    };
+    std::uint32_t x_frags[kFirst ? 1 : kBatch / 16][2];  // a hidden layer's: the warp's n-tile, every k-step
+    if constexpr (!kFirst) {
+#pragma unroll
+      for (int kb = 0; kb < kBatch / 16; ++kb) x_fragment(kb, warp % kSpanTiles, x_frags[kb]);
+    }
     const auto grad_tile = [&](int j) {  // j a constant once the loops below are unrolled
-      const int tile = warp + j * kWarps;
-      if (tile >= grad_tiles) return;
-      const int mo = tile / n_tiles, ni = tile % n_tiles;
+      int mo = 0, ni = 0;
+      if (!tile_of(j, mo, ni)) return;
+      const int tile = mo * n_tiles + ni;
       float dw[4] = {};
 #pragma unroll
       for (int kb = 0; kb < kBatch / 16; ++kb) {
         std::uint32_t a[4], b[2];
         tile_a_trans(a, s.slice + mo * kTileBytes, kb * 16);
-        ptx::ldmatrix_x2_trans(b, shared_address(s.xc + (kb * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kXc + ni * 8));
+        if constexpr (kFirst) {
+          x_fragment(kb, ni, b);
+        } else {
+          b[0] = x_frags[kb][0];
+          b[1] = x_frags[kb][1];
+        }
         mma_bf16(dw, a, b);
       }
       float* m = &mom[j].x;
@@ -870,19 +944,24 @@ struct Epoch {
     };
 #pragma unroll
     for (int j = 0; j < kEarlyTiles; ++j) grad_tile(j);
+    stamp();  // profile: the early gradient tiles
     if (!input_grad) {
 #pragma unroll
       for (int j = kEarlyTiles; j < kGradTilesPerWarp; ++j) grad_tile(j);
+      stamp();  // profile: the late gradient tiles
       return false;
     }
     receive_pieces(kPiece);
+    stamp();  // profile: received
     const float4 v = sum_ranks();
     finish_own<false>(l - 1, {v.x, v.y, v.z, v.w});
     __syncthreads();
     apply_bias(l - 2);  // b_{l-1}[own]
+    stamp();  // profile: D_{l-1}[:, own] stored, its bias stepped (the barrier's arrival follows)
     barrier.arrive();
 #pragma unroll
     for (int j = kEarlyTiles; j < kGradTilesPerWarp; ++j) grad_tile(j);
+    stamp();  // profile: the late gradient tiles
     barrier.wait();
     return true;
   }
@@ -1008,8 +1087,8 @@ struct Epoch {
   }
 
   // The epoch: the first batch, then each step's forward stages, output stage and backward stages,
-  // each ended by the grid barrier; the next batch is fetched as the last backward stage starts
-  // and stored when it ends.
+  // each ended by the grid barrier; the next batch's sample indices are read before the output stage,
+  // its pixels fetched as the last backward stage starts and stored when it ends.
   __device__ void run() {
     const StepState start = *p.state;
     first_step = start.step;
@@ -1026,10 +1105,10 @@ struct Epoch {
     // Every block of the cluster has started, and its mbarrier is initialised, before any copy into
     // another's shared memory.
     cluster_sync();
-    Own own = fetch_own(0);
+    Own own = fetch_own(sample_of(0));
     store_own(own, 0);
     int label = own.label;  // row threadIdx.x's label of the step's batch
-    GridBarrier barrier(p.barrier, p.clock, p.clock_capacity);
+    GridBarrier& barrier = barrier_;
     barrier.sync();
     for (int step = 0; step < p.steps; ++step) {
       begin_step(step);
@@ -1039,10 +1118,11 @@ struct Epoch {
         wait_all();  // the next stage's prefetched weights, the block's after the wait's block barrier
         barrier.wait();
       }
+      const int next_sample = sample_of(step + 1);  // lands during the output stage's loads
       output(step, label);
       barrier.sync();
       for (int l = kDepth; l >= 1; --l) {
-        const Own next = l == 1 ? fetch_own(step + 1) : Own{};  // lands during the stage
+        const Own next = l == 1 ? fetch_own(next_sample) : Own{};  // lands during the stage
         if (backward(l, step, barrier)) continue;
         if (l == 1 && step + 1 < p.steps) {
           store_own(next, step + 1);

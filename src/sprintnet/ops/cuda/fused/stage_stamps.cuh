@@ -1,7 +1,8 @@
 #pragma once
 // The kernel lab's per-stage profile (SPRINTNET_FUSED_PROFILE): one thread (block 0's first) stamps
 // the global time at the end of each stage (the cluster and regression kernels) or grid barrier
-// (GridBarrier: the grid and split kernels) into the host's buffer. Every other thread, and every
+// (GridBarrier: the grid and split kernels; the split kernel also stamps inside its stages through
+// GridBarrier::stamp(), v17) into the host's buffer. Every other thread, and every
 // thread of an unprofiled run, holds a null pointer: a stamp is one register test (a test of four
 // values at each stamp was 2.4 % of the cluster kernel's instructions, ncu).
 #include <cstdint>
