@@ -540,12 +540,12 @@ void FusedTrainPlan::print_profile() {
     SN_CUDA_CHECK(cudaMemsetAsync(stage_clock_.raw_data(), 0, stage_clock_.nbytes(), stream_));
     return;
   }
-  // Grid kernel: 2 stages a layer (fp16: one more); the split kernel: 12 stamps a hidden layer and 4
-  // (its barriers and the stamps inside its stages, split_epoch_kernel.cuh: 5 a forward, 6 the output
-  // stage, 7 a backward with an input gradient, 5 the first layer's); the cluster, regression and rows
-  // kernels: as many stamps a step as they wrote (their lab adds some inside stages).
+  // Grid kernel: 2 stages a layer (fp16: one more); the split kernel: split_stamps_per_step (its
+  // barriers and the stamps inside its stages); the cluster, regression and rows kernels: as many
+  // stamps a step as they wrote (their lab adds some inside stages).
   const std::size_t layers = layers_.size();
-  std::size_t per_step = split_ ? 12 * (layers - 1) + 4 : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
+  std::size_t per_step = split_ ? static_cast<std::size_t>(cuda::split_stamps_per_step(static_cast<int>(layers) - 1))
+                                : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
   if (cluster_ || regression_ || rows_) {
     const auto written = static_cast<std::size_t>(std::count_if(clock.begin(), clock.end(), [](auto t) { return t != 0; }));
     per_step = (written - 2) / static_cast<std::size_t>(std::max<std::int64_t>(steps_per_epoch_, 1));

@@ -42,6 +42,11 @@ constexpr const SplitShape* split_shape(std::int64_t width) {
   return nullptr;
 }
 
+// The profile's stamps a step (SPRINTNET_FUSED_PROFILE) with `depth` hidden layers: the grid barriers
+// and the stamps inside the stages (split_epoch_kernel.cuh: 5 a forward stage, 6 the output stage, 7 a
+// backward stage with an input gradient, 5 the first layer's).
+constexpr int split_stamps_per_step(int depth) { return 12 * depth + 4; }
+
 // Bytes of global memory the kernel needs besides the engine's buffers: the batch (two, by step
 // parity), the hidden layers' outputs and gradients, bf16 [128][784] each (whatever the width), the
 // live output bias and the hidden layers' optimizer state in fragment order.

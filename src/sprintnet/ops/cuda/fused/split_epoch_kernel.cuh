@@ -353,7 +353,8 @@ struct Epoch {
   __device__ void update(float& w, float& m, float& v, float grad) const {
     fused_step<kUpdate>(p.opt, scalars, w, m, v, grad, momentum());
   }
-  // The profile's stamps inside a stage (SPRINTNET_FUSED_PROFILE; block 0's thread 0, warp 0's view).
+  // The profile's stamps inside a stage (SPRINTNET_FUSED_PROFILE; block 0's thread 0, warp 0's view):
+  // with the barriers', split_stamps_per_step (split_epoch.h) a step, which the host's profile reads.
   __device__ void stamp() { barrier_.stamp(); }
   __device__ int rows_of(int step) const {
     const std::int64_t left = p.samples - static_cast<std::int64_t>(step) * p.batch;
