@@ -1,6 +1,6 @@
 #pragma once
 // Runs that share a GPU (a sweep's workers) take turns for its SMs. A run whose epochs are one
-// persistent kernel (the fused engine's split and cluster kernels) holds that kernel's share of the
+// persistent kernel (every kernel of the fused engine) holds that kernel's share of the
 // GPU from its first epoch to its last evaluation (TrainPlan::sm_footprint()); with turns, about as
 // many runs train at once as the GPU holds their kernels, and the others wait with their model, data
 // and plan built, instead of every run's epochs interleaving (docs/SWEEP.md). Turns are first come,
