@@ -6,9 +6,12 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 #include <chrono>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/io/metrics_writer.h"
 #include "support/test_util.h"
 
 namespace sprintnet::plot {
@@ -68,15 +71,53 @@ TEST(RunCurves, NamesTheDirectoryWithoutMetrics) {
 
 TEST(RunCurves, AMatplotlibFailureIsAnErrorNamingTheOutput) {
   if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed";
-  const std::filesystem::path run = test::temp_dir("plot-broken");
-  std::ofstream(run / "metrics.jsonl") << "{\"epoch\": 1}\n";  // no train_loss: the script fails
+  const std::filesystem::path run = fake_run("plot-broken", 1.0);
+  const std::filesystem::path output = run / "absent" / "c.png";  // savefig cannot create the folder
   try {
-    draw_curves({run}, run / "c.png");
+    draw_curves({run}, output);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("c.png"), std::string::npos) << e.what();
   }
+  EXPECT_FALSE(std::filesystem::exists(run / "absent"));
+}
+
+// Rows matplotlib would choke on are named with their file and line before it starts (its own failure
+// names nothing); a cut-off last line, a killed run's unfinished write, is not a row.
+TEST(RunCurves, AnUnreadableMetricsRowIsNamedWithItsLine) {
+  const std::filesystem::path run = fake_run("plot-bad-row", 1.0);
+  std::ofstream(run / "metrics.jsonl", std::ios::app) << "{\"step\":40,\"epo";
+  EXPECT_NO_THROW(check_metrics_jsonl(run / "metrics.jsonl"));
+  const std::string good = test::file_bytes(run / "metrics.jsonl");
+  const std::string row = good.substr(0, good.find('\n') + 1);
+  for (const auto& [bad, what] : std::vector<std::pair<std::string, std::string>>{
+           {"garbage\n", "not a JSON object"},
+           {"{\"step\":40,\"epoch\":4}\n", "no 'train_loss'"},
+           {"{\"step\":40,\"epoch\":\"4\"}\n", "no integer epoch"},
+           {row.substr(0, row.find("\"lr\"")) + "\"lr\":\"fast\"}\n", "'lr' is not a number"}}) {
+    std::ofstream(run / "metrics.jsonl", std::ios::trunc) << row << bad << row;
+    try {
+      draw_curves({run}, run / "c.png");
+      FAIL() << "expected an error for " << bad;
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find((run / "metrics.jsonl").string() + "' line 2"), std::string::npos) << message;
+      EXPECT_NE(message.find(what), std::string::npos) << message;
+    }
+  }
   EXPECT_FALSE(std::filesystem::exists(run / "c.png"));
+}
+
+TEST(RunCurves, AnOutputThatIsADirectoryIsRefusedLeavingNothing) {
+  const std::filesystem::path run = fake_run("plot-into-dir", 1.0);
+  const std::filesystem::path output = test::temp_dir("plot-output-dir");
+  try {
+    draw_curves({run}, output);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(output.string() + ".tmp.png"));
 }
 
 }  // namespace

@@ -424,6 +424,39 @@ TEST(Checkpoint, ResumedMetricsKeepEarlierRowsByteForByte) {
               ThrowsMessage<Error>(AllOf(HasSubstr((dir / "metrics.csv").string()), HasSubstr("header"))));
 }
 
+// A complete row that does not parse (a hand edit, a stray line) is named, and neither file changes:
+// keeping the rows before it and dropping the rest would lose the run's history without a word.
+TEST(Checkpoint, AResumeMeetingAnUnreadableMetricsRowNamesItAndChangesNothing) {
+  const fs::path dir = test::temp_dir("metrics-resume-bad-row");
+  {
+    MetricsWriter writer(dir, true);
+    for (std::int64_t epoch = 1; epoch <= 3; ++epoch) {
+      MetricsRow row;
+      row.epoch = epoch;
+      row.step = 10 * epoch;
+      row.train_loss = 1.0 / static_cast<double>(epoch);
+      writer.write(row);
+    }
+  }
+  for (const std::string file : {"metrics.jsonl", "metrics.csv"}) {
+    const fs::path bad = test::temp_dir("metrics-resume-bad-row-" + file);
+    fs::copy(dir, bad, fs::copy_options::recursive);
+    auto lines = read_lines(bad / file);
+    const std::size_t first_row = file == "metrics.csv" ? 1 : 0;
+    lines[first_row] = "not a row";  // the first row: what a silent cut would lose most of
+    {
+      std::ofstream out(bad / file, std::ios::trunc);
+      for (const auto& line : lines) out << line << '\n';
+    }
+    const auto jsonl = read_lines(bad / "metrics.jsonl"), csv = read_lines(bad / "metrics.csv");
+    EXPECT_THAT([&] { MetricsWriter::resume(bad, true, 2); },
+                ThrowsMessage<Error>(AllOf(HasSubstr((bad / file).string()),
+                                           HasSubstr(fmt::format("line {}", first_row + 1)))));
+    EXPECT_EQ(read_lines(bad / "metrics.jsonl"), jsonl) << file;
+    EXPECT_EQ(read_lines(bad / "metrics.csv"), csv) << file;
+  }
+}
+
 // Runs the sprintnet binary with `arguments`, its output going to `log`; returns its exit code.
 int run_cli(const std::string& arguments, const fs::path& log) {
   const std::string command = fmt::format("'{}' {} > '{}' 2>&1", SPRINTNET_CLI_PATH, arguments, log.string());

@@ -63,24 +63,26 @@ std::optional<std::int64_t> csv_row_epoch(const std::string& line) {
   return epoch;
 }
 
-// Rewrites `path` with its leading rows up to epoch `last_epoch` (rows are in epoch order, so
-// the first later or unreadable row ends what is kept); the first `header_lines` lines are kept as they are.
+// `path`'s text with its rows up to epoch `last_epoch` (rows are in epoch order, so the first later row
+// ends what is kept); the first `header_lines` lines are kept as they are. A complete line that is not a
+// row is an error naming it, before anything is rewritten: dropping it and every row after it would lose
+// the run's history without a word. (A cut-off last line, a killed write, is not a line: read_lines.)
 template <typename EpochOf>
-void keep_rows_up_to(const std::filesystem::path& path, std::size_t header_lines, std::int64_t last_epoch,
-                     EpochOf epoch_of) {
+std::string rows_up_to(const std::filesystem::path& path, std::size_t header_lines, std::int64_t last_epoch,
+                       EpochOf epoch_of) {
   const std::vector<std::string> lines = read_lines(path);
   std::string kept;
-  std::size_t kept_lines = 0;
-  for (const std::string& line : lines) {
-    if (kept_lines >= header_lines) {
-      const std::optional<std::int64_t> epoch = epoch_of(line);
-      if (!epoch || *epoch > last_epoch) break;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (i >= header_lines) {
+      const std::optional<std::int64_t> epoch = epoch_of(lines[i]);
+      SN_CHECK(epoch.has_value(), "cannot resume: metrics file '{}' line {} is not a metrics row ('{}'); mend or "
+               "delete that line", path.string(), i + 1, lines[i].substr(0, 80));
+      if (*epoch > last_epoch) break;
     }
-    kept += line;
+    kept += lines[i];
     kept += '\n';
-    ++kept_lines;
   }
-  write_text_file_atomically(path, kept);
+  return kept;
 }
 
 void flush_checked(std::ofstream& out, const std::filesystem::path& path) {
@@ -128,6 +130,24 @@ std::string to_csv(const Field& field) {
 
 }  // namespace
 
+void check_metrics_jsonl(const std::filesystem::path& path) {
+  SN_CHECK(std::filesystem::is_regular_file(path), "no metrics file '{}'", path.string());
+  const std::vector<std::string> lines = read_lines(path);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto fail = [&](std::string_view what) {
+      SN_FAIL("metrics file '{}' line {}: {} ('{}'); mend or delete that line", path.string(), i + 1, what,
+              lines[i].substr(0, 80));
+    };
+    const auto row = nlohmann::json::parse(lines[i], nullptr, false);
+    if (row.is_discarded() || !row.is_object()) fail("not a JSON object");
+    if (!jsonl_row_epoch(lines[i])) fail("no integer epoch");
+    for (const char* column : kMetricsColumns) {
+      if (!row.contains(column)) fail(fmt::format("no '{}'", column));
+      if (!row[column].is_number() && !row[column].is_null()) fail(fmt::format("'{}' is not a number", column));
+    }
+  }
+}
+
 MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv)
     : MetricsWriter(run_dir, csv, OpenMode::kCreate) {}
 
@@ -146,18 +166,22 @@ MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv, Ope
 }
 
 MetricsWriter MetricsWriter::resume(const std::filesystem::path& run_dir, bool csv, std::int64_t last_epoch) {
-  keep_rows_up_to(run_dir / "metrics.jsonl", 0, last_epoch, jsonl_row_epoch);
+  // Both files checked before either is rewritten.
+  const std::filesystem::path jsonl_path = run_dir / "metrics.jsonl", csv_path = run_dir / "metrics.csv";
+  const std::string jsonl_rows = rows_up_to(jsonl_path, 0, last_epoch, jsonl_row_epoch);
+  std::string csv_rows;
   if (csv) {
-    const std::filesystem::path csv_path = run_dir / "metrics.csv";
     const std::vector<std::string> lines = read_lines(csv_path);
     if (lines.empty()) {
-      write_text_file_atomically(csv_path, csv_header() + '\n');
+      csv_rows = csv_header() + '\n';
     } else {
       SN_CHECK(lines[0] == csv_header(), "cannot append to metrics file '{}': its header is '{}', expected '{}'",
                csv_path.string(), lines[0], csv_header());
-      keep_rows_up_to(csv_path, 1, last_epoch, csv_row_epoch);
+      csv_rows = rows_up_to(csv_path, 1, last_epoch, csv_row_epoch);
     }
   }
+  write_text_file_atomically(jsonl_path, jsonl_rows);
+  if (csv) write_text_file_atomically(csv_path, csv_rows);
   return MetricsWriter(run_dir, csv, OpenMode::kAppend);
 }
 

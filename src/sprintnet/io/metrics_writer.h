@@ -29,6 +29,11 @@ struct MetricsRow {
 inline constexpr const char* kMetricsColumns[] = {"step",          "epoch",        "train_loss",    "test_loss",
                                                   "test_accuracy", "epoch_time_s", "samples_per_s", "lr"};
 
+// Checks that every complete row of a metrics.jsonl (a cut-off last line, a killed write, is not one)
+// is a JSON object with every column: an integer epoch, numbers or null for the rest; throws
+// sprintnet::Error naming the file, the line and what is wrong. What readers of the file run first.
+void check_metrics_jsonl(const std::filesystem::path& path);
+
 class MetricsWriter {
  public:
   // Creates (truncating) run_dir/metrics.jsonl and, when `csv`, run_dir/metrics.csv

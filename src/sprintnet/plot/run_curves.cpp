@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/plot/python_job.h"
 
 namespace sprintnet::plot {
@@ -16,13 +17,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 out, runs = sys.argv[1], sys.argv[2:]
+nan_for_none = lambda v: float("nan") if v is None else v  # a diverged loss is null in metrics.jsonl
 fig, (loss_ax, acc_ax, lr_ax) = plt.subplots(1, 3, figsize=(13, 3.8))
 for i, run in enumerate(runs):
-    rows = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl")) if line.strip()]
+    # Complete lines only: a cut-off last line is a killed run's unfinished write.
+    rows = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl")) if line.endswith("\n")]
     name = os.path.basename(os.path.normpath(run))
     colour = f"C{i % 10}"
     epochs = [r["epoch"] for r in rows]
-    loss_ax.plot(epochs, [r["train_loss"] for r in rows], color=colour, marker=".", label=f"{name} train")
+    loss_ax.plot(epochs, [nan_for_none(r["train_loss"]) for r in rows], color=colour, marker=".", label=f"{name} train")
     tested = [r for r in rows if r.get("test_loss") is not None]
     if tested:
         loss_ax.plot([r["epoch"] for r in tested], [r["test_loss"] for r in tested], color=colour, marker=".",
@@ -38,8 +41,12 @@ for ax in (loss_ax, acc_ax, lr_ax):
     ax.legend(fontsize=7)
 fig.tight_layout()
 tmp = out + ".tmp.png"
-fig.savefig(tmp, dpi=110)
-os.replace(tmp, out)  # never a half-written picture
+try:
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, out)  # never a half-written picture
+finally:
+    if os.path.exists(tmp):
+        os.remove(tmp)
 )PY";
 
 std::vector<std::string> plot_command(const std::string& python, const std::vector<std::filesystem::path>& runs,
@@ -67,7 +74,10 @@ PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const st
   for (const auto& run : runs) {
     SN_CHECK(std::filesystem::exists(run / "metrics.jsonl"), "{}: no metrics.jsonl (not a sprintnet run directory?)",
              run.string());
+    check_metrics_jsonl(run / "metrics.jsonl");  // named here: matplotlib's failure would name nothing
   }
+  SN_CHECK(!std::filesystem::is_directory(output), "plot: the output '{}' is a directory; give a .png file name",
+           output.string());
   const std::string python = find_python_with_matplotlib();
   if (python.empty()) return {false, fmt::format("no picture: {}; then run {}", kInstallHint, redraw_hint(runs))};
   SN_CHECK(run_quietly(plot_command(python, runs, output)) == 0, "plot: matplotlib could not draw {} from {}", output.string(),
