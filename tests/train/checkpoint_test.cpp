@@ -330,6 +330,17 @@ TEST(Checkpoint, WeightsOrStateOfAnotherModelOrOptimizerAreRejectedNamingTheFile
   EXPECT_THAT([&] { Trainer trainer(other_weights); },
               ThrowsMessage<Error>(AllOf(HasSubstr((dir / kCheckpointModelFileName).string()), HasSubstr("0.weight"),
                                          HasSubstr("[16, 784]"))));
+  // Right shape, a NaN inside: named with the tensor and where, not trained on (ReLU would hide it).
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    ResumePlan non_finite = plan;
+    Tensor& weight = non_finite.checkpoint.weights[1].second;
+    weight = weight.clone();
+    weight.span<float>()[3] = bad;
+    EXPECT_THAT([&] { Trainer trainer(non_finite); },
+                ThrowsMessage<Error>(AllOf(HasSubstr((dir / kCheckpointModelFileName).string()),
+                                           HasSubstr(non_finite.checkpoint.weights[1].first),
+                                           HasSubstr("non-finite"), HasSubstr("element 3"))));
+  }
 
   // The state of an AdamW over the same model, offered to the run's SGD.
   nn::MlpSpec spec;

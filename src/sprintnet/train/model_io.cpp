@@ -1,5 +1,7 @@
 #include "sprintnet/train/model_io.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "sprintnet/ops/ops.h"
@@ -36,7 +38,14 @@ void load_model_weights(nn::Module& model, const TensorList& weights, std::strin
              name, shape_str(source.shape()), shape_str(param->value.shape()));
     SN_CHECK(source.dtype() == param->value.dtype(), "{}: tensor '{}' is {}, the model expects {}", origin, name,
              dtype_name(source.dtype()), dtype_name(param->value.dtype()));
-    ops::copy(param->value, source.to(param->value.device()));
+    const Tensor host = source.device().is_cpu() ? source : source.to(Device::cpu());
+    if (host.dtype() == DType::kF32) {  // a NaN or inf weight would train or predict NaN, naming nothing
+      const auto values = host.span<float>();
+      const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+      SN_CHECK(bad == values.end(), "{}: tensor '{}' holds a non-finite value ({} at element {})", origin, name, *bad,
+               bad - values.begin());
+    }
+    ops::copy(param->value, host.to(param->value.device()));
     by_name.erase(it);
   }
   SN_CHECK(by_name.empty(), "{}: tensor '{}' matches no parameter of the model", origin,
