@@ -50,7 +50,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--set", options->overrides, "override a config key for every run (repeatable)");
   cmd->add_option("--resume", options->resume_dir, "continue the sweep in this folder, skipping finished runs");
   cmd->add_option("--parallel", options->parallel,
-                  "runs training at once, spread over the GPUs (0 = auto: as many as fill each GPU; on the CPU one)")
+                  "runs training at once, spread over the GPUs (0 = auto: as many as fill each GPU; on the CPU one a "
+                  "core, within memory)")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([options] {
     std::vector<sweep::RunResult> results;
@@ -85,6 +86,8 @@ void add_sweep_command(CLI::App& app) {
     const std::string pictures = sweep::plot_sweep_in_background(dir);
     std::printf("sprintnet sweep: %zu runs, %zu failed; %s/summary.md, %s/summary.csv; %s\n", results.size(), failed,
                 dir.c_str(), dir.c_str(), pictures.c_str());
+    // The sweep went on past its failed runs, but a script running it must see them: a non-zero exit.
+    SN_CHECK(failed == 0, "sweep: {} of {} runs failed (each one's error: {}/summary.md)", failed, results.size(), dir);
   });
 }
 

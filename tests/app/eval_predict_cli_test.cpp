@@ -1,6 +1,6 @@
 // `sprintnet eval` and `sprintnet predict` run as a user runs them: exit
 // codes, what they print, the CSV and JSON they write, and that the numbers
-// are the library's. One 784-32-10 model is trained on a 2000-sample slice of
+// are the library's (and `sprintnet sweep`'s exit code). One 784-32-10 model is trained on a 2000-sample slice of
 // MNIST for the whole suite; the inputs are test images written as PNG, PGM
 // and IDX files.
 #include <gmock/gmock.h>
@@ -203,6 +203,23 @@ TEST_F(EvalPredictCli, PredictPrintsATableAndRejectsBadInputs) {
   EXPECT_THAT(result.err, HasSubstr("absent.png"));
   result = run_cli(fmt::format("predict '{}' '{}' --top-k 0", run_->string(), pgm.string()), *dir_);
   EXPECT_NE(result.exit_code, 0);
+}
+
+// A sweep goes on past a failed run, then exits non-zero so that a script sees it.
+TEST(SweepCli, AFailedRunEndsTheSweepNonZeroAfterItsSummary) {
+  const fs::path dir = test::temp_dir("sweep-cli");
+  const fs::path config = dir / "sweep.toml";
+  std::ofstream(config) << fmt::format(
+      "[data]\ndir = \"{}\"\ntrain_limit = 600\ntest_limit = 200\n[model]\nhidden = [16]\n[train]\nepochs = 1\n"
+      "batch_size = 100\n[device]\nname = \"cpu\"\nthreads = 1\n",
+      test::data_dir().string());
+  const fs::path out = dir / "out";
+  const CliResult result =
+      run_cli(fmt::format("sweep '{}' --grid optim.lr=0.1,1e30 --out '{}'", config.string(), out.string()), dir);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("2 runs, 1 failed"));
+  EXPECT_THAT(result.err, HasSubstr("1 of 2 runs failed"));
+  EXPECT_THAT(read_file(out / "summary.md"), HasSubstr("failed: training diverged"));
 }
 
 }  // namespace

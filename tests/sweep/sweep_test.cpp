@@ -18,6 +18,7 @@
 namespace sprintnet::sweep {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -110,6 +111,25 @@ TEST(SweepRunner, AFailingRunIsRecordedAndTheKilledSweepResumesSkippingFinishedR
   EXPECT_THAT(text.str(), HasSubstr("failed: training diverged"));
   // A new sweep into a folder that holds one is refused.
   EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("holds a sweep already"));
+}
+
+// A sweep resumed after its config file was edited would put runs of two models under one grid.
+TEST(SweepRunner, AResumeRefusesAConfigChangedSinceTheSweepBegan) {
+  const std::filesystem::path dir = test::temp_dir("sweep-edited");
+  SweepOptions o;
+  const std::string table = "[sweep]\ngrid = { \"optim.lr\" = [0.1, 0.2] }\n";
+  o.config_path = write_config(dir, table);
+  o.spec = read_sweep_table(o.config_path);
+  o.out_dir = dir / "out";
+  o.parallel = 1;  // one run at a time: the kill after the first leaves exactly one finished
+  struct Killed {};
+  EXPECT_THROW(run_sweep(o, [](const RunResult&, const SweepProgress&) { throw Killed{}; }), Killed);
+  std::ofstream(o.config_path, std::ios::app) << "[optim]\nmomentum = 0.5\n";
+  EXPECT_THAT(test::error_message([&] { resume_sweep(o.out_dir, 0); }),
+              AllOf(HasSubstr(o.config_path.string()), HasSubstr("changed")));
+  EXPECT_EQ(read_state(o.out_dir).size(), 1u);  // nothing trained
+  write_config(dir, table);                     // restored: the sweep finishes
+  EXPECT_EQ(resume_sweep(o.out_dir, 0).size(), 2u);
 }
 
 TEST(SweepRunner, RunsSideBySideGiveWhatTheyGiveOneAfterAnother) {

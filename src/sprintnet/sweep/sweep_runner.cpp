@@ -7,6 +7,7 @@
 #include <exception>
 #include <fstream>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,10 +27,22 @@ namespace {
 
 constexpr const char* kSpecFile = "sweep-spec.json";
 
+// The config file's bytes, or nullopt when it cannot be read.
+std::optional<std::string> file_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) return std::nullopt;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;
+  return text;
+}
+
 void write_spec(const SweepOptions& o) {
   nlohmann::json axes = nlohmann::json::array();
   for (const GridAxis& a : o.spec.axes) axes.push_back({{"key", a.key}, {"values", a.values}});
+  const std::optional<std::string> config_text = file_text(o.config_path);
+  SN_CHECK(config_text.has_value(), "sweep: cannot read config file '{}'", o.config_path.string());
   const nlohmann::json spec = {{"config", std::filesystem::absolute(o.config_path).string()},
+                               {"config_text", *config_text},
                                {"overrides", o.overrides},
                                {"axes", axes},
                                {"seeds", o.spec.seeds}};
@@ -42,6 +55,7 @@ SweepOptions read_spec(const std::filesystem::path& dir) {
   std::ifstream in(path);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   SweepOptions o;
+  std::optional<std::string> config_text;
   try {
     SN_CHECK(!j.is_discarded(), "not JSON");
     o.config_path = j.at("config").get<std::string>();
@@ -50,9 +64,15 @@ SweepOptions read_spec(const std::filesystem::path& dir) {
       o.spec.axes.push_back({a.at("key").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
     }
     o.spec.seeds = j.at("seeds").get<std::vector<std::int64_t>>();
+    if (j.contains("config_text")) config_text = j.at("config_text").get<std::string>();
   } catch (const std::exception& e) {
     SN_FAIL("{}: malformed sweep spec: {}", path.string(), e.what());
   }
+  // The runs still to train must train what the finished ones trained (train --resume refuses a
+  // changed config the same way). Specs written before the text was kept are taken as they are.
+  SN_CHECK(!config_text || file_text(o.config_path) == config_text,
+           "{}: the sweep's config file '{}' is gone or has changed since the sweep began, and its finished runs "
+           "trained the old one; restore the file, or start a new sweep", dir.string(), o.config_path.string());
   o.out_dir = dir;
   return o;
 }
