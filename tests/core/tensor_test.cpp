@@ -45,6 +45,13 @@ TEST(Tensor, DtypeConversionRoundsToNearestEven) {
 TEST(Tensor, FromVectorChecksSize) {
   EXPECT_THROW(Tensor::from_vector<float>({1, 2, 3}, {2, 2}), Error);
   EXPECT_THROW(Tensor::empty({-1}, DType::kF32), Error);
+  // Bytes past 2^64 are an error naming the shape, not a wrapped-around small allocation.
+  try {
+    Tensor::empty({std::int64_t{1} << 62, 784}, DType::kF32);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[4611686018427387904, 784]"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -90,6 +90,10 @@ TEST(DatasetFiles, ExplicitPathsMustBeGivenAndExist) {
   config.test_images = (dir / "typo").string();
   EXPECT_THAT(error_message([&] { dataset_files(config); }),
               AllOf(HasSubstr("data.test_images"), HasSubstr((dir / "typo").string()), HasSubstr("no such file")));
+  // A path that exists but is no file is named as what it is, not reported missing.
+  config.test_images = dir.path().string();
+  EXPECT_THAT(error_message([&] { dataset_files(config); }),
+              AllOf(HasSubstr("data.test_images"), HasSubstr("is a directory")));
 }
 
 TEST(LoadTrainTest, LoadsBothSplitsWithLimits) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "sprintnet/train/batch_loader.h"
@@ -62,6 +63,13 @@ TEST(BatchLoader, DropLastAndPartialBatches) {
   EXPECT_EQ(drop.batches_per_epoch(), 2);
   EXPECT_EQ(drop.samples_per_epoch(), 20);
   EXPECT_THROW(drop.batch(2), Error);
+  // A batch larger than the data set (drop_last off) is the whole set, with buffers of its size: a
+  // batch_size near 2^63 must not allocate for that many rows.
+  for (const std::int64_t huge : {std::int64_t{26}, std::numeric_limits<std::int64_t>::max()}) {
+    BatchLoader all(data, Normalization{}, {.batch_size = huge, .shuffle = false, .drop_last = false}, Device::cpu());
+    ASSERT_EQ(all.batches_per_epoch(), 1);
+    EXPECT_EQ(all.batch(0).inputs.size(0), 25);
+  }
 }
 
 TEST(BatchLoader, NormalisesWithScaleAndShift) {

@@ -1,4 +1,6 @@
 #include <array>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -11,9 +13,22 @@ namespace {
 inline constexpr std::array<std::string_view, 4> kStandardFileNames = {
     "train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
 
-bool is_file(const std::filesystem::path& path) {
+// Why `path` cannot be read as a data file, or nullopt when it is a regular file.
+std::optional<std::string> file_problem(const std::filesystem::path& path) {
   std::error_code ec;
-  return std::filesystem::is_regular_file(path, ec);
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) return ec.message();  // e.g. permission denied
+  if (!std::filesystem::exists(status)) return "no such file";
+  if (std::filesystem::is_directory(status)) return "it is a directory";
+  if (!std::filesystem::is_regular_file(status)) return "not a regular file";
+  return std::nullopt;
+}
+
+// A data file that exists but cannot be used is named with the reason, not reported missing.
+bool is_file(const std::filesystem::path& path) {
+  const std::optional<std::string> problem = file_problem(path);
+  SN_CHECK(!problem || *problem == "no such file", "data file {}: {}", path.string(), *problem);
+  return !problem;
 }
 
 // <folder>/<name>, else <folder>/<name>.gz. Raw first: it loads without inflating.
@@ -36,7 +51,8 @@ std::filesystem::path explicit_file(const std::string& value, std::string_view k
            "{} is empty: data.dataset = \"idx\" needs all four paths (data.train_images, data.train_labels, "
            "data.test_images, data.test_labels)",
            key);
-  SN_CHECK(is_file(value), "{} = \"{}\": no such file", key, value);
+  const std::optional<std::string> problem = file_problem(value);
+  SN_CHECK(!problem, "{} = \"{}\": {}", key, value, problem.value_or(""));
   return value;
 }
 

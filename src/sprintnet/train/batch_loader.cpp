@@ -1,5 +1,6 @@
 #include "sprintnet/train/batch_loader.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "sprintnet/core/random.h"
@@ -16,8 +17,9 @@ BatchLoader::BatchLoader(const Dataset& data, const Normalization& norm, const L
   SN_CHECK(!options.drop_last || samples_ >= options.batch_size,
            "dataset '{}' has {} samples, fewer than one batch of {} (with drop_last)", data.name, samples_,
            options.batch_size);
-  full_batch_ = {Tensor::empty({options.batch_size, features_}, dtype, device),
-                 Tensor::empty({options.batch_size}, DType::kI32, device)};
+  // No batch holds more rows than the data set: a batch_size beyond it (drop_last off) takes what there is.
+  const std::int64_t rows = std::min(options.batch_size, samples_);
+  full_batch_ = {Tensor::empty({rows, features_}, dtype, device), Tensor::empty({rows}, DType::kI32, device)};
   start_epoch(0);
 }
 
