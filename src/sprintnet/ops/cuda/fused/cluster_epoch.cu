@@ -354,11 +354,9 @@ struct Cluster {
   __device__ void prefetch_samples(std::int64_t step) const {
     if (a.order == nullptr || step >= a.steps || threadIdx.x >= rows_of(step)) return;
     const std::int32_t* source = a.order + step * a.batch + threadIdx.x;
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(shared_address(at<int>(c.next_samples) + threadIdx.x)),
-                 "l"(source)
-                 : "memory");
+    ptx::copy_async_4(shared_address(at<int>(c.next_samples) + threadIdx.x), source);
   }
-  __device__ void wait_samples() const { asm volatile("cp.async.wait_all;" ::: "memory"); }
+  __device__ void wait_samples() const { ptx::copy_async_wait_all(); }
 
   // ---- the batch: this block's features of every row (group_width() of them), in pieces of kPieceBytes
   // (8; 2 x 8: 16): thread i takes piece i % 8 of rows i / 8 + 32 k, k < 4; and every row's label. The
@@ -388,9 +386,7 @@ struct Cluster {
       const int r = piece_row(k);
       if constexpr (kWideFirst) {
         if (r < n && column) {
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(staged_piece(r))),
-                       "l"(a.images + sample_of(r) * features + f)
-                       : "memory");
+          ptx::copy_async_16(shared_address(staged_piece(r)), a.images + sample_of(r) * features + f);
         }
       } else {
         s.pixels[k] = make_uint2(0, 0);
@@ -405,7 +401,7 @@ struct Cluster {
     const std::int64_t n = rows_of(step);
     const int features = layer(0).in, f = f0() + piece_column();
     const bool column = piece_column() < group_width();  // 2 x 8 at 784 inputs: 7 of a row's 8 slots
-    if constexpr (kWideFirst) asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's pieces
+    if constexpr (kWideFirst) ptx::copy_async_wait_all();  // this thread's pieces
     bf16* x0 = at<bf16>(c.x0);
     // Eight pixels (bytes of two words) to four bf16 pairs.
     const auto convert = [&](std::uint32_t lo, std::uint32_t hi, bool valid) {

@@ -1,10 +1,10 @@
 #pragma once
-// The PTX the fused engine's cluster and split kernels are built from, one
-// instruction a function: tensor-core products (mma.sync m16n8k16, bf16 in, fp32
-// accumulate) fed by ldmatrix, and the sm_90 exchange between the blocks of a
-// cluster (bulk copies, or st.async stores, into another block's shared memory
-// that complete on its mbarrier); and a pixel byte's exact float by a byte permute. Shared-memory
-// operands are 32-bit shared-window addresses.
+// The PTX the fused engine's kernels are built from, one instruction a function: tensor-core
+// products (mma.sync m16n8k16, bf16 in, fp32 accumulate) fed by ldmatrix; copies from global memory
+// that run beside the thread (cp.async); the sm_90 exchange between the blocks of a cluster (bulk
+// copies, or st.async stores, into another block's shared memory that complete on its mbarrier); and
+// a pixel byte's exact float by a byte permute. Shared-memory operands are 32-bit shared-window
+// addresses.
 #include <cstdint>
 
 namespace sprintnet::cuda::ptx {
@@ -47,6 +47,49 @@ __device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], std::uint32_t
 __device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&r)[2], std::uint32_t address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(address));
 }
+
+// ---- copies from global memory into this block's shared memory that run beside the thread (sm_80
+// cp.async; `to` a shared-window address): issued, committed as groups, waited for by group.
+// 4 bytes through L1 (.ca: the only form for fewer than 16 bytes).
+__device__ __forceinline__ void copy_async_4(std::uint32_t to, const void* from) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(to), "l"(from) : "memory");
+}
+// 16 bytes through L2 alone (.cg: the data is read once, by this block).
+__device__ __forceinline__ void copy_async_16(std::uint32_t to, const void* from) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from) : "memory");
+}
+// The same with `to` a generic pointer into this block's shared memory.
+__device__ __forceinline__ void copy_async_4(void* to, const void* from) { copy_async_4(shared_address(to), from); }
+__device__ __forceinline__ void copy_async_16(void* to, const void* from) { copy_async_16(shared_address(to), from); }
+// Closes this thread's copies issued since the last commit into a group.
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Until at most kNewer of this thread's groups are still pending (the newest ones).
+template <int kNewer>
+__device__ __forceinline__ void copy_async_wait_group() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kNewer) : "memory");
+}
+// The same for a count that is a constant only once the caller's loop is unrolled (wait_group takes an
+// immediate); counts above 13 wait as 13.
+__device__ __forceinline__ void copy_async_wait_group(int newer) {
+  switch (newer) {
+    case 0: copy_async_wait_group<0>(); break;
+    case 1: copy_async_wait_group<1>(); break;
+    case 2: copy_async_wait_group<2>(); break;
+    case 3: copy_async_wait_group<3>(); break;
+    case 4: copy_async_wait_group<4>(); break;
+    case 5: copy_async_wait_group<5>(); break;
+    case 6: copy_async_wait_group<6>(); break;
+    case 7: copy_async_wait_group<7>(); break;
+    case 8: copy_async_wait_group<8>(); break;
+    case 9: copy_async_wait_group<9>(); break;
+    case 10: copy_async_wait_group<10>(); break;
+    case 11: copy_async_wait_group<11>(); break;
+    case 12: copy_async_wait_group<12>(); break;
+    default: copy_async_wait_group<13>(); break;
+  }
+}
+// Every copy this thread issued, committed or not.
+__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // ---- the cluster exchange (sm_90).
 // `address` in this block's shared memory, as the same offset in block `rank` of the cluster.

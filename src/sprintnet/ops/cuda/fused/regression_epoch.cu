@@ -98,14 +98,6 @@ static_assert(sizeof(RowMessage) == 48 && sizeof(RowRecord) == 16 && Layout::kMe
 
 #ifdef SPRINTNET_HAS_CLUSTERS
 
-__device__ __forceinline__ void cp_async_4(void* shared, const void* global) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(ptx::shared_address(shared)), "l"(global) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-// Every group but the newest has landed (this thread's copies), or every group.
-__device__ __forceinline__ void cp_async_wait_older() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
 // kUpdate: the optimizer's form (update_form.cuh); Adam and AdamW keep a second state in registers.
 template <UpdateForm kUpdate>
 struct Regression {
@@ -252,8 +244,10 @@ struct Regression {
       ptx::bulk_copy_from_global(ptx::shared_address(x(s) + row * kLd), from, bytes, batch_bar(s));
     }
     const int owned = row - kOwned * rank;
-    if (lane < kRowsAWarp && sample >= 0 && owned >= 0 && owned < kOwned) cp_async_4(labels(s) + owned, a.labels + sample);
-    cp_async_commit();
+    if (lane < kRowsAWarp && sample >= 0 && owned >= 0 && owned < kOwned) {
+      ptx::copy_async_4(labels(s) + owned, a.labels + sample);
+    }
+    ptx::copy_async_commit();
   }
   // A partial batch (the epoch's last): its rows past the end zeros, bias column and labels included
   // (no copy wrote them: they hold an older step's). Published by the next barrier.
@@ -460,7 +454,7 @@ struct Regression {
       gather(0, sample_or_none(0, row));
       gather(1, sample_or_none(1, row));
       next_sample = sample_or_none(2, row);
-      cp_async_wait_older();
+      ptx::copy_async_wait_group<1>();  // every group but the newest
     }
     clear_rows_past_end(0);
     const FlatOptimizerArgs& o = a.optimizer;
@@ -475,7 +469,7 @@ struct Regression {
       // While the partials travel: step s + 1's labels landed (this thread's cp.async, issued last step;
       // the barrier in receive publishes them; the rows are waited for on their buffer's mbarrier in
       // the forward), a partial batch's rows past its end cleared.
-      if (gathers) cp_async_wait_all();
+      if (gathers) ptx::copy_async_wait_group<0>();
       if (s + 1 < a.steps) clear_rows_past_end(s + 1);
       stamp();
       receive(partials_bar(), (kCtas - 1) * kTileSum * 4, s);
@@ -500,7 +494,7 @@ struct Regression {
       stamp();
     }
     if (a.steps > 0) add_metrics(a.steps - 1);
-    cp_async_wait_all();
+    ptx::copy_async_wait_group<0>();
     cluster.sync();  // no block leaves while another may still read its shared memory
     store_parameters();
     if (rank == 0 && threadIdx.x == 0) {

@@ -387,9 +387,7 @@ struct Rows {
   }
   __device__ void prefetch_samples(std::int64_t s) const {
     if (a.order == nullptr || s >= a.steps || threadIdx.x >= rows_of(s)) return;
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(shared_address(at<int>(c.next) + threadIdx.x)),
-                 "l"(a.order + s * a.batch + threadIdx.x)
-                 : "memory");
+    ptx::copy_async_4(shared_address(at<int>(c.next) + threadIdx.x), a.order + s * a.batch + threadIdx.x);
   }
   __device__ void copy_batch(std::int64_t s) const {
     if (!has_part() || s >= a.steps) return;
@@ -404,9 +402,7 @@ struct Rows {
       const int row = mine.row0 + kBatchRowStep * k;
       if (row >= n) break;
       const std::int64_t at_sample = a.order != nullptr ? samples[row] : s * a.batch + row;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to + kBatchRowStep * k * c.group),
-                   "l"(a.images + at_sample * features + f)
-                   : "memory");
+      ptx::copy_async_16(to + kBatchRowStep * k * c.group, a.images + at_sample * features + f);
     }
   }
   __device__ void copy_labels(std::int64_t s) const {
@@ -414,9 +410,7 @@ struct Rows {
     const int row = kOwn * rank + static_cast<int>(threadIdx.x);
     if (row >= rows_of(s)) return;
     const std::int64_t at_sample = a.order != nullptr ? at<int>(c.next)[row] : s * a.batch + row;
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(shared_address(at<int>(c.labels) + threadIdx.x)),
-                 "l"(a.labels + at_sample)
-                 : "memory");
+    ptx::copy_async_4(shared_address(at<int>(c.labels) + threadIdx.x), a.labels + at_sample);
   }
   __device__ void convert_batch(std::int64_t s) const {
     if (!has_part() || s >= a.steps) return;
@@ -1012,7 +1006,7 @@ struct Rows {
       __syncthreads();
       copy_batch(0);
       copy_labels(0);
-      asm volatile("cp.async.wait_all;" ::: "memory");
+      ptx::copy_async_wait_all();
       __syncthreads();
       convert_batch(0);
     }
@@ -1039,7 +1033,7 @@ struct Rows {
       stamp();
       output_backward();
       for (int h = hidden() - 1; h >= 1; --h) backward(h);
-      asm volatile("cp.async.wait_all;" ::: "memory");  // the next step's sample indices
+      ptx::copy_async_wait_all();  // the next step's sample indices
       __syncthreads();
       stamp();
       send_g1();
@@ -1056,7 +1050,7 @@ struct Rows {
       __syncthreads();
       stamp();
       side([&] {
-        asm volatile("cp.async.wait_all;" ::: "memory");  // this thread's copies (the batch's, the labels')
+        ptx::copy_async_wait_all();  // this thread's copies (the batch's, the labels')
         __syncthreads();  // v15i without it: racecheck saw the copies race the next step's partials (relaxed arrival)
         stamp();  // profile
         convert_batch(s + 1);

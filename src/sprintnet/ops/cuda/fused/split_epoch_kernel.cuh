@@ -188,32 +188,10 @@ struct SplitParams {
 
 using ptx::mma_bf16;
 using ptx::shared_address;
+using ptx::copy_async_16;
+using ptx::copy_async_commit;
+using ptx::copy_async_wait_group;
 
-__device__ __forceinline__ void cp16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-// Until at most `newer` of this thread's groups are pending (a constant once the caller's loop is
-// unrolled: wait_group takes an immediate).
-__device__ __forceinline__ void wait_all_but(int newer) {
-  switch (newer) {
-    case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
-    case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
-    case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
-    case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
-    case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
-    case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
-    case 6: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
-    case 7: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
-    case 8: asm volatile("cp.async.wait_group 8;" ::: "memory"); break;
-    case 9: asm volatile("cp.async.wait_group 9;" ::: "memory"); break;
-    case 10: asm volatile("cp.async.wait_group 10;" ::: "memory"); break;
-    case 11: asm volatile("cp.async.wait_group 11;" ::: "memory"); break;
-    case 12: asm volatile("cp.async.wait_group 12;" ::: "memory"); break;
-    default: asm volatile("cp.async.wait_group 13;" ::: "memory"); break;
-  }
-}
 __device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const std::uint32_t*>(&v);
@@ -415,16 +393,17 @@ struct Epoch {
 #pragma unroll
     for (int tile = 0; tile < kTiles; ++tile) {
       if (tile < tiles) {
-        cp16(s.slice + tile * kTileBytes + slot_offset(row, half), src + row * stride + col0 + tile * 16 + half * 8);
+        copy_async_16(s.slice + tile * kTileBytes + slot_offset(row, half),
+                      src + row * stride + col0 + tile * 16 + half * 8);
       }
-      commit();
+      copy_async_commit();
     }
   }
   // Tile ks of a slice of kTiles groups, and the groups before it, landed for this warp's rows (the
   // only ones its products read: no block barrier).
   template <int kTiles>
   __device__ static void wait_own_rows(int ks) {
-    wait_all_but(kTiles - 1 - ks);
+    copy_async_wait_group(kTiles - 1 - ks);
     __syncwarp();
   }
   // The rank's hidden range: src[:, kRange k ..] of a [128][kWidth] activation or gradient.
@@ -436,7 +415,8 @@ struct Epoch {
     for (int q = static_cast<int>(threadIdx.x); q < count * (kCols / 8); q += kThreads) {
       const int n = q / (kCols / 8), j = q % (kCols / 8);
       if (j * 8 < cols) {
-        cp16(s.wt + n * stride + j * 8, p.w[l] + static_cast<std::int64_t>(row0 + n) * p.ld[l] + col0 + j * 8);
+        copy_async_16(s.wt + n * stride + j * 8,
+                      p.w[l] + static_cast<std::int64_t>(row0 + n) * p.ld[l] + col0 + j * 8);
       }
     }
   }
@@ -601,17 +581,17 @@ struct Epoch {
     if constexpr (kFirst) {
       const int tile0 = S::in_tile0(k), tiles = S::in_tile0(k + 1) - tile0;
       load_weight_tile<16 * kTiles>(l, c * kSpan, kSpan, 16 * tile0, 16 * tiles, kWtStride);
-      commit();
+      copy_async_commit();
       load_slice<kTiles>(input_of(step), kIn, 16 * tile0, tiles);
     } else {
       if (l == 1) {
         load_weight_tile(l, c * kSpan, kSpan);
-        commit();
+        copy_async_commit();
       }
       load_slice(below_of(l, step));
     }
     if (weights_here) {
-      wait_all_but(kTiles);
+      copy_async_wait_group(kTiles);
       __syncthreads();
     }
     const int tiles = kFirst ? S::in_tile0(k + 1) - S::in_tile0(k) : kRangeTiles;
@@ -642,10 +622,10 @@ struct Epoch {
       for (int i = static_cast<int>(threadIdx.x); i < (16 - kClasses) * kTileStride; i += kThreads) {
         s.wt[kClasses * kTileStride + i] = bf16(0.0f);
       }
-      if (threadIdx.x < 3) cp16(s.b4_live + 4 * threadIdx.x, p.b4_live + 4 * threadIdx.x);
+      if (threadIdx.x < 3) copy_async_16(s.b4_live + 4 * threadIdx.x, p.b4_live + 4 * threadIdx.x);
       load_weight_tile(kDepth + 1, 0, kClasses);
     }
-    commit();
+    copy_async_commit();
   }
   __device__ void forward(int l, int step) {
     if constexpr (S::kSplitInput) {
@@ -857,9 +837,9 @@ struct Epoch {
     if (l == kDepth) apply_output_update();
     for (int q = static_cast<int>(threadIdx.x); q < kBatch * kNTiles; q += kThreads) {  // X_{l-1}[:, span]
       const int row = q / kNTiles, j = q % kNTiles;
-      if (j < n_tiles) cp16(s.xc + row * kXc + j * 8, below_of(l, step) + row * kBelowStride + i0 + j * 8);
+      if (j < n_tiles) copy_async_16(s.xc + row * kXc + j * 8, below_of(l, step) + row * kBelowStride + i0 + j * 8);
     }
-    commit();
+    copy_async_commit();
     load_slice(p.d[l]);  // the newest groups: the input gradient's product takes each tile as it lands
     if (l == 1) add_metrics(step);  // the output stage's row losses and hits are still in place
     // This warp's weight-gradient tiles (tile_of) and their momentum, a float4 a lane.
@@ -891,7 +871,7 @@ struct Epoch {
     }
     stamp();  // profile: the input gradient's products (B_1: nothing)
     constexpr int kPiece = kBatch * kOwn * 4;
-    wait_all();  // the whole slice and X_{l-1}[:, span], the block's after the barrier below
+    copy_async_wait_group<0>();  // the whole slice and X_{l-1}[:, span], the block's after the barrier below
     if (input_grad) {
       send_pieces(s.part, kPiece, s.recv, kPiece);  // its __syncthreads: every warp has read the old weights
     } else {
@@ -1116,7 +1096,7 @@ struct Epoch {
       for (int l = 1; l <= kDepth; ++l) {
         forward(l, step);
         barrier.arrive();
-        wait_all();  // the next stage's prefetched weights, the block's after the wait's block barrier
+        copy_async_wait_group<0>();  // the next stage's prefetched weights, the block's after the wait's block barrier
         barrier.wait();
       }
       const int next_sample = sample_of(step + 1);  // lands during the output stage's loads
