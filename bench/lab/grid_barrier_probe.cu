@@ -27,16 +27,9 @@
 #include <cstdlib>
 #include <vector>
 
-constexpr int kThreads = 256, kRows = 128, kSmem = 200 * 1024, kMaxBlocks = 128;
+#include "check_cuda.h"
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t e = (call);                                                                  \
-    if (e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
+constexpr int kThreads = 256, kRows = 128, kSmem = 200 * 1024, kMaxBlocks = 128;
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   unsigned v;
@@ -325,8 +318,8 @@ __global__ void __launch_bounds__(kThreads, 1) tagged_probe(const __grid_constan
 template <int kMode>
 float run_tagged(Params p, unsigned long long* const* words, int blocks, int cluster) {
   auto kernel = tagged_probe<kMode>;
-  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(blocks);
   config.blockDim = dim3(kThreads);
@@ -339,22 +332,22 @@ float run_tagged(Params p, unsigned long long* const* words, int blocks, int clu
   config.attrs = attribute;
   config.numAttrs = 1;
   cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
-  CHECK(cudaEventRecord(start));
-  CHECK(cudaLaunchKernelEx(&config, kernel, p, words));
-  CHECK(cudaEventRecord(stop));
-  CHECK(cudaEventSynchronize(stop));
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  CHECK_CUDA(cudaEventRecord(start));
+  CHECK_CUDA(cudaLaunchKernelEx(&config, kernel, p, words));
+  CHECK_CUDA(cudaEventRecord(stop));
+  CHECK_CUDA(cudaEventSynchronize(stop));
   float ms = 0.0f;
-  CHECK(cudaEventElapsedTime(&ms, start, stop));
+  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
   return ms;
 }
 
 template <int kVariant, int kLoad = 1>
 float run(Params p, int blocks, int cluster) {
   auto kernel = probe<kVariant, kLoad>;
-  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(blocks);
   config.blockDim = dim3(kThreads);
@@ -366,29 +359,29 @@ float run(Params p, int blocks, int cluster) {
   attribute[0].val.clusterDim.z = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  CHECK(cudaMemset(p.counter, 0, sizeof(unsigned)));
-  CHECK(cudaMemset(p.flags, 0, kMaxBlocks * sizeof(unsigned)));
+  CHECK_CUDA(cudaMemset(p.counter, 0, sizeof(unsigned)));
+  CHECK_CUDA(cudaMemset(p.flags, 0, kMaxBlocks * sizeof(unsigned)));
   cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
-  CHECK(cudaEventRecord(start));
-  CHECK(cudaLaunchKernelEx(&config, kernel, p));
-  CHECK(cudaEventRecord(stop));
-  CHECK(cudaEventSynchronize(stop));
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  CHECK_CUDA(cudaEventRecord(start));
+  CHECK_CUDA(cudaLaunchKernelEx(&config, kernel, p));
+  CHECK_CUDA(cudaEventRecord(stop));
+  CHECK_CUDA(cudaEventSynchronize(stop));
   float ms = 0.0f;
-  CHECK(cudaEventElapsedTime(&ms, start, stop));
+  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
   return ms;
 }
 
 int main(int argc, char** argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 20000;
   Params p{};
-  CHECK(cudaMalloc(&p.counter, sizeof(unsigned)));
-  CHECK(cudaMalloc(&p.flags, kMaxBlocks * sizeof(unsigned)));
-  CHECK(cudaMalloc(&p.x[0], kRows * 784 * sizeof(unsigned short)));
-  CHECK(cudaMalloc(&p.x[1], kRows * 784 * sizeof(unsigned short)));
-  CHECK(cudaMalloc(&p.mismatches, sizeof(int)));
-  CHECK(cudaMemset(p.mismatches, 0, sizeof(int)));
+  CHECK_CUDA(cudaMalloc(&p.counter, sizeof(unsigned)));
+  CHECK_CUDA(cudaMalloc(&p.flags, kMaxBlocks * sizeof(unsigned)));
+  CHECK_CUDA(cudaMalloc(&p.x[0], kRows * 784 * sizeof(unsigned short)));
+  CHECK_CUDA(cudaMalloc(&p.x[1], kRows * 784 * sizeof(unsigned short)));
+  CHECK_CUDA(cudaMalloc(&p.mismatches, sizeof(int)));
+  CHECK_CUDA(cudaMemset(p.mismatches, 0, sizeof(int)));
   const char* names[] = {"release", "relaxed", "cluster", "flags"};
   struct Grid { int width, cluster; } grids[] = {{784, 7}, {256, 4}};
   std::printf("grid barrier probe, %d iterations a launch; ns a barrier (alone) and a stage skeleton (store 8 "
@@ -455,12 +448,12 @@ int main(int argc, char** argv) {
   // The tagged words, no barrier: against the engine's skeleton above (release, cp.async).
   unsigned long long* words_host[4];
   for (auto& w : words_host) {
-    CHECK(cudaMalloc(&w, kRows * 784 * 4));
-    CHECK(cudaMemset(w, 0, kRows * 784 * 4));
+    CHECK_CUDA(cudaMalloc(&w, kRows * 784 * 4));
+    CHECK_CUDA(cudaMemset(w, 0, kRows * 784 * 4));
   }
   unsigned long long** words = nullptr;
-  CHECK(cudaMalloc(&words, sizeof(words_host)));
-  CHECK(cudaMemcpy(words, words_host, sizeof(words_host), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMalloc(&words, sizeof(words_host)));
+  CHECK_CUDA(cudaMemcpy(words, words_host, sizeof(words_host), cudaMemcpyHostToDevice));
   for (const Grid& grid : grids) {
     const int blocks = grid.width / 8;
     p.width = grid.width;
@@ -472,7 +465,7 @@ int main(int argc, char** argv) {
       for (int mode = 0; mode < 3; ++mode) {
         std::vector<float> ms;
         for (int launch = 0; launch < 5; ++launch) {
-          for (auto* w : words_host) CHECK(cudaMemset(w, 0, kRows * 784 * 4));
+          for (auto* w : words_host) CHECK_CUDA(cudaMemset(w, 0, kRows * 784 * 4));
           float t = mode == 0 ? run<0, 1>(p, blocks, grid.cluster)
                               : mode == 1 ? run_tagged<0>(p, words, blocks, grid.cluster)
                                           : run_tagged<1>(p, words, blocks, grid.cluster);
@@ -486,7 +479,7 @@ int main(int argc, char** argv) {
     }
   }
   int bad = 0;
-  CHECK(cudaMemcpy(&bad, p.mismatches, sizeof(int), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(&bad, p.mismatches, sizeof(int), cudaMemcpyDeviceToHost));
   std::printf("mismatches read after a barrier: %d\n", bad);
   return bad == 0 ? 0 : 1;
 }

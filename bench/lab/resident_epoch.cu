@@ -36,18 +36,10 @@
 #include <random>
 #include <vector>
 
+#include "check_cuda.h"
 #include "sprintnet/ops/cuda/fused/grid_barrier.cuh"
 
 using bf16 = __nv_bfloat16;
-
-#define CHECK(x)                                                                             \
-  do {                                                                                       \
-    cudaError_t e_ = (x);                                                                    \
-    if (e_ != cudaSuccess) {                                                                 \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
 
 constexpr int kBatch = 128, kWidth = 784, kIn = 784, kClasses = 10, kHidden = 3;
 static_assert(kIn == kWidth, "the probe splits the pixels like the neurons: 8 a block");
@@ -1315,7 +1307,7 @@ struct Device {
   template <typename T>
   T* alloc(std::size_t count) {
     void* q = nullptr;
-    CHECK(cudaMalloc(&q, count * sizeof(T)));
+    CHECK_CUDA(cudaMalloc(&q, count * sizeof(T)));
     owned.push_back(q);
     return static_cast<T*>(q);
   }
@@ -1328,17 +1320,17 @@ void upload_model(Device& dev, const Model& m) {
   for (int l = 1; l <= kHidden + 1; ++l) {
     std::vector<bf16> copy(m.w[l].size());
     for (std::size_t i = 0; i < copy.size(); ++i) copy[i] = __float2bfloat16_rn(m.w[l][i]);
-    CHECK(cudaMemcpy(dev.p.w[l], copy.data(), copy.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(dev.p.master[l], m.w[l].data(), m.w[l].size() * 4, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(dev.p.bias[l], m.b[l].data(), m.b[l].size() * 4, cudaMemcpyHostToDevice));
-    if (l <= kHidden) CHECK(cudaMemset(dev.p.mom[l], 0, static_cast<std::size_t>(kWidth) * Model::in_of(l) * 4));
+    CHECK_CUDA(cudaMemcpy(dev.p.w[l], copy.data(), copy.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(dev.p.master[l], m.w[l].data(), m.w[l].size() * 4, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(dev.p.bias[l], m.b[l].data(), m.b[l].size() * 4, cudaMemcpyHostToDevice));
+    if (l <= kHidden) CHECK_CUDA(cudaMemset(dev.p.mom[l], 0, static_cast<std::size_t>(kWidth) * Model::in_of(l) * 4));
   }
   // Poison the activation and gradient buffers: an element the kernel reads unwritten is NaN.
   for (int l = 0; l <= kHidden; ++l) {
-    CHECK(cudaMemset(dev.p.x[l], 0xff, kBatch * kWidth * sizeof(bf16)));
-    CHECK(cudaMemset(dev.p.d[l], 0xff, kBatch * kWidth * sizeof(bf16)));
+    CHECK_CUDA(cudaMemset(dev.p.x[l], 0xff, kBatch * kWidth * sizeof(bf16)));
+    CHECK_CUDA(cudaMemset(dev.p.d[l], 0xff, kBatch * kWidth * sizeof(bf16)));
   }
-  CHECK(cudaMemset(dev.p.x0_odd, 0xff, kBatch * kWidth * sizeof(bf16)));
+  CHECK_CUDA(cudaMemset(dev.p.x0_odd, 0xff, kBatch * kWidth * sizeof(bf16)));
 }
 
 // LAB_KERNEL=split runs v7b (the k split over clusters of 7); otherwise v7a.
@@ -1349,9 +1341,9 @@ bool split_kernel() {
 
 float launch(Device& dev, int steps, cudaEvent_t start, cudaEvent_t stop) {
   dev.p.steps = steps;
-  CHECK(cudaMemset(dev.p.barrier, 0, 4));
+  CHECK_CUDA(cudaMemset(dev.p.barrier, 0, 4));
   void* args[] = {&dev.p};
-  CHECK(cudaEventRecord(start));
+  CHECK_CUDA(cudaEventRecord(start));
   // LAB_BLOCKS=N (with LAB_NO_BARRIER): fewer blocks, each doing its usual stage work: how fast one
   // SM streams when fewer share L2.
   const char* blocks = std::getenv("LAB_BLOCKS");
@@ -1374,15 +1366,15 @@ float launch(Device& dev, int steps, cudaEvent_t start, cudaEvent_t stop) {
     attrs[1].val.cooperative = 1;
     config.attrs = attrs;
     config.numAttrs = 2;
-    CHECK(cudaLaunchKernelEx(&config, split_epoch, dev.p));
+    CHECK_CUDA(cudaLaunchKernelEx(&config, split_epoch, dev.p));
   } else {
-    CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(resident_epoch), grid, kThreads, args, kSmemBytes));
+    CHECK_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(resident_epoch), grid, kThreads, args, kSmemBytes));
   }
-  CHECK(cudaEventRecord(stop));
-  CHECK(cudaGetLastError());
-  CHECK(cudaEventSynchronize(stop));
+  CHECK_CUDA(cudaEventRecord(stop));
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaEventSynchronize(stop));
   float ms = 0.0f;
-  CHECK(cudaEventElapsedTime(&ms, start, stop));
+  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
   return ms;
 }
 
@@ -1420,9 +1412,9 @@ int main(int argc, char** argv) {
   p.images = dev.alloc<std::uint8_t>(images.size());
   p.labels = dev.alloc<std::int32_t>(samples);
   p.order = dev.alloc<std::int32_t>(samples);
-  CHECK(cudaMemcpy(const_cast<std::uint8_t*>(p.images), images.data(), images.size(), cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(const_cast<std::int32_t*>(p.labels), labels.data(), samples * 4, cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(const_cast<std::int32_t*>(p.order), order.data(), samples * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(const_cast<std::uint8_t*>(p.images), images.data(), images.size(), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(const_cast<std::int32_t*>(p.labels), labels.data(), samples * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(const_cast<std::int32_t*>(p.order), order.data(), samples * 4, cudaMemcpyHostToDevice));
   p.scale = scale;
   p.shift = shift;
   p.lr = lr;
@@ -1441,13 +1433,13 @@ int main(int argc, char** argv) {
   }
   p.barrier = dev.alloc<unsigned>(1);
   p.losses = dev.alloc<float>(steps_per_epoch);
-  CHECK(cudaFuncSetAttribute(resident_epoch, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  CHECK(cudaFuncSetAttribute(split_epoch, cudaFuncAttributeMaxDynamicSharedMemorySize, kSplitSmemBytes));
+  CHECK_CUDA(cudaFuncSetAttribute(resident_epoch, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  CHECK_CUDA(cudaFuncSetAttribute(split_epoch, cudaFuncAttributeMaxDynamicSharedMemorySize, kSplitSmemBytes));
   cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("resident_epoch (%s): %s, %d blocks x %d threads, %d B shared memory a block\n",
               split_kernel() ? "v7b, k split over clusters of 7" : "v7a", prop.name, kBlocks,
               split_kernel() ? kSplitThreads : kThreads,
@@ -1458,11 +1450,11 @@ int main(int argc, char** argv) {
   launch(dev, check_steps, start, stop);
   Model gpu = model, cpu = model;
   for (int l = 1; l <= kHidden + 1; ++l) {
-    CHECK(cudaMemcpy(gpu.w[l].data(), p.master[l], gpu.w[l].size() * 4, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(gpu.b[l].data(), p.bias[l], gpu.b[l].size() * 4, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(gpu.w[l].data(), p.master[l], gpu.w[l].size() * 4, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(gpu.b[l].data(), p.bias[l], gpu.b[l].size() * 4, cudaMemcpyDeviceToHost));
   }
   std::vector<float> gpu_losses(check_steps), cpu_losses;
-  CHECK(cudaMemcpy(gpu_losses.data(), p.losses, check_steps * 4, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(gpu_losses.data(), p.losses, check_steps * 4, cudaMemcpyDeviceToHost));
   reference_steps(cpu, images, labels, order, check_steps, scale, shift, lr, mu, cpu_losses);
   // Tolerances: both sides use the same bf16 operands and fp32 sums in another order (~1e-6
   // relative); what differs is where a bf16 rounding of an activation or gradient falls the other
@@ -1485,7 +1477,7 @@ int main(int argc, char** argv) {
   // row written to the wrong place would not show in the master).
   for (int l = 1; l <= kHidden + 1; ++l) {
     std::vector<bf16> copy(gpu.w[l].size());
-    CHECK(cudaMemcpy(copy.data(), p.w[l], copy.size() * sizeof(bf16), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(copy.data(), p.w[l], copy.size() * sizeof(bf16), cudaMemcpyDeviceToHost));
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < copy.size(); ++i) {
       wrong += __bfloat162float(copy[i]) != bf16_round(gpu.w[l][i]) ? 1 : 0;
@@ -1503,7 +1495,7 @@ int main(int argc, char** argv) {
   for (int l = 1; l <= kHidden + 1; ++l) {
     const auto same = [&](const float* device, const std::vector<float>& first) {
       std::vector<float> again(first.size());
-      CHECK(cudaMemcpy(again.data(), device, again.size() * 4, cudaMemcpyDeviceToHost));
+      CHECK_CUDA(cudaMemcpy(again.data(), device, again.size() * 4, cudaMemcpyDeviceToHost));
       return std::memcmp(again.data(), first.data(), again.size() * 4) == 0;
     };
     identical = identical && same(p.master[l], gpu.w[l]) && same(p.bias[l], gpu.b[l]);
@@ -1514,7 +1506,7 @@ int main(int argc, char** argv) {
   std::vector<float> epochs;
   for (int e = 0; e < 6; ++e) epochs.push_back(launch(dev, steps_per_epoch, start, stop));
   std::vector<float> losses(steps_per_epoch);
-  CHECK(cudaMemcpy(losses.data(), p.losses, steps_per_epoch * 4, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(losses.data(), p.losses, steps_per_epoch * 4, cudaMemcpyDeviceToHost));
   std::vector<float> timed(epochs.begin() + 1, epochs.end());
   std::sort(timed.begin(), timed.end());
   const float median = timed[timed.size() / 2];
@@ -1529,7 +1521,7 @@ int main(int argc, char** argv) {
   p.clock_capacity = capacity;
   launch(dev, steps_per_epoch, start, stop);
   std::vector<std::uint64_t> clock(capacity);
-  CHECK(cudaMemcpy(clock.data(), p.clock, capacity * 8, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(clock.data(), p.clock, capacity * 8, cudaMemcpyDeviceToHost));
   const char* names[kStages] = {"F1", "F2", "F3", "out", "B3", "B2", "B1+gather"};
   std::printf("per stage, us (block 0's clock, steps 10..%d):", steps_per_epoch - 1);
   for (int st = 0; st < kStages; ++st) {
@@ -1547,10 +1539,10 @@ int main(int argc, char** argv) {
   // -> the next stage's start (the grid barrier and the wait for the slowest block).
   const int points = 4 * kStages * steps_per_epoch;
   p.trace = dev.alloc<std::uint64_t>(points);
-  CHECK(cudaMemset(p.trace, 0, points * 8));
+  CHECK_CUDA(cudaMemset(p.trace, 0, points * 8));
   launch(dev, steps_per_epoch, start, stop);
   std::vector<std::uint64_t> trace(points);
-  CHECK(cudaMemcpy(trace.data(), p.trace, points * 8, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(trace.data(), p.trace, points * 8, cudaMemcpyDeviceToHost));
   std::printf("inside stages, us (first tile | tiles | epilogue | barrier):\n");
   for (int st = 0; st < kStages; ++st) {
     double part[4] = {};
@@ -1574,8 +1566,8 @@ int main(int argc, char** argv) {
     p.trace = dev.alloc<std::uint64_t>(points);
     launch(dev, steps_per_epoch, start, stop);
     std::vector<std::uint64_t> detail(8 * steps_per_epoch);
-    CHECK(cudaMemcpy(detail.data(), p.trace_out, detail.size() * 8, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(trace.data(), p.trace, points * 8, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(detail.data(), p.trace_out, detail.size() * 8, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(trace.data(), p.trace, points * 8, cudaMemcpyDeviceToHost));
     double part[5] = {};
     for (int s = 10; s + 1 < steps_per_epoch; ++s) {
       const std::uint64_t* m = &trace[(s * kStages + 3) * 4];

@@ -41,20 +41,12 @@
 #include <random>
 #include <vector>
 
+#include "check_cuda.h"
 #include "sprintnet/ops/cuda/fused/fragment_loads.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 
 namespace ptx = sprintnet::cuda::ptx;
 using bf16 = __nv_bfloat16;
-
-#define CHECK_CUDA(x)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 constexpr int kBlocks = 16, kWarps = 8, kThreads = 32 * kWarps;
 constexpr int kBatch = 128, kIn = 784, kH = 128, kClasses = 10, kClassesPad = 16;

@@ -28,6 +28,7 @@
 #include <random>
 #include <vector>
 
+#include "check_cuda.h"
 #include "sprintnet/ops/cuda/fused/fragment_loads.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/warpgroup_mma.cuh"
@@ -35,15 +36,6 @@
 namespace ptx = sprintnet::cuda::ptx;
 namespace fused = sprintnet::cuda::fused;
 using bf16 = __nv_bfloat16;
-
-#define CHECK_CUDA(x)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 constexpr int kRows = 128, kK = 112, kN = 64, kThreads = 256, kLd = kK + 8;
 constexpr int kReps = 2000, kVariants = 6;
