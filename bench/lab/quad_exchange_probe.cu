@@ -23,7 +23,9 @@
 // of the step's size between them (mma.sync on register operands, per warp: the first layer's 104 before
 // X1, 32 for each hidden forward and backward product, 16 for the logits, 104 for the first layer's
 // weight gradient and 32 a hidden tile after G1: the design's arithmetic on 8 warps); a chain of plain
-// cluster barriers of the same length (the floor of any exchange); and the partials in bf16. Each
+// cluster barriers of the same length (the floor of any exchange); the partials in bf16; and each
+// exchange pipelined with the products before it (sent in 2 or 4 pieces, each as soon as its share of
+// the products is done: the receiver's wait then overlaps the sender's last products). Each
 // exchange's data is checked on the first step (sender, exchange and piece in every word), so a probe
 // that moved nothing cannot pass. Standalone:
 //   nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -O3 -Isrc bench/lab/quad_exchange_probe.cu -o quad_exchange_probe
@@ -48,6 +50,7 @@ struct Exchange {
   int cross;       // 1: among the blocks of the same neuron quarter (4q' + j); 0: inside the quad (4q + j')
   int bytes;       // sent to each of the 3 partners (a multiple of 16)
   int mma_before;  // products a warp runs before it sends
+  int chunks;      // 1, or the products and the sends interleaved in this many pieces (pipelined)
 };
 struct Params {
   Exchange ex[kMaxExchanges];
@@ -122,18 +125,22 @@ __global__ void __cluster_dims__(kBlocks, 1, 1) __launch_bounds__(kThreads, 1)
     }
     for (int e = 0; e < p.count; ++e) {
       const Exchange x = p.ex[e];
-      products(x.mma_before, acc, a, b);
-      const int pieces = x.bytes / 16;
-      // Send: this block's pieces to each partner's area, slot of this block; every word says who sent it.
-      for (int k = 0; k < 3; ++k) {
-        const int to = partner(rank, x.cross, k);
-        const std::uint32_t bar = ptx::in_block(ptx::shared_address(bars + e), to);
-        const std::uint32_t base =
-            ptx::in_block(ptx::shared_address(smem + p.area[e] + slot_of(to, rank, x.cross) * x.bytes), to);
-        for (int i = t; i < pieces; i += kThreads) {
-          const uint4 v = make_uint4(static_cast<unsigned>(rank), static_cast<unsigned>(e), static_cast<unsigned>(i),
-                                     static_cast<unsigned>(step));
-          ptx::store_to_block(base + 16 * i, v, bar);
+      const int pieces = x.bytes / 16, chunks = x.chunks > 1 ? x.chunks : 1;
+      // Products, then this block's pieces to each partner's area, slot of this block (every word says who
+      // sent it); in `chunks` rounds, each sending what its share of the products made.
+      for (int c = 0; c < chunks; ++c) {
+        products(x.mma_before / chunks, acc, a, b);
+        const int first = pieces * c / chunks, last = pieces * (c + 1) / chunks;
+        for (int k = 0; k < 3; ++k) {
+          const int to = partner(rank, x.cross, k);
+          const std::uint32_t bar = ptx::in_block(ptx::shared_address(bars + e), to);
+          const std::uint32_t base =
+              ptx::in_block(ptx::shared_address(smem + p.area[e] + slot_of(to, rank, x.cross) * x.bytes), to);
+          for (int i = first + t; i < last; i += kThreads) {
+            const uint4 v = make_uint4(static_cast<unsigned>(rank), static_cast<unsigned>(e),
+                                       static_cast<unsigned>(i), static_cast<unsigned>(step));
+            ptx::store_to_block(base + 16 * i, v, bar);
+          }
         }
       }
       // Receive: the three partners' bytes, then read them (the consumer's sum).
@@ -175,14 +182,17 @@ struct Variant {
 
 // The chain of a step with `hidden` hidden layers; `work`: the products between the exchanges;
 // `partial_bytes`: 8192 (fp32 partial sums) or 4096 (bf16).
-Variant chain(int hidden, bool work, int partial_bytes) {
+Variant chain(int hidden, bool work, int partial_bytes, int chunks = 1) {
   Variant v;
   v.name = std::to_string(hidden) + " hidden, " + (work ? "with products" : "exchanges alone") +
-           (partial_bytes == 4096 ? ", partials bf16" : "");
-  v.ex.push_back({1, partial_bytes, work ? 104 : 0});                                 // X1
-  for (int l = 0; l < hidden; ++l) v.ex.push_back({0, 4096, work && l > 0 ? 32 : 0});  // gathers
-  for (int l = 0; l < hidden - 1; ++l) v.ex.push_back({0, partial_bytes, work ? (l == 0 ? 16 + 32 : 32) : 0});
-  v.ex.push_back({1, 4096, 0});  // G1
+           (partial_bytes == 4096 ? ", partials bf16" : "") +
+           (chunks > 1 ? ", pipelined x" + std::to_string(chunks) : "");
+  v.ex.push_back({1, partial_bytes, work ? 104 : 0, chunks});                                 // X1
+  for (int l = 0; l < hidden; ++l) v.ex.push_back({0, 4096, work && l > 0 ? 32 : 0, chunks});  // gathers
+  for (int l = 0; l < hidden - 1; ++l) {
+    v.ex.push_back({0, partial_bytes, work ? (l == 0 ? 16 + 32 : 32) : 0, chunks});            // scatters
+  }
+  v.ex.push_back({1, 4096, 0, 1});  // G1
   v.mma_after = work ? 104 + 32 * (hidden - 1) : 0;
   return v;
 }
@@ -214,13 +224,15 @@ int main(int argc, char** argv) {
     variants.push_back(chain(hidden, false, 4096));
     variants.push_back(chain(hidden, true, 8192));
     variants.push_back(chain(hidden, true, 4096));
+    variants.push_back(chain(hidden, true, 4096, 2));
+    variants.push_back(chain(hidden, true, 4096, 4));
   }
   {
     Variant v = chain(3, true, 8192);  // the products alone: the arithmetic's own time
     v.name = "3 hidden, products alone (no exchange: 1 tiny one)";
     int total = v.mma_after;
     for (const Exchange& x : v.ex) total += x.mma_before;
-    v.ex = {{0, 16, total}};
+    v.ex = {{0, 16, total, 1}};
     v.mma_after = 0;
     variants.push_back(v);
   }
