@@ -50,9 +50,9 @@ void write_png(const std::filesystem::path& path, int width, int height, int cha
   ASSERT_EQ(stbi_write_png(path.c_str(), width, height, channels, samples.data(), width * channels), 1) << path;
 }
 
-// A 16-bit grayscale PNG, which stb_image_write cannot produce: IHDR, one zlib IDAT of
-// filter-0 rows of big-endian samples, IEND, each chunk with its CRC.
-Bytes png16_gray(std::uint32_t width, std::uint32_t height, const std::vector<std::uint16_t>& samples) {
+// A grayscale PNG of bit depth `depth` from its raw (filtered) image data, zlib-compressed into one
+// IDAT: IHDR, IDAT, IEND, each chunk with its CRC. What stb_image_write cannot produce.
+Bytes gray_png(std::uint32_t width, std::uint32_t height, std::uint8_t depth, const Bytes& raw) {
   auto put32 = [](Bytes& out, std::uint32_t v) {
     for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
   };
@@ -67,8 +67,19 @@ Bytes png16_gray(std::uint32_t width, std::uint32_t height, const std::vector<st
   Bytes header;
   put32(header, width);
   put32(header, height);
-  header.insert(header.end(), {16, 0, 0, 0, 0});  // bit depth 16, gray, deflate, filter 0, no interlace
+  header.insert(header.end(), {depth, 0, 0, 0, 0});  // gray, deflate, filter 0, no interlace
   chunk("IHDR", header);
+  uLongf packed_size = compressBound(static_cast<uLong>(raw.size()));
+  Bytes packed(packed_size);
+  EXPECT_EQ(compress(packed.data(), &packed_size, raw.data(), static_cast<uLong>(raw.size())), Z_OK);
+  packed.resize(packed_size);
+  chunk("IDAT", packed);
+  chunk("IEND", {});
+  return png;
+}
+
+// A 16-bit grayscale PNG: filter-0 rows of big-endian samples.
+Bytes png16_gray(std::uint32_t width, std::uint32_t height, const std::vector<std::uint16_t>& samples) {
   Bytes raw;
   for (std::uint32_t y = 0; y < height; ++y) {
     raw.push_back(0);  // filter: none
@@ -78,13 +89,7 @@ Bytes png16_gray(std::uint32_t width, std::uint32_t height, const std::vector<st
       raw.push_back(static_cast<std::uint8_t>(v & 0xFF));
     }
   }
-  uLongf packed_size = compressBound(static_cast<uLong>(raw.size()));
-  Bytes packed(packed_size);
-  EXPECT_EQ(compress(packed.data(), &packed_size, raw.data(), static_cast<uLong>(raw.size())), Z_OK);
-  packed.resize(packed_size);
-  chunk("IDAT", packed);
-  chunk("IEND", {});
-  return png;
+  return gray_png(width, height, 16, raw);
 }
 
 class ImageTest : public ::testing::Test {
@@ -264,6 +269,11 @@ TEST_F(ImageTest, CorruptFilesAreErrorsNamingTheFile) {
   write_png(dir_ / "good.png", 28, 28, 1, random_bytes(28 * 28, gen_));
   const Bytes png = read_file_bytes(dir_ / "good.png");
   expect_error("truncated.png", Bytes(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(png.size() / 2)), "PNG");
+  Bytes bad_crc = png;
+  bad_crc[30] ^= 0x01;  // IHDR's CRC (signature 8, length 4, type 4, 13 bytes of header)
+  expect_error("crc.png", bad_crc, "CRC");
+  // 28 x 28 pixels whose image data inflates to 1 MiB (a bomb: a 2 MB file could inflate to gigabytes).
+  expect_error("bomb.png", gray_png(28, 28, 8, Bytes(1 << 20, 0)), "inflates to more than");
   Bytes garbage(200, 0x42);  // the PNG signature, then bytes that are no chunk
   std::copy_n(png.begin(), 8, garbage.begin());
   expect_error("garbage.png", garbage, "PNG");

@@ -3,9 +3,13 @@
 // compile a second copy; we only ever hand it files that carry the PNG
 // signature, so the other formats it knows are never reached.
 #include <stb/stb_image.h>
+#include <zlib.h>
 
 #include <climits>
+#include <cstdint>
 #include <memory>
+#include <string_view>
+#include <vector>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/data/image.h"
@@ -20,6 +24,48 @@ struct StbFree {
 std::string_view failure_reason() {
   const char* reason = stbi_failure_reason();
   return reason != nullptr ? reason : "unknown error";
+}
+
+std::uint32_t big_endian32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+// What stb_image does not check, before it decodes: every chunk's CRC, and the image data's inflated
+// size against what a width x height image can need (at most 8 bytes a pixel and a filter byte a row
+// in each of Adam7's 7 passes). A small file that inflates to gigabytes is refused without allocating
+// for it: the data is inflated here into a small scratch buffer and only counted.
+void check_chunks(std::span<const std::uint8_t> bytes, std::string_view origin, int width, int height) {
+  const std::uint64_t most = std::uint64_t(height) * (std::uint64_t(width) * 8 + 7) + 64;
+  z_stream inflater{};
+  SN_CHECK(inflateInit(&inflater) == Z_OK, "{}: zlib could not start", origin);
+  const std::unique_ptr<z_stream, int (*)(z_stream*)> end(&inflater, inflateEnd);
+  std::vector<Bytef> scratch(64 * 1024);
+  bool ended = false;  // the zlib stream's end came (stb_image ignores image data after it)
+  for (std::size_t at = 8; at + 12 <= bytes.size();) {
+    const std::uint32_t length = big_endian32(&bytes[at]);
+    const std::string_view type(reinterpret_cast<const char*>(&bytes[at + 4]), 4);
+    SN_CHECK(length <= bytes.size() - at - 12, "{}: PNG chunk '{}' runs past the end of the file", origin, type);
+    const auto crc = crc32(0, &bytes[at + 4], static_cast<uInt>(length + 4));
+    SN_CHECK(crc == big_endian32(&bytes[at + 8 + length]), "{}: PNG chunk '{}' fails its CRC (a corrupt file)",
+             origin, type);
+    if (type == "IDAT" && !ended) {
+      inflater.next_in = const_cast<Bytef*>(&bytes[at + 8]);
+      inflater.avail_in = length;
+      while (inflater.avail_in > 0) {
+        inflater.next_out = scratch.data();
+        inflater.avail_out = static_cast<uInt>(scratch.size());
+        const int status = inflate(&inflater, Z_NO_FLUSH);
+        SN_CHECK(status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR,
+                 "{}: corrupt PNG image data ({})", origin, inflater.msg != nullptr ? inflater.msg : "zlib error");
+        SN_CHECK(inflater.total_out <= most, "{}: PNG image data inflates to more than the {} bytes a {}x{} image "
+                 "can need", origin, most, width, height);
+        ended = status == Z_STREAM_END;
+        if (status != Z_OK) break;
+      }
+    }
+    if (type == "IEND") break;
+    at += 12 + std::size_t{length};
+  }
 }
 
 }  // namespace
@@ -38,6 +84,8 @@ DecodedImage decode_png(std::span<const std::uint8_t> bytes, std::string_view or
   const std::int64_t pixels = std::int64_t{width} * height;
   SN_CHECK(width >= 1 && height >= 1 && pixels <= kMaxImagePixels,
            "{}: a {}x{} PNG is larger than the {} pixels accepted", origin, width, height, kMaxImagePixels);
+
+  check_chunks(bytes, origin, width, height);
 
   DecodedImage image;
   const bool sixteen_bit = stbi_is_16_bit_from_memory(data, length) == 1;
