@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -283,6 +284,23 @@ TEST(Checkpoint, LeftoversOfAKilledWriteAreIgnoredAndCleanedUp) {
             (std::vector<std::string>{"epoch-0001", "epoch-0002", "epoch-0003", "epoch-0004", "epoch-0005"}));
   // epoch-0004 was rewritten by the resumed run, not kept from the copy of epoch 2.
   EXPECT_EQ(read_checkpoint(checkpoints / "epoch-0004").epoch, 4);
+}
+
+// A checkpoint whose write fails part way (here its second file: a full disk, say) leaves no temporary
+// directory behind, and `latest` still names the checkpoint before it.
+TEST(Checkpoint, AFailedWriteLeavesNothingBehind) {
+  const fs::path out = test::temp_dir("checkpoint-failed-write");
+  const fs::path run = train_until_killed(tiny_config(out, "run"), 1);
+  Checkpoint checkpoint = read_checkpoint(latest_checkpoint(run));
+  checkpoint.epoch = 2;
+  ASSERT_FALSE(checkpoint.optimizer_state.empty());
+  checkpoint.optimizer_state.push_back(checkpoint.optimizer_state.front());  // a name twice: its save throws
+  EXPECT_THROW(write_checkpoint(run, checkpoint, 0), Error);
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(run / kCheckpointsDirName)) left.push_back(entry.path().filename());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"epoch-0001", "latest"}));
+  EXPECT_EQ(latest_checkpoint(run).filename(), "epoch-0001");
 }
 
 TEST(Checkpoint, ResumingFailsCleanlyWithoutACheckpointToResume) {

@@ -160,13 +160,18 @@ fs::path write_checkpoint(const fs::path& run_dir, const Checkpoint& checkpoint,
   SN_CHECK(fs::create_directory(temporary, error), "cannot create {}: {}", temporary.string(),
            error ? error.message() : "it exists");
   // Each file is written to its own temporary, fsynced and renamed (save_safetensors, write_text_file_atomically).
-  Metadata weights_metadata = checkpoint.weights_metadata;
-  weights_metadata["format"] = "pt";  // what safetensors.torch expects of a state dict
-  weights_metadata["producer"] = "sprintnet";
-  save_safetensors(temporary / kCheckpointModelFileName, checkpoint.weights, weights_metadata);
-  save_safetensors(temporary / kCheckpointStateFileName, checkpoint.optimizer_state, state_metadata(checkpoint));
-  write_text_file_atomically(temporary / kCheckpointConfigFileName, config_to_toml(checkpoint.config));
-  fsync_directory(temporary);
+  try {
+    Metadata weights_metadata = checkpoint.weights_metadata;
+    weights_metadata["format"] = "pt";  // what safetensors.torch expects of a state dict
+    weights_metadata["producer"] = "sprintnet";
+    save_safetensors(temporary / kCheckpointModelFileName, checkpoint.weights, weights_metadata);
+    save_safetensors(temporary / kCheckpointStateFileName, checkpoint.optimizer_state, state_metadata(checkpoint));
+    write_text_file_atomically(temporary / kCheckpointConfigFileName, config_to_toml(checkpoint.config));
+    fsync_directory(temporary);
+  } catch (...) {
+    fs::remove_all(temporary, error);  // a failed write (a full disk) leaves nothing behind; best effort
+    throw;
+  }
 
   // A directory of this name is not what `latest` names (that one is older): it is left by a run
   // killed between renaming it and updating `latest`, and is replaced.
