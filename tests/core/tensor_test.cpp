@@ -52,6 +52,7 @@ TEST(Tensor, FromVectorChecksSize) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("[4611686018427387904, 784]"), std::string::npos) << e.what();
   }
+  EXPECT_EQ(Tensor::empty({std::int64_t{1} << 62, 784, 0}, DType::kF32).numel(), 0);  // empty is empty
 }
 
 }  // namespace

@@ -272,6 +272,12 @@ TEST_F(ImageTest, CorruptFilesAreErrorsNamingTheFile) {
   Bytes bad_crc = png;
   bad_crc[30] ^= 0x01;  // IHDR's CRC (signature 8, length 4, type 4, 13 bytes of header)
   expect_error("crc.png", bad_crc, "CRC");
+  // A damaged ancillary chunk (here a text comment after IHDR) is skipped, as libpng skips it.
+  Bytes comment = {0, 0, 0, 4, 't', 'E', 'X', 't', 'a', '=', 'b', '!', 0, 0, 0, 0};  // a wrong CRC of zeros
+  Bytes with_comment = png;
+  with_comment.insert(with_comment.begin() + 33, comment.begin(), comment.end());  // after IHDR (8 + 25)
+  write_bytes(dir_ / "comment.png", with_comment);
+  EXPECT_EQ(load_image_for_model(dir_ / "comment.png", options).size(), 28u * 28u);
   // 28 x 28 pixels whose image data inflates to 1 MiB (a bomb: a 2 MB file could inflate to gigabytes).
   expect_error("bomb.png", gray_png(28, 28, 8, Bytes(1 << 20, 0)), "inflates to more than");
   Bytes garbage(200, 0x42);  // the PNG signature, then bytes that are no chunk

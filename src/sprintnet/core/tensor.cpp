@@ -1,5 +1,6 @@
 #include "sprintnet/core/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -30,12 +31,16 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, std::size_t offset, Shape shape
     : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)), dtype_(dtype) {}
 
 Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
+  for (auto extent : shape) SN_CHECK(extent >= 0, "negative extent in shape {}", shape_str(shape));
   std::size_t bytes = dtype_size(dtype);
-  for (auto extent : shape) {
-    SN_CHECK(extent >= 0, "negative extent in shape {}", shape_str(shape));
-    // A product that wraps around would allocate a small buffer for a huge shape.
-    SN_CHECK(!__builtin_mul_overflow(bytes, static_cast<std::size_t>(extent), &bytes),
-             "a {} tensor of shape {} needs more than 2^64 bytes", dtype_name(dtype), shape_str(shape));
+  if (std::find(shape.begin(), shape.end(), 0) == shape.end()) {  // an empty tensor is empty whatever its other extents
+    for (auto extent : shape) {
+      // A product that wraps around would allocate a small buffer for a huge shape.
+      SN_CHECK(!__builtin_mul_overflow(bytes, static_cast<std::size_t>(extent), &bytes),
+               "a {} tensor of shape {} needs more than 2^64 bytes", dtype_name(dtype), shape_str(shape));
+    }
+  } else {
+    bytes = 0;
   }
   auto storage = std::make_shared<Storage>(bytes, backend_for(device).allocator());
   return Tensor(std::move(storage), 0, std::move(shape), dtype);

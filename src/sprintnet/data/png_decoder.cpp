@@ -30,7 +30,7 @@ std::uint32_t big_endian32(const std::uint8_t* p) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
 }
 
-// What stb_image does not check, before it decodes: every chunk's CRC, and the image data's inflated
+// What stb_image does not check, before it decodes: the critical chunks' CRCs, and the image data's inflated
 // size against what a width x height image can need (at most 8 bytes a pixel and a filter byte a row
 // in each of Adam7's 7 passes). A small file that inflates to gigabytes is refused without allocating
 // for it: the data is inflated here into a small scratch buffer and only counted.
@@ -45,9 +45,12 @@ void check_chunks(std::span<const std::uint8_t> bytes, std::string_view origin, 
     const std::uint32_t length = big_endian32(&bytes[at]);
     const std::string_view type(reinterpret_cast<const char*>(&bytes[at + 4]), 4);
     SN_CHECK(length <= bytes.size() - at - 12, "{}: PNG chunk '{}' runs past the end of the file", origin, type);
+    // Critical chunks only (an uppercase first letter), as libpng: a damaged ancillary chunk (a text
+    // comment) is one no decoder needs.
+    const bool critical = type[0] >= 'A' && type[0] <= 'Z';
     const auto crc = crc32(0, &bytes[at + 4], static_cast<uInt>(length + 4));
-    SN_CHECK(crc == big_endian32(&bytes[at + 8 + length]), "{}: PNG chunk '{}' fails its CRC (a corrupt file)",
-             origin, type);
+    SN_CHECK(!critical || crc == big_endian32(&bytes[at + 8 + length]), "{}: PNG chunk '{}' fails its CRC (a corrupt "
+             "file)", origin, type);
     if (type == "IDAT" && !ended) {
       inflater.next_in = const_cast<Bytef*>(&bytes[at + 8]);
       inflater.avail_in = length;

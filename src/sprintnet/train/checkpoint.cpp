@@ -168,17 +168,16 @@ fs::path write_checkpoint(const fs::path& run_dir, const Checkpoint& checkpoint,
     save_safetensors(temporary / kCheckpointStateFileName, checkpoint.optimizer_state, state_metadata(checkpoint));
     write_text_file_atomically(temporary / kCheckpointConfigFileName, config_to_toml(checkpoint.config));
     fsync_directory(temporary);
+    // A directory of this name is not what `latest` names (that one is older): it is left by a run
+    // killed between renaming it and updating `latest`, and is replaced.
+    remove_directory(checkpoints / name);
+    fs::rename(temporary, checkpoints / name, error);
+    SN_CHECK(!error, "cannot rename {} to {}: {}", temporary.string(), (checkpoints / name).string(), error.message());
   } catch (...) {
     fs::remove_all(temporary, error);  // a failed write (a full disk) leaves nothing behind; best effort
     throw;
   }
-
-  // A directory of this name is not what `latest` names (that one is older): it is left by a run
-  // killed between renaming it and updating `latest`, and is replaced.
   const fs::path final_dir = checkpoints / name;
-  remove_directory(final_dir);
-  fs::rename(temporary, final_dir, error);
-  SN_CHECK(!error, "cannot rename {} to {}: {}", temporary.string(), final_dir.string(), error.message());
   fsync_directory(checkpoints);
   write_text_file_atomically(checkpoints / kLatestFileName, name + "\n");
 
