@@ -17,7 +17,13 @@ std::string shape_str(const Shape& shape) {
 }
 
 std::int64_t shape_numel(const Shape& shape) {
-  return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;  // whatever the other extents
+  std::int64_t numel = 1;
+  for (const auto extent : shape) {
+    SN_CHECK(!__builtin_mul_overflow(numel, extent, &numel), "shape {} has more than 2^63 elements",
+             shape_str(shape));
+  }
+  return numel;
 }
 
 Storage::Storage(std::size_t bytes, Allocator& allocator)
