@@ -38,16 +38,11 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, std::size_t offset, Shape shape
 
 Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
   for (auto extent : shape) SN_CHECK(extent >= 0, "negative extent in shape {}", shape_str(shape));
-  std::size_t bytes = dtype_size(dtype);
-  if (std::find(shape.begin(), shape.end(), 0) == shape.end()) {  // an empty tensor is empty whatever its other extents
-    for (auto extent : shape) {
-      // A product that wraps around would allocate a small buffer for a huge shape.
-      SN_CHECK(!__builtin_mul_overflow(bytes, static_cast<std::size_t>(extent), &bytes),
-               "a {} tensor of shape {} needs more than 2^64 bytes", dtype_name(dtype), shape_str(shape));
-    }
-  } else {
-    bytes = 0;
-  }
+  // shape_numel refuses more than 2^63 elements; a byte count that wraps around would allocate a small
+  // buffer for a huge shape.
+  std::size_t bytes = 0;
+  SN_CHECK(!__builtin_mul_overflow(static_cast<std::size_t>(shape_numel(shape)), dtype_size(dtype), &bytes),
+           "a {} tensor of shape {} needs more than 2^64 bytes", dtype_name(dtype), shape_str(shape));
   auto storage = std::make_shared<Storage>(bytes, backend_for(device).allocator());
   return Tensor(std::move(storage), 0, std::move(shape), dtype);
 }

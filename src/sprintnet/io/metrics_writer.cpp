@@ -140,7 +140,7 @@ void check_metrics_jsonl(const std::filesystem::path& path) {
     };
     const auto row = nlohmann::json::parse(lines[i], nullptr, false);
     if (row.is_discarded() || !row.is_object()) fail("not a JSON object");
-    if (!jsonl_row_epoch(lines[i])) fail("no integer epoch");
+    if (!row.contains("epoch") || !row["epoch"].is_number_integer()) fail("no integer epoch");  // as jsonl_row_epoch
     for (const char* column : kMetricsColumns) {
       if (!row.contains(column)) fail(fmt::format("no '{}'", column));
       if (!row[column].is_number() && !row[column].is_null()) fail(fmt::format("'{}' is not a number", column));
