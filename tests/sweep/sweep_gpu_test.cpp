@@ -59,8 +59,8 @@ TEST(SweepOnAGpu, AutoRunsSharingTheGpuEqualTheRunsAloneBitForBit) {
   check_engine(test::temp_dir("sweep-gpu-auto"), "auto");
 }
 
-// The default model's width: on Hopper the ReLU runs take the split kernel's 256-wide shape (32 SMs
-// a run), the GELU runs too; side by side as alone.
+// The default model's width: on Hopper the ReLU runs take the quads kernel (one 16-block cluster a run),
+// the GELU runs the split kernel's 256-wide shape (32 SMs a run); side by side as alone.
 TEST(SweepOnAGpu, AutoRunsOfTheDefaultWidthSharingTheGpuEqualTheRunsAloneBitForBit) {
   SN_REQUIRE_GPU();
   const std::filesystem::path dir = test::temp_dir("sweep-gpu-auto-256");

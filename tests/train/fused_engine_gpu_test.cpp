@@ -75,6 +75,7 @@ struct FirstSteps {
   std::string kernel() const {
     return name.ends_with("_cluster")      ? "cluster"
            : name.ends_with("_rows")       ? "rows"
+           : name.ends_with("_quads")      ? "quads"
            : name.ends_with("_split")      ? "split"
            : name.ends_with("_regression") ? "regression"
                                            : "grid";
@@ -86,6 +87,15 @@ nn::MlpSpec rows_model() {
   nn::MlpSpec spec;
   spec.inputs = 784;
   spec.hidden = {128, 128, 128};
+  spec.outputs = 10;
+  return spec;
+}
+
+// 784-256-256-10 (the default model), the quads kernel's.
+nn::MlpSpec quads_model() {
+  nn::MlpSpec spec;
+  spec.inputs = 784;
+  spec.hidden = {256, 256};
   spec.outputs = 10;
   return spec;
 }
@@ -116,6 +126,9 @@ TEST_P(FusedFirstSteps, MatchTheCpuFp32ReferencePerTensor) {
   const FirstSteps& p = GetParam();
   if (p.kernel() == "split" && !gpu_runs_split_kernel(0, 784, 3)) GTEST_SKIP() << "this GPU or build does not run the split kernel";
   if (p.kernel() == "rows" && !gpu_runs_rows_kernel(0, rows_model())) GTEST_SKIP() << "this GPU or build does not run the rows kernel";
+  if (p.kernel() == "quads" && !gpu_runs_quads_kernel(0, quads_model())) {
+    GTEST_SKIP() << "this GPU or build does not run the quads kernel";
+  }
   if (p.kernel() == "regression" && !gpu_runs_regression_kernel(0)) {
     GTEST_SKIP() << "this GPU or build does not run the regression kernel";
   }
@@ -189,6 +202,24 @@ std::vector<FirstSteps> first_steps_cases() {
   cases.push_back({"one_hidden_rows", {"model.hidden=[128]"}});
   cases.push_back({"narrow_rows", {}});  // 784-64-48-10
   cases.push_back({"full_width_rows", {"model.hidden=[128, 128, 128]"}});
+  // The quads kernel (FUSED.md v18): every activation it takes, both losses, SGD's forms, a schedule, a
+  // partial batch, padded widths (200, 176: quarter 3 of each layer part empty, a tile half empty; 64, 48:
+  // three quarters of each layer empty) and the full default model.
+  const std::string quads2 = "model.hidden=[200, 176]";
+  for (const std::string act : {"identity", "relu", "tanh", "sigmoid"}) {
+    cases.push_back({act + "_quads", {quads2, fmt::format("model.activation=\"{}\"", act)}});
+  }
+  cases.push_back({"no_bias_quads", {quads2, "model.bias=false"}});
+  cases.push_back({"label_smoothing_quads", {quads2, "loss.label_smoothing=0.1"}});
+  cases.push_back({"mse_quads", {quads2, "loss.type=\"mse\"", "model.activation=\"tanh\""}});
+  cases.push_back({"sgd_nesterov_decay_quads",
+                   {quads2, "optim.nesterov=true", "optim.weight_decay=0.01", "optim.momentum=0.8"}});
+  cases.push_back({"sgd_dampening_quads", {quads2, "optim.dampening=0.3"}});
+  cases.push_back({"sgd_plain_quads", {quads2, "optim.momentum=0"}});
+  cases.push_back({"warmup_cosine_quads", {quads2, "schedule.type=\"cosine\"", "schedule.warmup_steps=2"}});
+  cases.push_back({"partial_batch_quads", {quads2, "data.train_limit=500", "train.drop_last=false"}});
+  cases.push_back({"narrow_quads", {}});  // 784-64-48-10
+  cases.push_back({"default_model_quads", {"model.hidden=[256, 256]"}});
   // The cluster kernel: every activation it takes, both losses, every optimizer, a partial batch,
   // a deep narrow model (its gradients alternate between two exchange buffers four times) and
   // both logit widths.
@@ -319,6 +350,7 @@ void expect_ten_epochs_like_the_compiled_step(const std::string& name, const std
     ASSERT_EQ(fused.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << fused.describe();
     ASSERT_EQ(fused.describe().find("8-block cluster") != std::string::npos, kernel == "regression") << fused.describe();
     ASSERT_EQ(fused.describe().find("the batch's rows split") != std::string::npos, kernel == "rows") << fused.describe();
+    ASSERT_EQ(fused.describe().find("as four quads") != std::string::npos, kernel == "quads") << fused.describe();
     const TrainSummary f = fused.fit(), c = compiled.fit();
     std::printf("seed %d: %s %.2f %% in %.3f s, compiled %.2f %% in %.3f s\n", seed, name.c_str(),
                 100 * f.final_test.accuracy, f.train_time_s, 100 * c.final_test.accuracy, c.train_time_s);
@@ -392,6 +424,14 @@ TEST(FusedEngine, TheRowsKernelsTenEpochsMatchTheCompiledStep) {
       "rows-adam", {"model.hidden=[128, 128, 128]", "optim.type=\"adam\"", "optim.lr=0.001"}, "rows");
 }
 
+// The quads kernel (docs/FUSED.md v18) on the default model, and with SGD's general form.
+TEST(FusedEngine, TheQuadsKernelsTenEpochsMatchTheCompiledStep) {
+  SN_REQUIRE_GPU();
+  if (!gpu_runs_quads_kernel(0, quads_model())) GTEST_SKIP() << "this GPU or build does not run the quads kernel";
+  expect_ten_epochs_like_the_compiled_step("quads", {}, "quads");
+  expect_ten_epochs_like_the_compiled_step("quads-nesterov", {"optim.nesterov=true", "optim.weight_decay=0.0005"}, "quads");
+}
+
 void expect_bit_identical_reruns(const std::string& name, const std::vector<std::string>& extra,
                                  const std::string& kernel) {
   const KernelChoice choice(kernel);
@@ -401,6 +441,7 @@ void expect_bit_identical_reruns(const std::string& name, const std::vector<std:
   ASSERT_EQ(a.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << a.describe();
   ASSERT_EQ(a.describe().find("8-block cluster") != std::string::npos, kernel == "regression") << a.describe();
   ASSERT_EQ(a.describe().find("the batch's rows split") != std::string::npos, kernel == "rows") << a.describe();
+  ASSERT_EQ(a.describe().find("as four quads") != std::string::npos, kernel == "quads") << a.describe();
   a.fit();
   b.fit();
   const auto wa = weights_of(a), wb = weights_of(b);
@@ -423,6 +464,15 @@ TEST(FusedEngine, TheRowsKernelGivesBitIdenticalWeightsForTheSameSeed) {
                               {"data.train_limit=10000", "train.epochs=2", "model.hidden=[128, 128, 128]",
                                "model.activation=\"tanh\"", "train.drop_last=false"},
                               "rows");
+}
+
+TEST(FusedEngine, TheQuadsKernelGivesBitIdenticalWeightsForTheSameSeed) {
+  SN_REQUIRE_GPU();
+  if (!gpu_runs_quads_kernel(0, quads_model())) GTEST_SKIP() << "this GPU or build does not run the quads kernel";
+  expect_bit_identical_reruns("quads-rerun",
+                              {"data.train_limit=10000", "train.epochs=2", "model.activation=\"tanh\"",
+                               "train.drop_last=false"},
+                              "quads");
 }
 
 TEST(FusedEngine, TheSplitKernelGivesBitIdenticalWeightsForTheSameSeed) {

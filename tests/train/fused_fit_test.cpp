@@ -98,6 +98,55 @@ TEST(FusedFit, TheRowsKernelTakesOneToThreeNarrowHiddenLayersAndNamesWhyNotForTh
   EXPECT_THAT(fused_rows_unsupported(odd, "bf16", 128).value_or(""), HasSubstr("1040 input features"));
 }
 
+// The quads kernel's limits (fused_quads_unsupported), each named.
+TEST(FusedFit, TheQuadsKernelNamesWhatItDoesNotTake) {
+  const OptimConfig sgd;
+  EXPECT_FALSE(fused_quads_unsupported(mlp({256, 256}), "bf16", sgd, 128).has_value());
+  EXPECT_FALSE(fused_quads_unsupported(mlp({64, 48}), "bf16", sgd, 100).has_value());
+  EXPECT_THAT(fused_quads_unsupported(mlp({256, 256}), "fp16", sgd, 128).value_or(""), HasSubstr("bf16"));
+  EXPECT_THAT(fused_quads_unsupported(mlp({256}), "bf16", sgd, 128).value_or(""), HasSubstr("1 hidden layers"));
+  EXPECT_THAT(fused_quads_unsupported(mlp({256, 256, 256}), "bf16", sgd, 128).value_or(""), HasSubstr("3 hidden layers"));
+  EXPECT_THAT(fused_quads_unsupported(mlp({256, 384}), "bf16", sgd, 128).value_or(""), HasSubstr("a hidden layer of 384"));
+  EXPECT_THAT(fused_quads_unsupported(mlp({256, 256}), "bf16", sgd, 256).value_or(""), HasSubstr("a batch of 256"));
+  EXPECT_THAT(fused_quads_unsupported(mlp({256, 256}, 30), "bf16", sgd, 128).value_or(""), HasSubstr("30 classes"));
+  EXPECT_THAT(fused_quads_unsupported(with_activation(mlp({256, 256}), Activation::kSiLU), "bf16", sgd, 128).value_or(""),
+              HasSubstr("GELU or SiLU"));
+  OptimConfig adam;
+  adam.type = "adamw";
+  EXPECT_THAT(fused_quads_unsupported(mlp({256, 256}), "bf16", adam, 128).value_or(""), HasSubstr("optim.type = \"adamw\""));
+  nn::MlpSpec odd = mlp({256, 256});
+  odd.inputs = 792;
+  EXPECT_THAT(fused_quads_unsupported(odd, "bf16", sgd, 128).value_or(""), HasSubstr("792 input features"));
+  odd.inputs = 912;
+  EXPECT_THAT(fused_quads_unsupported(odd, "bf16", sgd, 128).value_or(""), HasSubstr("912 input features"));
+  odd.inputs = 896;  // within the limit on features, over the shared memory: named too
+  EXPECT_THAT(fused_quads_unsupported(odd, "bf16", sgd, 128).value_or(""), HasSubstr("KiB of shared memory a block"));
+}
+
+// The quads kernel's layout (quads_layout.h): the default model's fits a block, its regions do not
+// overlap, and the slots hold the next batch's bytes as well as the partial sums.
+TEST(FusedFit, TheQuadsLayoutFitsABlockAndKeepsItsBuffersApart) {
+  using namespace cuda;
+  for (const int inputs : {16, 256, 784}) {
+    SCOPED_TRACE(testing::Message() << inputs << " inputs");
+    const QuadsLayout c = quads_layout(inputs);
+    EXPECT_LE(c.bytes, kQuadsSharedLimit);
+    EXPECT_EQ(c.group % 16, 0);
+    EXPECT_GE(4 * c.group, inputs);
+    EXPECT_LE(c.group, 8 * 4 * 7);  // the first layer's gradient: 7 feature tiles a warp pair
+    EXPECT_GE(c.w2 - c.slots, std::int64_t{kQuadsBatch} * c.group);
+    EXPECT_GE(c.w2 - c.slots, std::int64_t{4} * kQuadsOwn * kQuadsQuarter * 4);
+    const std::vector<std::int64_t> starts = {c.w1,   c.x,       c.slots,  c.w2,   c.wo,         c.a1,   c.a2,
+                                              c.g2,   c.logits,  c.d1,     c.g2_op, c.a1_op,     c.a2_cols, c.dl,
+                                              c.bias, c.bias_state, c.labels, c.next, c.row_loss, c.row_hit, c.bars,
+                                              c.bytes};
+    for (std::size_t i = 0; i + 1 < starts.size(); ++i) EXPECT_LT(starts[i], starts[i + 1]) << "region " << i;
+    for (const std::int64_t start : starts) EXPECT_EQ(start % 128, 0);
+  }
+  EXPECT_EQ(quads_layout(784).group, 208);
+  EXPECT_EQ(quads_layout(784).bytes / 1024, 225);
+}
+
 // The rows kernel's layout (rows_layout.h): it fits a block for every depth it takes at the widest
 // inputs, its aliases stay inside the partials' region, and its regions do not overlap.
 TEST(FusedFit, TheRowsLayoutFitsABlockAndKeepsItsBuffersApart) {
@@ -343,10 +392,19 @@ TEST(FusedFit, AutoTakesTheCompiledStepAndEagerOnlyWhereNeitherRuns) {
   // So do 256-wide models (the default 784-256-256-10 among them), any optimizer, at a batch of at most 128.
   EXPECT_EQ(with_clusters(with({}), mlp({256, 256})).engine, Engine::kFused);
   EXPECT_THAT(with_clusters(with({}), mlp({256})).reason, HasSubstr("split kernel"));
+  // Two hidden layers of at most 256 (one over 128) trained by SGD: the quads kernel; with Adam, or on a GPU
+  // that does not run it, the split kernel where it takes the shape.
+  EXPECT_THAT(with_clusters(with({}), mlp({256, 256})).reason, HasSubstr("quads kernel"));
+  EXPECT_THAT(with_clusters(with({"optim.type=\"adam\""}), mlp({256, 256})).reason, HasSubstr("split kernel"));
+  const auto no_quads = [](FusedKernel kernel) { return kernel != FusedKernel::kQuads; };
+  EXPECT_THAT(resolve_engine(with({}), gpu, mlp({256, 256}), 1000, kH100L2, no_quads).reason, HasSubstr("split kernel"));
+  EXPECT_THAT(with_clusters(with({}), mlp({200, 176})).reason, HasSubstr("quads kernel"));
+  EXPECT_THAT(with_clusters(with({}), mlp({128, 64})).reason, HasSubstr("rows kernel"));
   EXPECT_EQ(with_clusters(with({}), mlp({256, 256, 256})).engine, Engine::kFused);
   EXPECT_EQ(engine(with({}), mlp({256, 256})).engine, Engine::kCompiled);  // where the GPU does not run it
   EXPECT_EQ(with_clusters(with({"optim.type=\"adam\""}), mlp({256, 256})).engine, Engine::kFused);
-  EXPECT_EQ(with_clusters(with({}), mlp({256, 128})).engine, Engine::kCompiled);
+  EXPECT_EQ(with_clusters(with({}), mlp({256, 128})).engine, Engine::kFused);  // the quads kernel
+  EXPECT_EQ(with_clusters(with({"optim.type=\"adam\""}), mlp({256, 128})).engine, Engine::kCompiled);
   // Asked for, the fused engine runs whatever fits.
   EXPECT_EQ(engine(with({"device.engine=\"fused\""}), mlp({256})).engine, Engine::kFused);
   EXPECT_EQ(engine(with({"device.engine=\"eager\""}), mlp({256})).engine, Engine::kEager);

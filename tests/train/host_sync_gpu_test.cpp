@@ -181,6 +181,11 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   nn::MlpSpec rows_model;
   rows_model.hidden = {128, 128};
   if (kernel == "rows" && !gpu_runs_rows_kernel(0, rows_model)) GTEST_SKIP() << "this GPU or build does not run the rows kernel";
+  nn::MlpSpec quads_model;
+  quads_model.hidden = {256, 256};
+  if (kernel == "quads" && !gpu_runs_quads_kernel(0, quads_model)) {
+    GTEST_SKIP() << "this GPU or build does not run the quads kernel";
+  }
   ::setenv("SPRINTNET_FUSED_KERNEL", kernel.c_str(), 1);
   const std::string hidden = kernel == "cluster" || kernel == "rows" ? "[128, 128]"
                              : kernel == "split"      ? (narrow ? "[256, 256]" : "[784, 784, 784]")
@@ -192,6 +197,7 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   ASSERT_EQ(trainer.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << trainer.describe();
   ASSERT_EQ(trainer.describe().find("8-block cluster") != std::string::npos, kernel == "regression") << trainer.describe();
   ASSERT_EQ(trainer.describe().find("the batch's rows split") != std::string::npos, kernel == "rows") << trainer.describe();
+  ASSERT_EQ(trainer.describe().find("as four quads") != std::string::npos, kernel == "quads") << trainer.describe();
   TrainPlan* plan = trainer.plan();
   ASSERT_NE(plan, nullptr);
   const std::int64_t steps = trainer.steps_per_epoch();
@@ -220,7 +226,8 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   EXPECT_DOUBLE_EQ(seen->loss_sum, totals.loss_sum);
 }
 
-INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Values("grid", "cluster", "rows", "split", "split_narrow", "regression"),
+INSTANTIATE_TEST_SUITE_P(HostSync, FusedKernels, ::testing::Values("grid", "cluster", "rows", "quads", "split", "split_narrow",
+                                                                   "regression"),
                          [](const auto& case_info) { return case_info.param; });
 
 }  // namespace

@@ -18,6 +18,7 @@ bool gpu_runs_cluster_kernel(int, const nn::MlpSpec&) { return false; }
 bool gpu_runs_split_kernel(int, std::int64_t, std::int64_t) { return false; }
 bool gpu_runs_regression_kernel(int) { return false; }
 bool gpu_runs_rows_kernel(int, const nn::MlpSpec&) { return false; }
+bool gpu_runs_quads_kernel(int, const nn::MlpSpec&) { return false; }
 bool gpu_shared_with_other_runs(int) { return false; }
 
 }  // namespace sprintnet::train

@@ -177,4 +177,39 @@ std::optional<std::string> fused_rows_unsupported(const nn::MlpSpec& mlp, const 
   return std::nullopt;
 }
 
+cuda::QuadsLayout fused_quads_layout(const nn::MlpSpec& mlp) { return cuda::quads_layout(static_cast<int>(mlp.inputs)); }
+
+std::optional<std::string> fused_quads_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                                   const OptimConfig& optim, std::int64_t batch) {
+  using namespace cuda;  // quads_layout.h's limits
+  if (precision != "bf16") return fmt::format("device.precision = \"{}\" (the quads kernel computes in bf16)", precision);
+  if (mlp.hidden.size() != static_cast<std::size_t>(kQuadsHidden)) {
+    return fmt::format("{} hidden layers (the quads kernel takes {})", mlp.hidden.size(), kQuadsHidden);
+  }
+  for (const std::int64_t width : mlp.hidden) {
+    if (width > kQuadsWidth) return fmt::format("a hidden layer of {} (the quads kernel takes at most {})", width, kQuadsWidth);
+  }
+  if (batch > kQuadsBatch) return fmt::format("a batch of {} (the quads kernel takes at most {})", batch, kQuadsBatch);
+  if (mlp.inputs > kQuadsMaxInputs || mlp.inputs % 16 != 0) {
+    return fmt::format("{} input features (the quads kernel takes a multiple of 16, at most {})", mlp.inputs,
+                       kQuadsMaxInputs);
+  }
+  if (mlp.outputs > kQuadsMaxClasses) {
+    return fmt::format("{} classes (the quads kernel takes at most {})", mlp.outputs, kQuadsMaxClasses);
+  }
+  if (mlp.activation == Activation::kGELU || mlp.activation == Activation::kSiLU) {
+    return std::string("GELU or SiLU (their slope needs the pre-activation, which the quads kernel does not keep)");
+  }
+  if (optim.type != "sgd") {
+    return fmt::format("optim.type = \"{}\" (the quads kernel keeps SGD's state in registers; Adam's second moment does "
+                       "not fit)",
+                       optim.type);
+  }
+  const QuadsLayout layout = fused_quads_layout(mlp);
+  if (layout.bytes > kQuadsSharedLimit) {
+    return fmt::format("{} KiB of shared memory a block (at most {})", layout.bytes / 1024, kQuadsSharedLimit / 1024);
+  }
+  return std::nullopt;
+}
+
 }  // namespace sprintnet::train

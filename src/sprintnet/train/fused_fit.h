@@ -11,6 +11,7 @@
 #include "sprintnet/io/config.h"
 #include "sprintnet/nn/mlp.h"
 #include "sprintnet/ops/cuda/fused/cluster_layout.h"
+#include "sprintnet/ops/cuda/fused/quads_layout.h"
 #include "sprintnet/ops/cuda/fused/rows_layout.h"
 
 namespace sprintnet::train {
@@ -20,7 +21,7 @@ inline constexpr std::int64_t kFusedMaxClassesSupported = 64;
 
 // The fused engine's kernels that train only the models they are built for (docs/FUSED.md); the
 // grid kernel trains the rest.
-enum class FusedKernel { kCluster, kSplit, kRegression, kRows };
+enum class FusedKernel { kCluster, kSplit, kRegression, kRows, kQuads };
 
 struct FusedFootprint {
   std::int64_t params = 0;  // padded flat length
@@ -49,6 +50,14 @@ std::optional<std::string> fused_cluster_unsupported(const nn::MlpSpec& mlp, con
 // kernel trains the rest of its models.
 std::optional<std::string> fused_rows_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
                                                   std::int64_t batch);
+// Why the quads kernel (docs/FUSED.md v18: one 16-block cluster as four quads, each owning 32 of the
+// batch's rows, each of its blocks a quarter of every hidden layer's neurons) cannot train this model, or
+// nullopt when it can: bf16, exactly two hidden layers of at most 256, a batch of at most 128, a multiple
+// of 16 input features whose layout fits a block's shared memory (784 does), at most 16 classes, an
+// activation whose slope follows from its output, SGD in any form (Adam's second moment does not fit the
+// registers: the split kernel takes it). Either loss, with or without biases and a partial last batch.
+std::optional<std::string> fused_quads_unsupported(const nn::MlpSpec& mlp, const std::string& precision,
+                                                   const OptimConfig& optim, std::int64_t batch);
 // Why the split kernel (docs/FUSED.md v7: 98 blocks in clusters of 7, or 32 in clusters of 4, each
 // rank's fp32 master tiles in shared memory) cannot train this model, or nullopt when it can: the
 // shapes it is compiled for (784 inputs, 1 to 3 hidden layers all of 784 or all of 256, 10 classes,
@@ -77,6 +86,11 @@ bool gpu_runs_cluster_kernel(int index, const nn::MlpSpec& mlp);
 // Whether CUDA device `index` runs the rows kernel with `mlp`'s layout (compute capability 9.0+, code
 // for it in this build, a 16-block cluster with that much shared memory; false without CUDA).
 bool gpu_runs_rows_kernel(int index, const nn::MlpSpec& mlp);
+// The quads kernel's shared-memory layout for `mlp`.
+cuda::QuadsLayout fused_quads_layout(const nn::MlpSpec& mlp);
+// Whether CUDA device `index` runs the quads kernel with `mlp`'s layout (compute capability 9.0+, code
+// for it in this build, a 16-block cluster with that much shared memory; false without CUDA).
+bool gpu_runs_quads_kernel(int index, const nn::MlpSpec& mlp);
 // Whether CUDA device `index` runs the regression kernel (compute capability 9.0+, code for it in this
 // build, an 8-block cluster with its shared memory; false without CUDA).
 bool gpu_runs_regression_kernel(int index);

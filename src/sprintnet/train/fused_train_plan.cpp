@@ -25,6 +25,7 @@
 #include "sprintnet/ops/cuda/fused/cluster_epoch.h"
 #include "sprintnet/ops/cuda/fused/fused_epoch.h"
 #include "sprintnet/ops/cuda/fused/regression_epoch.h"
+#include "sprintnet/ops/cuda/fused/quads_epoch.h"
 #include "sprintnet/ops/cuda/fused/rows_epoch.h"
 #include "sprintnet/ops/cuda/fused/split_epoch.h"
 #include "sprintnet/ops/cuda/nvtx.h"
@@ -116,6 +117,8 @@ class FusedTrainPlan final : public TrainPlan {
   cuda::ClusterLayout cluster_layout_;
   Tensor cluster_partials_;  // the cluster kernel's first-layer partial sums (global memory, through L2)
   bool rows_ = false;
+  bool quads_ = false;
+  cuda::QuadsLayout quads_layout_;
   cuda::RowsLayout rows_layout_;
   Tensor rows_scratch_;  // the rows kernel's new values a step, multicast from global memory
   std::string kernel_note_;
@@ -128,19 +131,37 @@ class FusedTrainPlan final : public TrainPlan {
 
 Tensor zeros_bytes(std::int64_t bytes, Device device) { return Tensor::zeros({bytes}, DType::kU8, device); }
 
-// The split, the regression, the rows and the cluster kernel each train every model they take on a
-// GPU that runs them (docs/FUSED.md: faster than the grid kernel on each; the regression kernel than
-// the cluster kernel; the rows kernel than the cluster kernel), the grid kernel the rest; the kernel
-// lab's SPRINTNET_FUSED_KERNEL = "grid", "split", "regression", "rows" or "cluster" insists on one (all
-// but "grid" fail naming why they cannot).
+// The quads, split, regression, rows and cluster kernels each train every model they take on a GPU
+// that runs them (docs/FUSED.md: faster than the grid kernel on each; the regression kernel than the
+// cluster kernel; the rows kernel than the cluster kernel; the quads kernel than the split kernel), the
+// grid kernel the rest; the kernel lab's SPRINTNET_FUSED_KERNEL = "grid", "quads", "split", "regression",
+// "rows" or "cluster" insists on one (all but "grid" fail naming why they cannot).
 void FusedTrainPlan::choose_kernel() {
   const char* env = std::getenv("SPRINTNET_FUSED_KERNEL");
   const std::string asked = env != nullptr ? env : "";
-  SN_CHECK(asked.empty() || asked == "grid" || asked == "split" || asked == "regression" || asked == "rows" ||
-               asked == "cluster",
-           "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\", \"split\", \"regression\", \"rows\" or \"cluster\"",
+  SN_CHECK(asked.empty() || asked == "grid" || asked == "quads" || asked == "split" || asked == "regression" ||
+               asked == "rows" || asked == "cluster",
+           "SPRINTNET_FUSED_KERNEL = \"{}\": expected \"grid\", \"quads\", \"split\", \"regression\", \"rows\" or "
+           "\"cluster\"",
            asked);
   if (asked == "grid") return;
+  // auto leaves the models the rows kernel takes (two hidden layers of at most 128) to it.
+  if (asked == "quads" || (asked.empty() && fused_rows_unsupported(spec_.mlp, spec_.precision, batch_))) {
+    std::optional<std::string> why_not = fused_quads_unsupported(spec_.mlp, spec_.precision, spec_.optim, batch_);
+    if (!why_not) {
+      quads_layout_ = fused_quads_layout(spec_.mlp);
+      if (const char* gpu = cuda::quads_epoch_unavailable(device_.index, quads_layout_.bytes)) why_not = gpu;
+    }
+    if (!why_not) {
+      quads_ = true;
+      kernel_note_ = fmt::format(
+          "one cluster of 16 blocks as four quads, each quad 32 of the batch's rows and each of its blocks a quarter of "
+          "every hidden layer ({} KiB a block; the GPU holds {} such clusters at once)",
+          quads_layout_.bytes / 1024, cuda::quads_epoch_active_clusters(device_.index, quads_layout_.bytes));
+      return;
+    }
+    SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"quads\": the quads kernel cannot train this model: {}", *why_not);
+  }
   if (asked.empty() || asked == "regression") {
     std::optional<std::string> why_not = fused_regression_unsupported(spec_.mlp, spec_.precision, batch_);
     if (!why_not) {
@@ -302,14 +323,14 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   choose_kernel();
   if (const char* all = std::getenv("SPRINTNET_FUSED_PROFILE_BLOCK"); all != nullptr && std::string_view(all) == "all") {
     // Every block's stamps, read against one clock: who the others wait for at each exchange.
-    SN_CHECK(rows_, "SPRINTNET_FUSED_PROFILE_BLOCK = all: the rows kernel's timeline (this run: another kernel)");
+    SN_CHECK(rows_ || quads_, "SPRINTNET_FUSED_PROFILE_BLOCK = all: the rows or quads kernel's timeline (this run: another kernel)");
     stage_clock_block_ = -1;
   } else if (const auto block = lab_setting("SPRINTNET_FUSED_PROFILE_BLOCK")) {
     // A block other than 0 shows whose step sets the pace (the rows kernel's stages end at its own
     // stamps; the other kernels stamp at barriers, the same on every block).
-    SN_CHECK(rows_ && block->value >= 0 && block->value < cuda::kRowsCtas,
-             "SPRINTNET_FUSED_PROFILE_BLOCK = {}: a block of the rows kernel, 0 to {} (this run: {})", block->text,
-             cuda::kRowsCtas - 1, rows_ ? "the rows kernel" : "another kernel");
+    SN_CHECK((rows_ || quads_) && block->value >= 0 && block->value < cuda::kRowsCtas,
+             "SPRINTNET_FUSED_PROFILE_BLOCK = {}: a block of the rows or quads kernel, 0 to {} (this run: {})", block->text,
+             cuda::kRowsCtas - 1, rows_ || quads_ ? "one of them" : "another kernel");
     stage_clock_block_ = block->value;
   }
   if (regression_) {
@@ -346,7 +367,7 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   // 0.134 s a run on 132 blocks, ~the whole-GPU wait). Alone, on every block the GPU holds at once: an
   // evaluation batch has more tile jobs than a training step (the default run's 10 evaluations: 0.011 s
   // on 32 blocks, 0.004 s on 132; the same sums in the same order, so the same metrics).
-  if (split_ || regression_ || cluster_ || rows_) {
+  if (split_ || regression_ || cluster_ || rows_ || quads_) {
     const int training_blocks = split_ ? split_blocks_ : regression_ ? cuda::kRegressionCtas : cuda::kClusterCtas;
     blocks_ = gpu_shared_with_other_runs(device.index) ? std::min(blocks_, training_blocks) : max_blocks;
   }
@@ -380,6 +401,7 @@ TrainPlan::SmFootprint FusedTrainPlan::training_footprint(int max_blocks) const 
   if (regression_) return share(1, cuda::regression_epoch_active_clusters(device_.index));
   if (cluster_) return share(1, cuda::cluster_epoch_active_clusters(device_.index, cluster_layout_.bytes));
   if (rows_) return share(1, cuda::rows_epoch_active_clusters(device_.index, rows_layout_.bytes));
+  if (quads_) return share(1, cuda::quads_epoch_active_clusters(device_.index, quads_layout_.bytes));
   return share(blocks_, max_blocks);  // the grid kernel
 }
 
@@ -394,7 +416,7 @@ cuda::FusedEpochArgs FusedTrainPlan::base_args(const BatchLoader& loader) const 
   a.rows_alloc = rows_alloc_;
   a.images = loader.images().data<std::uint8_t>();
   // The cluster kernel's 2 x 8 split and the rows kernel copy the pixels in 16-byte pieces (cluster_layout.h).
-  SN_CHECK((!cluster_ || !cluster_layout_.first_split) && !rows_ ? true : reinterpret_cast<std::uintptr_t>(a.images) % 16 == 0,
+  SN_CHECK((!cluster_ || !cluster_layout_.first_split) && !rows_ && !quads_ ? true : reinterpret_cast<std::uintptr_t>(a.images) % 16 == 0,
            "the fused engine: the data set's images are not 16-byte aligned on the device");
   a.labels = loader.labels().data<std::int32_t>();
   a.scale = static_cast<float>(loader.normalization().scale);
@@ -506,6 +528,8 @@ void FusedTrainPlan::start_epoch(std::int64_t epoch) {
     SN_CUDA_CHECK(cuda::launch_cluster_epoch(a, cluster_layout_, cluster_partials_.data<float>(), stream_));
   } else if (rows_) {
     SN_CUDA_CHECK(cuda::launch_rows_epoch(a, rows_layout_, rows_scratch_.raw_data(), stream_));
+  } else if (quads_) {
+    SN_CUDA_CHECK(cuda::launch_quads_epoch(a, quads_layout_, stream_));
   } else {
     launch(a);
   }
@@ -546,7 +570,7 @@ void FusedTrainPlan::print_profile() {
   const std::size_t layers = layers_.size();
   std::size_t per_step = split_ ? static_cast<std::size_t>(cuda::split_stamps_per_step(static_cast<int>(layers) - 1))
                                 : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
-  if (cluster_ || regression_ || rows_) {
+  if (cluster_ || regression_ || rows_ || quads_) {
     const auto written = static_cast<std::size_t>(std::count_if(clock.begin(), clock.end(), [](auto t) { return t != 0; }));
     per_step = (written - 2) / static_cast<std::size_t>(std::max<std::int64_t>(steps_per_epoch_, 1));
   }
@@ -561,6 +585,8 @@ void FusedTrainPlan::print_profile() {
                              : regression_ ? fmt::format("regression kernel, {} blocks", cuda::kRegressionCtas)
                              : cluster_    ? fmt::format("cluster kernel, {} blocks", cuda::kClusterCtas)
                              : rows_       ? fmt::format("rows kernel, {} blocks, block {}'s clock", cuda::kRowsCtas,
+                                                             stage_clock_block_)
+                             : quads_      ? fmt::format("quads kernel, {} blocks, block {}'s clock", cuda::kQuadsCtas,
                                                              stage_clock_block_)
                                            : fmt::format("grid kernel, {} blocks", blocks_);
   std::string line = fmt::format("fused profile ({}, {} steps): start+gather {:.2f} us; per step:", kernel, steps,
@@ -610,13 +636,13 @@ std::string FusedTrainPlan::describe() const {
   // mbarriers); the split kernel: a grid barrier a stage, the output layer's forward and backward
   // one; the grid kernel: 2 a layer (fp16: one more).
   const std::size_t barriers = regression_ ? 0
-                               : rows_     ? 1
+                               : rows_ || quads_ ? 1
                                : cluster_  ? 2
                                : split_    ? 2 * layers - 1
                                            : 2 * layers + (type_ == ElementType::kF16 ? 1 : 0);
   return fmt::format("fused engine: one persistent kernel per epoch on {} ({} barriers a step), {} tensor-core "
                      "products with fp32 master weights, {} update over {} flat parameters",
-                     split_ || regression_ || cluster_ || rows_ ? kernel_note_
+                     split_ || regression_ || cluster_ || rows_ || quads_ ? kernel_note_
                                                        : fmt::format("a grid of {} blocks exchanging through L2", blocks_),
                      barriers, spec_.precision, spec_.optim.type, params_);
 }
@@ -627,6 +653,11 @@ std::int64_t gpu_on_chip_bytes(int index) {
   int bytes = 0;
   SN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, index));
   return bytes;
+}
+
+bool gpu_runs_quads_kernel(int index, const nn::MlpSpec& mlp) {
+  if (fused_quads_unsupported(mlp, "bf16", OptimConfig{}, 1)) return false;
+  return cuda::quads_epoch_unavailable(index, fused_quads_layout(mlp).bytes) == nullptr;
 }
 
 bool gpu_runs_rows_kernel(int index, const nn::MlpSpec& mlp) {

@@ -94,6 +94,12 @@ EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSp
   if (engine == "auto" && !not_fused && fused_kernel_runs) {
     // Every optimizer: with adam_update_fast, Adam and AdamW measured 1.3-1.5x the compiled step there
     // too (docs/FUSED.md, "Adam without slow paths").
+    // (Two hidden layers of at most 128: the rows kernel's, below.)
+    if (!fused_quads_unsupported(mlp, precision, config.optim, config.train.batch_size) &&
+        fused_rows_unsupported(mlp, precision, config.train.batch_size) && fused_kernel_runs(FusedKernel::kQuads)) {
+      return {Engine::kFused, "auto: models of two hidden layers at most 256 wide trained by SGD train fastest on the "
+                              "fused engine's quads kernel (one 16-block cluster as four quads of 32 rows)"};
+    }
     if (!fused_split_unsupported(mlp, precision, config.train.batch_size) &&
         fused_kernel_runs(FusedKernel::kSplit)) {
       return {Engine::kFused, "auto: models of 1 to 3 hidden layers all 784 or all 256 wide at a batch of at most 128 "
@@ -194,6 +200,7 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
                              }
                              if (kernel == FusedKernel::kRegression) return gpu_runs_regression_kernel(device_.index);
                              if (kernel == FusedKernel::kRows) return gpu_runs_rows_kernel(device_.index, spec_);
+                             if (kernel == FusedKernel::kQuads) return gpu_runs_quads_kernel(device_.index, spec_);
                              return gpu_runs_cluster_kernel(device_.index, spec_);
                            });
   if (rank_.distributed()) {

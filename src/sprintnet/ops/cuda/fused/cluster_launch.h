@@ -1,5 +1,6 @@
 #pragma once
-// How the fused engine's one-cluster kernels (cluster_epoch.cu, rows_epoch.cu, regression_epoch.cu)
+// How the fused engine's one-cluster kernels (cluster_epoch.cu, rows_epoch.cu, quads_epoch.cu,
+// regression_epoch.cu)
 // are configured, launched and asked whether a GPU runs them: one thread-block cluster of `ctas`
 // blocks of `threads` threads, `shared_bytes` of dynamic shared memory a block. Host code over the
 // CUDA runtime only (cluster_launch.cpp).
@@ -33,7 +34,7 @@ ClusterProbe probe_cluster_kernel(int device, const void* kernel, const ClusterS
 // The answer for (kernel, device, key), computed once by `probe` and kept (it depends only on the GPU
 // and the shape; an auto run asks when it picks the engine and again when the plan picks the kernel, a
 // sweep for every run).
-enum class ClusterKernelId { kCluster, kRows, kRegression };
+enum class ClusterKernelId { kCluster, kRows, kRegression, kQuads };
 const ClusterProbe& cached_cluster_probe(ClusterKernelId kernel, int device, std::int64_t key,
                                          const std::function<ClusterProbe()>& probe);
 
