@@ -551,12 +551,14 @@ TEST(FusedEngine, TheBannerSaysWhichEngineRunsAndWhy) {
   EXPECT_NE(fused.describe().find("fused engine: one persistent kernel per epoch"), std::string::npos)
       << fused.describe();
   EXPECT_NE(fused.describe().find("device.engine = \"fused\""), std::string::npos) << fused.describe();
-  // The default model takes the split kernel where the GPU runs it; a model neither the split nor the
-  // cluster kernel takes, the grid kernel.
-  if (gpu_runs_split_kernel(0, 256, 3)) {
+  // The default model takes the quads kernel where the GPU runs it (else the split kernel); a model no
+  // one-shape kernel takes (300 wide: over the quads kernel's 256, not a split kernel's shape), the grid kernel.
+  if (gpu_runs_quads_kernel(0, quads_model())) {
+    EXPECT_NE(fused.describe().find("as four quads"), std::string::npos) << fused.describe();
+  } else if (gpu_runs_split_kernel(0, 256, 3)) {
     EXPECT_NE(fused.describe().find("32 blocks in clusters of 4"), std::string::npos) << fused.describe();
   }
-  Trainer grid(config_for("cuda", "fused", "auto", "grid", {"train.epochs=1", "model.hidden=[200, 100]"}));
+  Trainer grid(config_for("cuda", "fused", "auto", "grid", {"train.epochs=1", "model.hidden=[300, 100]"}));
   EXPECT_NE(grid.describe().find("a grid of "), std::string::npos) << grid.describe();
   {  // A kernel asked for that cannot train the model says why: the regression kernel, hidden layers.
     const KernelChoice regression("regression");
@@ -616,9 +618,16 @@ TEST(FusedEngine, TheClusterKernelRunsWhereItCanAndAutoTakesEveryModelItFits) {
     Trainer shared(config_for("cuda", "auto", "auto", "split-shared", {"train.epochs=1", "model.hidden=[784, 784, 784]"}));
     EXPECT_EQ(shared.describe().find("fused engine"), std::string::npos) << shared.describe();
   }
-  // The default model (784-256-256-10): the split kernel's 256-wide shape where the GPU runs it.
+  // The default model (784-256-256-10): the quads kernel where the GPU runs it, auto's choice too; with
+  // Adam (or on a GPU without the quads kernel) the split kernel's 256-wide shape.
+  if (gpu_runs_quads_kernel(0, quads_model())) {
+    Trainer quads(config_for("cuda", "auto", "auto", "quads", {"train.epochs=1", "model.hidden=[256, 256]"}));
+    EXPECT_NE(quads.describe().find("take the fused engine's quads kernel"), std::string::npos) << quads.describe();
+    EXPECT_NE(quads.describe().find("as four quads"), std::string::npos) << quads.describe();
+  }
   if (gpu_runs_split_kernel(0, 256, 3)) {
-    Trainer narrow_split(config_for("cuda", "auto", "auto", "split-narrow", {"train.epochs=1", "model.hidden=[256, 256]"}));
+    Trainer narrow_split(config_for("cuda", "auto", "auto", "split-narrow",
+                                    {"train.epochs=1", "model.hidden=[256, 256]", "optim.type=\"adam\"", "optim.lr=0.001"}));
     EXPECT_NE(narrow_split.describe().find("32 blocks in clusters of 4"), std::string::npos) << narrow_split.describe();
   }
   // Too wide for one cluster and no shape of the split kernel: auto keeps the compiled step.

@@ -97,8 +97,9 @@ EngineChoice resolve_engine(const Config& config, Device device, const nn::MlpSp
     // (Two hidden layers of at most 128: the rows kernel's, below.)
     if (!fused_quads_unsupported(mlp, precision, config.optim, config.train.batch_size) &&
         fused_rows_unsupported(mlp, precision, config.train.batch_size) && fused_kernel_runs(FusedKernel::kQuads)) {
-      return {Engine::kFused, "auto: models of two hidden layers at most 256 wide trained by SGD train fastest on the "
-                              "fused engine's quads kernel (one 16-block cluster as four quads of 32 rows)"};
+      return {Engine::kFused, "auto: models of two hidden layers at most 256 wide trained by SGD take the fused engine's "
+                              "quads kernel (one 16-block cluster as four quads of 32 rows: the split kernel's speed on "
+                              "half its SMs, so twice the runs share a GPU)"};
     }
     if (!fused_split_unsupported(mlp, precision, config.train.batch_size) &&
         fused_kernel_runs(FusedKernel::kSplit)) {
