@@ -323,9 +323,9 @@ struct Quads {
   }
 
   // ---- the batch: the bytes of feature group q of every row, one bulk copy a row (v18b: 16-byte cp.async
-  // pieces, ~6.5 a thread, took 1.25 us to issue) into the slots, once the first layer's gradient has read
-  // them (its bf16 halves of X), landing on the batch's mbarrier while the block steps its tile; copied into
-  // x at the step's end. The quad's labels by cp.async.
+  // pieces, ~6.5 a thread, took 1.25 us to issue) straight into x once the first layer's gradient has read the
+  // step's (v18f: into the slots, then copied into x at the step's end), landing on the batch's mbarrier while
+  // the block steps its tile. The quad's labels by cp.async.
   __device__ void prefetch_samples(std::int64_t s) const {
     if (a.order == nullptr || s >= a.steps || threadIdx.x >= rows_of(s)) return;
     ptx::copy_async_4(shared_address(at<int>(c.next) + threadIdx.x), a.order + s * a.batch + threadIdx.x);
@@ -335,7 +335,7 @@ struct Quads {
   __device__ std::uint32_t batch_bytes(std::int64_t s) const {
     return s > 0 && (lab & kLabNoNextBatch) ? 0u : static_cast<std::uint32_t>(rows_of(s) * row_bytes());
   }
-  // The caller has waited for the sample indices and passed a block barrier after its last reads of the slots.
+  // The caller has waited for the sample indices and passed a block barrier after its last reads of x.
   __device__ void copy_batch(std::int64_t s) const {
     if (s >= a.steps || (s > 0 && (lab & kLabNoNextBatch))) return;
     const int n = static_cast<int>(rows_of(s)), features = layer(0).in, bytes = row_bytes();
@@ -343,7 +343,7 @@ struct Quads {
     const int row = static_cast<int>(threadIdx.x);
     if (row < n && bytes > 0) {
       const std::int64_t at_sample = a.order != nullptr ? samples[row] : s * a.batch + row;
-      ptx::bulk_copy_from_global(shared_address(at<std::uint8_t>(c.slots) + row * c.group),
+      ptx::bulk_copy_from_global(shared_address(at<std::uint8_t>(c.x) + row * c.group),
                                  a.images + at_sample * features + c.group * q, static_cast<std::uint32_t>(bytes),
                                  bar(kBarBatch));
     }
@@ -352,16 +352,12 @@ struct Quads {
       ptx::copy_async_4(at<int>(c.labels) + row, a.labels + at_sample);
     }
   }
-  // The landed bytes into x: the batch's mbarrier, this thread's labels, then a block barrier first.
+  // The batch landed: its mbarrier, this thread's labels, then a block barrier.
   __device__ void take_batch(std::int64_t s) {
     if (s >= a.steps) return;
     wait(kBarBatch, batch_bytes(s));
     ptx::copy_async_wait_all();
     __syncthreads();
-    if (s > 0 && (lab & kLabNoNextBatch)) return;
-    const uint4* from = at<uint4>(c.slots);
-    uint4* to = at<uint4>(c.x);
-    for (int i = static_cast<int>(threadIdx.x); i < kRows * c.group / 16; i += kThreads) to[i] = from[i];
   }
   // Bytes j0, j0 + 1 of `word`, normalised, as a bf16 pair.
   __device__ __forceinline__ std::uint32_t pixels(std::uint32_t word, int j0) const {
@@ -804,7 +800,7 @@ struct Quads {
           bias()[k] = step_bias(k, sums[mi][2 * h]);
         }
     }
-    // The slots' generic reads, before the next batch's bulk copies write them through the async proxy.
+    // x's generic reads, before the next batch's bulk copies write it through the async proxy.
     ptx::fence_proxy_async();
     __syncthreads();
   }

@@ -10,8 +10,9 @@
 //   w1        the first layer's part: quarter j's neurons x feature group q, [64][group + 8]
 //   x         the batch's features of group q, every row, as the data set's bytes, [128][group] uint8
 //   slots     the first layer's partial sums of the quad's rows from each feature group, [4][32][64] fp32;
-//             then the second layer's input-gradient partial sums from each quarter (same shape); then the
-//             next batch's bytes, landing by cp.async (aliased: each is read before the next arrives)
+//             then the second layer's input-gradient partial sums from each quarter (same shape); then half of
+//             X's rows normalised to bf16 for the first layer's weight gradient, [64][group + 8] (aliased: each is
+//             read before the next arrives; the next batch's bytes land in x once that gradient is done)
 //   w2        the second layer's quarter j rows, every column, [64][264]
 //   wo        the output layer's columns of quarter j, [16 classes][72]
 //   a1        the quad's rows of A1, all 256 columns (gathered from the quad), [32][264]
@@ -68,7 +69,7 @@ inline QuadsLayout quads_layout(int inputs) {
   const std::int64_t rows = kQuadsBatch, own = kQuadsOwn, quarter = kQuadsQuarter;
   c.w1 = take(quarter * (c.group + 8) * 2);
   c.x = take(rows * c.group);
-  c.slots = take(std::max(std::int64_t{4} * own * quarter * 4, rows * c.group));
+  c.slots = take(std::max(std::int64_t{4} * own * quarter * 4, std::int64_t{64} * (c.group + 8) * 2));
   c.w2 = take(quarter * kQuadsLdWide * 2);
   c.wo = take(std::int64_t{kQuadsMaxClasses} * kQuadsLdQuarter * 2);
   c.a1 = take(own * kQuadsLdWide * 2);
