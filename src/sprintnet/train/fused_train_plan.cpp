@@ -133,8 +133,8 @@ Tensor zeros_bytes(std::int64_t bytes, Device device) { return Tensor::zeros({by
 
 // The quads, split, regression, rows and cluster kernels each train every model they take on a GPU
 // that runs them (docs/FUSED.md: faster than the grid kernel on each; the regression kernel than the
-// cluster kernel; the rows kernel than the cluster kernel; the quads kernel than the split kernel), the
-// grid kernel the rest; the kernel lab's SPRINTNET_FUSED_KERNEL = "grid", "quads", "split", "regression",
+// cluster kernel; the rows kernel than the cluster kernel; the quads kernel as fast as the split kernel
+// on half its SMs), the grid kernel the rest; the kernel lab's SPRINTNET_FUSED_KERNEL = "grid", "quads", "split", "regression",
 // "rows" or "cluster" insists on one (all but "grid" fail naming why they cannot).
 void FusedTrainPlan::choose_kernel() {
   const char* env = std::getenv("SPRINTNET_FUSED_KERNEL");

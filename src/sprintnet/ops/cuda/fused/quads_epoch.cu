@@ -60,7 +60,7 @@ constexpr int kLdW = kQuadsLdWide, kLdQ = kQuadsLdQuarter, kLdC = kQuadsLdClasse
 constexpr int kFirstN = 7;  // feature tiles of the first layer's gradient a warp pair (4 pairs: 28 >= 224 / 8)
 // The kernel lab's switches (QuadsArgs::lab; timing only, the results are wrong with any of them).
 enum Lab {
-  kLabNoFirstGradientProducts = 1,  // the first layer's weight gradient: no fragments built, no mma
+  kLabNoFirstGradientProducts = 1,  // the first layer's weight gradient: no conversion, no mma, no update
   kLabNoNextBatch = 2,              // the next batch neither copied nor taken (every step trains on the first)
 };
 enum Bar { kBarX1 = 0, kBarA1, kBarLogits, kBarScatter, kBarG1, kBarSide, kBarTiles, kBarBatch, kBars };
