@@ -1403,15 +1403,9 @@ using ClusterKernel = void (*)(ClusterArgs);
 // activation the kernel does not take).
 template <UpdateForm kUpdate, int kLogitTiles, bool kWideFirst>
 ClusterKernel kernel_for(ActivationKind activation) {
-  switch (activation) {
-    case ActivationKind::kIdentity:
-      return cluster_epoch_kernel<kUpdate, ActivationKind::kIdentity, kLogitTiles, kWideFirst>;
-    case ActivationKind::kReLU: return cluster_epoch_kernel<kUpdate, ActivationKind::kReLU, kLogitTiles, kWideFirst>;
-    case ActivationKind::kTanh: return cluster_epoch_kernel<kUpdate, ActivationKind::kTanh, kLogitTiles, kWideFirst>;
-    case ActivationKind::kSigmoid:
-      return cluster_epoch_kernel<kUpdate, ActivationKind::kSigmoid, kLogitTiles, kWideFirst>;
-    default: return nullptr;
-  }
+  return for_cluster_activation(activation, [](auto act) -> ClusterKernel {
+    return cluster_epoch_kernel<kUpdate, decltype(act)::value, kLogitTiles, kWideFirst>;
+  });
 }
 
 // wide_first: the layout splits the first layer 2 x 8 (a 113-128-wide first layer, at most 16 classes).
@@ -1451,21 +1445,14 @@ const char* cluster_epoch_unavailable(int device, std::int64_t shared_bytes) {
 }
 
 int cluster_epoch_active_clusters(int device, std::int64_t shared_bytes) {
-  const ClusterProbe& answer = cluster_probe(device, shared_bytes);
-  return answer.why_not == nullptr ? answer.clusters : 0;
+  return active_clusters(cluster_probe(device, shared_bytes));
 }
 
 cudaError_t launch_cluster_epoch(const FusedEpochArgs& args, const ClusterLayout& layout, float* partials,
                                  cudaStream_t stream) {
   const NvtxRange range("cluster_epoch");
-  const ClusterKernel kernel = kernel_for(args, layout);
-  if (kernel == nullptr) return cudaErrorInvalidValue;  // GELU or SiLU: fused_cluster_unsupported says so first
-  const cudaError_t e = configure_cluster_kernel(reinterpret_cast<const void*>(kernel), shape_of(layout.bytes));
-  if (e != cudaSuccess) return e;
-  cudaLaunchAttribute attribute;
-  const cudaLaunchConfig_t config = cluster_launch_config(shape_of(layout.bytes), stream, &attribute);
-  const ClusterArgs kernel_args{args, layout, partials};
-  return cudaLaunchKernelEx(&config, kernel, kernel_args);
+  // A null kernel (GELU or SiLU: fused_cluster_unsupported says so first) is refused.
+  return launch_cluster_kernel(kernel_for(args, layout), shape_of(layout.bytes), stream, ClusterArgs{args, layout, partials});
 }
 
 }  // namespace sprintnet::cuda

@@ -4,10 +4,13 @@
 // are configured, launched and asked whether a GPU runs them: one thread-block cluster of `ctas`
 // blocks of `threads` threads, `shared_bytes` of dynamic shared memory a block. Host code over the
 // CUDA runtime only (cluster_launch.cpp).
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>
 
 #include <cstdint>
 #include <functional>
+#include <type_traits>
+
+#include "sprintnet/ops/cuda/launch.h"
 
 namespace sprintnet::cuda {
 
@@ -37,5 +40,33 @@ ClusterProbe probe_cluster_kernel(int device, const void* kernel, const ClusterS
 enum class ClusterKernelId { kCluster, kRows, kRegression, kQuads };
 const ClusterProbe& cached_cluster_probe(ClusterKernelId kernel, int device, std::int64_t key,
                                          const std::function<ClusterProbe()>& probe);
+// The clusters a probe found room for; 0 where the kernel does not run.
+inline int active_clusters(const ClusterProbe& probe) { return probe.why_not == nullptr ? probe.clusters : 0; }
+
+// One cluster of `kernel` in `shape` on `stream`, with `args`; cudaErrorInvalidValue for a null kernel (a
+// configuration no instantiation takes).
+template <class Args>
+cudaError_t launch_cluster_kernel(void (*kernel)(Args), const ClusterShape& shape, cudaStream_t stream, const Args& args) {
+  if (kernel == nullptr) return cudaErrorInvalidValue;
+  const cudaError_t e = configure_cluster_kernel(reinterpret_cast<const void*>(kernel), shape);
+  if (e != cudaSuccess) return e;
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config = cluster_launch_config(shape, stream, &attribute);
+  return cudaLaunchKernelEx(&config, kernel, args);
+}
+
+// `pick(std::integral_constant<ActivationKind, A>{})` for a hidden activation A the one-cluster kernels are
+// instantiated for (identity, ReLU, tanh, sigmoid); nullptr for GELU and SiLU, which take the split kernel.
+template <class Pick>
+auto for_cluster_activation(ActivationKind activation, Pick pick)
+    -> decltype(pick(std::integral_constant<ActivationKind, ActivationKind::kReLU>{})) {
+  switch (activation) {
+    case ActivationKind::kIdentity: return pick(std::integral_constant<ActivationKind, ActivationKind::kIdentity>{});
+    case ActivationKind::kReLU: return pick(std::integral_constant<ActivationKind, ActivationKind::kReLU>{});
+    case ActivationKind::kTanh: return pick(std::integral_constant<ActivationKind, ActivationKind::kTanh>{});
+    case ActivationKind::kSigmoid: return pick(std::integral_constant<ActivationKind, ActivationKind::kSigmoid>{});
+    default: return nullptr;
+  }
+}
 
 }  // namespace sprintnet::cuda

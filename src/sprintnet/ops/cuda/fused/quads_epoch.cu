@@ -28,11 +28,10 @@
 #include "sprintnet/ops/cuda/fused/activation_of_output.cuh"
 #include "sprintnet/ops/cuda/fused/cluster_launch.h"
 #include "sprintnet/ops/cuda/fused/fragment_loads.cuh"
-#include "sprintnet/ops/cuda/fused/progress_record.cuh"
+#include "sprintnet/ops/cuda/fused/one_cluster_block.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/quads_epoch.h"
 #include "sprintnet/ops/cuda/fused/row_loss.cuh"
-#include "sprintnet/ops/cuda/fused/stage_stamps.cuh"
 #include "sprintnet/ops/cuda/fused/update_form.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
 
@@ -42,7 +41,8 @@ namespace {
 namespace cg = cooperative_groups;
 using bf16 = __nv_bfloat16;
 
-constexpr int kThreads = 256;
+constexpr int kThreads = OneClusterBlock<QuadsLayout>::kThreads;
+static_assert(kQuadsCtas == OneClusterBlock<QuadsLayout>::kBlocks);
 
 struct QuadsArgs {
   FusedEpochArgs a;
@@ -89,21 +89,10 @@ __device__ __forceinline__ uint4 as_uint4(const float (&v)[8]) {
 // kUpdate: the optimizer's form (SGD's two; Adam's state does not fit the registers); kAct: the hidden
 // layers' activation.
 template <UpdateForm kUpdate, ActivationKind kAct>
-struct Quads {
+struct Quads : OneClusterBlock<QuadsLayout> {
   static_assert(kUpdate != UpdateForm::kAdam, "Adam takes the split kernel (fused_quads_unsupported)");
-  const FusedEpochArgs& a;
-  const QuadsLayout& c;
   const int lab;
-  unsigned char* smem;
-  int rank, q, j, warp, lane, g, t;
-  StepState state;
-  BlockScalars scalars;
-  int rows = 0, last_rows = 0;
-  std::int64_t first_step = 0;
-  std::uint32_t phases = 0;
-  StageStamps stamps;
-  double loss_total = 0.0;  // block 0's metrics warp: the epoch's sums
-  std::int64_t hits_total = 0;
+  int q, j;
 
   // State in registers for the whole epoch: the first layer's part (warp w: neuron tiles 2 (w & 1), +1
   // against feature tiles kFirstN (w >> 1).., clamped to the group), the block's tile of the second layer
@@ -113,30 +102,10 @@ struct Quads {
   float pt[4][4], mt[4][4];
   float po[4], mo[4];
 
-  __device__ static int stamp_capacity(const FusedEpochArgs& a) {
-    return a.stage_clock_block < 0 ? a.stage_clock_capacity / kQuadsCtas : a.stage_clock_capacity;
-  }
-  __device__ static std::uint64_t* stamp_region(const FusedEpochArgs& a, int r) {
-    return a.stage_clock_block < 0 && a.stage_clock != nullptr ? a.stage_clock + r * stamp_capacity(a) : a.stage_clock;
-  }
-  __device__ static bool stamps_here(const FusedEpochArgs& a, int r) {
-    return (a.stage_clock_block < 0 || r == a.stage_clock_block) && threadIdx.x == 0;
-  }
-
   __device__ Quads(const QuadsArgs& args, unsigned char* shared, int r)
-      : a(args.a), c(args.c), lab(args.lab), smem(shared), rank(r), stamps(stamp_region(args.a, r), stamp_capacity(args.a), stamps_here(args.a, r)) {
-    q = rank >> 2;
-    j = rank & 3;
-    warp = static_cast<int>(threadIdx.x) >> 5;
-    lane = fused::fragment_lane();
-    g = lane >> 2;
-    t = lane & 3;
-  }
+      : OneClusterBlock(args.a, args.c, shared, r), lab(args.lab), q(r >> 2), j(r & 3) {}
 
   // ---- the layout.
-  template <class T>
-  __device__ T* at(std::int64_t offset) const { return reinterpret_cast<T*>(smem + offset); }
-  __device__ const FusedLayer& layer(int l) const { return a.layers[l]; }
   __device__ bf16* w1() const { return at<bf16>(c.w1); }
   __device__ int ld1() const { return c.group + 8; }
   __device__ const std::uint8_t* x() const { return at<std::uint8_t>(c.x); }
@@ -154,15 +123,8 @@ struct Quads {
   __device__ bf16* dl() const { return at<bf16>(c.dl); }
   __device__ float* bias() const { return at<float>(c.bias); }
   __device__ float* bias_state(int which) const { return at<float>(c.bias_state) + which * kQuadsBiases; }
-  __device__ std::uint32_t bar(int id) const { return shared_address(at<std::uint64_t>(c.bars) + id); }
   __device__ int width(int l) const { return a.layers[l].out; }
 
-  __device__ void stamp() { stamps.stamp(); }
-  __device__ void wait(int id, std::uint32_t bytes) {
-    if (threadIdx.x == 0) ptx::mbarrier_expect_bytes(bar(id), bytes);
-    ptx::mbarrier_wait_cluster(bar(id), (phases >> id) & 1u);
-    phases ^= 1u << id;
-  }
   // 16 (or 8) bytes into block `to`'s shared memory at the same offset as `p` in this block, counted on
   // its mbarrier `id`.
   __device__ void send(int to, const void* p, uint4 v, int id) const {
@@ -184,26 +146,7 @@ struct Quads {
     at = row_g + (odd ? 8 * kQuarter : 0) + 2 * (t & 2);
     return odd ? make_float4(got0, got1, c[2], c[3]) : make_float4(c[0], c[1], got0, got1);
   }
-  __device__ std::int64_t rows_of(std::int64_t s) const {
-    const std::int64_t left = a.samples - s * a.batch;
-    return left < a.batch ? left : a.batch;
-  }
-  __device__ std::int64_t sample(std::int64_t i) const { return a.order != nullptr ? a.order[i] : i; }
-
-  // ---- parameters: their flat index, loaded when the epoch starts and stored when it ends.
-  __device__ std::int64_t index(const FusedLayer& L, int o, int i) const {
-    return L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + i;
-  }
-  __device__ void load_state(std::int64_t k, bool valid, float& p, float& m) const {
-    const FlatOptimizerArgs& o = a.optimizer;
-    p = valid ? o.master[k] : 0.0f;
-    m = valid && o.state1 != nullptr ? o.state1[k] : 0.0f;
-  }
-  __device__ void store_state(std::int64_t k, float p, float m) const {
-    const FlatOptimizerArgs& o = a.optimizer;
-    o.master[k] = p;
-    if (o.state1 != nullptr) o.state1[k] = m;
-  }
+  // ---- parameters (load_state, store_state: OneClusterBlock).
   __device__ float step(float grad, float& p, float& m) const {
     float unused = 0.0f;
     fused_step<kUpdate>(a.optimizer, scalars, p, m, unused, grad, a.optimizer.state1 != nullptr);
@@ -712,28 +655,25 @@ struct Quads {
   __device__ void store_first(int mi, int n, int h, float w0, float w1v) const {
     if (first_tile_owned(kFrom + n)) store_pair(w1() + first_o(mi, 2 * h) * ld1() + 8 * first_tile(kFrom + n) + 2 * t, w0, w1v);
   }
-  // Plain SGD takes each half's gradient as it comes (v18d): the update is linear in it, so the first half
-  // goes into the momentum with its decay and weight-decay terms (m = mu m + wd w + g0), the second completes
-  // it (m += g1) and steps the weight; X is then converted once a half instead of once a half and a pass.
+  // Plain SGD takes each half's gradient as it comes (v18d; update_form.cuh's plain_sgd_momentum): the first
+  // half goes into the momentum with its decay and weight-decay terms, the second completes it and steps the
+  // weight; X is then converted once a half instead of once a half and a pass.
   template <int kFrom, int kCount>
   __device__ void fold_first(int half, const float (&acc)[2][kCount][4]) {
-    const float factor = scalars.first_update ? 0.0f : a.optimizer.momentum, decay = a.optimizer.weight_decay;
+    const float factor = plain_sgd_factor(a.optimizer, scalars), decay = a.optimizer.weight_decay;
 #pragma unroll
     for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
       for (int n = 0; n < kCount; ++n) {
         if (half == 0) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            float& m = m1[mi][kFrom + n][e];
-            m = fmaf(factor, m, fmaf(decay, p1[mi][kFrom + n][e], acc[mi][n][e]));
-          }
+          for (int e = 0; e < 4; ++e) plain_sgd_momentum(factor, decay, p1[mi][kFrom + n][e], m1[mi][kFrom + n][e], acc[mi][n][e]);
           continue;
         }
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           m1[mi][kFrom + n][e] += acc[mi][n][e];
-          p1[mi][kFrom + n][e] = fmaf(-scalars.lr, m1[mi][kFrom + n][e], p1[mi][kFrom + n][e]);
+          plain_sgd_apply(scalars, p1[mi][kFrom + n][e], m1[mi][kFrom + n][e]);
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) store_first<kFrom>(mi, n, h, p1[mi][kFrom + n][2 * h], p1[mi][kFrom + n][2 * h + 1]);
@@ -889,26 +829,7 @@ struct Quads {
     }
   }
 
-  // Block 0's last warp: the last step's losses and hits (stored into block 0 before the cluster barrier
-  // just passed) added to the epoch's sums in row order, and the progress record.
-  static constexpr int kMetricsWarp = kThreads / 32 - 1;
-  __device__ void add_metrics() {
-    if (rank != 0 || warp != kMetricsWarp || state.step == first_step) return;
-    const int parity = static_cast<int>((state.step - 1 - first_step) & 1);
-    double loss = 0.0, hits = 0.0;
-    for (int r = lane; r < last_rows; r += 32) {
-      loss += at<double>(c.row_loss)[parity * kRows + r];
-      hits += at<int>(c.row_hit)[parity * kRows + r];
-    }
-    loss = fused::group_sum<32>(loss);
-    hits = fused::group_sum<32>(hits);
-    if (lane != 0) return;
-    const int classes = width(2);
-    const double weight = 1.0 / static_cast<double>(a.loss == FusedLoss::kMse ? last_rows * classes : last_rows);
-    loss_total += weight * loss;
-    hits_total += static_cast<std::int64_t>(hits);
-    fused::write_progress(a.progress, state.step - first_step, loss_total);
-  }
+  __device__ void add_metrics() { OneClusterBlock::add_metrics(kRows, width(2)); }
 
   __device__ void train() {
     state = *a.state;
@@ -978,15 +899,7 @@ struct Quads {
     ptx::cluster_arrive();
     ptx::cluster_wait();
     store(static_cast<bf16*>(a.copies[state.step & 1]));
-    if (rank == 0 && threadIdx.x == 0) {
-      state.found_inf = 0;
-      state.blocks_done = 0;
-      *a.state = state;
-    }
-    if (rank == 0 && threadIdx.x == kMetricsWarp * 32) {
-      a.metrics->loss_sum += loss_total;
-      a.metrics->correct += hits_total;
-    }
+    publish_epoch();
   }
 };
 
@@ -1007,13 +920,7 @@ using QuadsKernel = void (*)(QuadsArgs);
 
 template <UpdateForm kUpdate>
 QuadsKernel kernel_for(ActivationKind activation) {
-  switch (activation) {
-    case ActivationKind::kIdentity: return quads_epoch_kernel<kUpdate, ActivationKind::kIdentity>;
-    case ActivationKind::kReLU: return quads_epoch_kernel<kUpdate, ActivationKind::kReLU>;
-    case ActivationKind::kTanh: return quads_epoch_kernel<kUpdate, ActivationKind::kTanh>;
-    case ActivationKind::kSigmoid: return quads_epoch_kernel<kUpdate, ActivationKind::kSigmoid>;
-    default: return nullptr;
-  }
+  return for_cluster_activation(activation, [](auto act) -> QuadsKernel { return quads_epoch_kernel<kUpdate, decltype(act)::value>; });
 }
 
 QuadsKernel kernel_for(const FusedEpochArgs& args) {
@@ -1042,25 +949,17 @@ const char* quads_epoch_unavailable(int device, std::int64_t shared_bytes) {
 }
 
 int quads_epoch_active_clusters(int device, std::int64_t shared_bytes) {
-  const ClusterProbe& answer = quads_probe(device, shared_bytes);
-  return answer.why_not == nullptr ? answer.clusters : 0;
+  return active_clusters(quads_probe(device, shared_bytes));
 }
 
 cudaError_t launch_quads_epoch(const FusedEpochArgs& args, const QuadsLayout& layout, cudaStream_t stream) {
   const NvtxRange range("quads_epoch");
-  const QuadsKernel kernel = kernel_for(args);
-  if (kernel == nullptr) return cudaErrorInvalidValue;
-  const cudaError_t e = configure_cluster_kernel(reinterpret_cast<const void*>(kernel), shape_of(layout.bytes));
-  if (e != cudaSuccess) return e;
-  cudaLaunchAttribute attribute;
-  const cudaLaunchConfig_t config = cluster_launch_config(shape_of(layout.bytes), stream, &attribute);
   // SPRINTNET_FUSED_LAB: the kernel lab's switches (enum Lab), read once.
   static const int lab = [] {
     const char* env = std::getenv("SPRINTNET_FUSED_LAB");
     return env != nullptr ? std::atoi(env) : 0;
   }();
-  const QuadsArgs kernel_args{args, layout, lab};
-  return cudaLaunchKernelEx(&config, kernel, kernel_args);
+  return launch_cluster_kernel(kernel_for(args), shape_of(layout.bytes), stream, QuadsArgs{args, layout, lab});
 }
 
 }  // namespace sprintnet::cuda

@@ -82,7 +82,7 @@ inline QuadsLayout quads_layout(int inputs) {
   c.a2_cols = take(rows * kQuadsLdClasses * 2);
   c.dl = take(rows * kQuadsLdClasses * 2);
   c.bias = take(kQuadsBiases * 4);
-  c.bias_state = take(3 * kQuadsBiases * 4);
+  c.bias_state = take(2 * kQuadsBiases * 4);  // master and momentum (SGD only)
   c.labels = take(own * 4);
   c.next = take(rows * 4);
   c.row_loss = take(2 * rows * 8);

@@ -548,8 +548,7 @@ const ClusterProbe& regression_probe(int device) {
 const char* regression_epoch_unavailable(int device) { return regression_probe(device).why_not; }
 
 int regression_epoch_active_clusters(int device) {
-  const ClusterProbe& answer = regression_probe(device);
-  return answer.why_not == nullptr ? answer.clusters : 0;
+  return active_clusters(regression_probe(device));
 }
 
 cudaError_t launch_regression_epoch(const FusedEpochArgs& args, cudaStream_t stream) {
@@ -562,12 +561,7 @@ cudaError_t launch_regression_epoch(const FusedEpochArgs& args, cudaStream_t str
       layer.out > kRegressionMaxClasses || args.normalised == nullptr) {
     return cudaErrorInvalidValue;
   }
-  const RegressionKernel kernel = kernel_for(args);
-  const cudaError_t e = configure_cluster_kernel(reinterpret_cast<const void*>(kernel), kShape);
-  if (e != cudaSuccess) return e;
-  cudaLaunchAttribute attribute;
-  const cudaLaunchConfig_t config = cluster_launch_config(kShape, stream, &attribute);
-  return cudaLaunchKernelEx(&config, kernel, args);
+  return launch_cluster_kernel(kernel_for(args), kShape, stream, args);
 }
 
 }  // namespace sprintnet::cuda

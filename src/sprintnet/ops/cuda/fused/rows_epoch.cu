@@ -28,11 +28,10 @@
 #include "sprintnet/ops/cuda/fused/activation_of_output.cuh"
 #include "sprintnet/ops/cuda/fused/cluster_launch.h"
 #include "sprintnet/ops/cuda/fused/fragment_loads.cuh"
-#include "sprintnet/ops/cuda/fused/progress_record.cuh"
+#include "sprintnet/ops/cuda/fused/one_cluster_block.cuh"
 #include "sprintnet/ops/cuda/fused/ptx.cuh"
 #include "sprintnet/ops/cuda/fused/row_loss.cuh"
 #include "sprintnet/ops/cuda/fused/rows_epoch.h"
-#include "sprintnet/ops/cuda/fused/stage_stamps.cuh"
 #include "sprintnet/ops/cuda/fused/update_form.cuh"
 #include "sprintnet/ops/cuda/fused/warpgroup_mma.cuh"
 #include "sprintnet/ops/cuda/nvtx.h"
@@ -43,7 +42,8 @@ namespace {
 namespace cg = cooperative_groups;
 using bf16 = __nv_bfloat16;
 
-constexpr int kThreads = 256;
+constexpr int kThreads = OneClusterBlock<RowsLayout>::kThreads;
+static_assert(kRowsCtas == OneClusterBlock<RowsLayout>::kBlocks);
 
 struct RowsArgs {
   FusedEpochArgs a;
@@ -91,33 +91,9 @@ __device__ __forceinline__ void multicast(const void* to, const void* from, std:
 
 // kUpdate: the optimizer's form (update_form.cuh); kAct: the hidden layers' activation.
 template <UpdateForm kUpdate, ActivationKind kAct>
-struct Rows {
+struct Rows : OneClusterBlock<RowsLayout> {
   static constexpr bool kAdam = kUpdate == UpdateForm::kAdam;
-  const FusedEpochArgs& a;
-  const RowsLayout& c;
   unsigned char* scratch;
-  unsigned char* smem;
-  int rank, warp, lane, g, t;
-  StepState state;
-  BlockScalars scalars;
-  int rows = 0, last_rows = 0;
-  std::int64_t first_step = 0;
-  std::uint32_t phases = 0;
-  StageStamps stamps;
-  double loss_total = 0.0;  // block 0's thread 0: the epoch's sums
-  std::int64_t hits_total = 0;
-
-  // The profile's stamps: one block's (stage_clock_block), or every block's into its own region (-1: the
-  // timeline, train/stage_timeline.h).
-  __device__ static int stamp_capacity(const FusedEpochArgs& a) {
-    return a.stage_clock_block < 0 ? a.stage_clock_capacity / kRowsCtas : a.stage_clock_capacity;
-  }
-  __device__ static std::uint64_t* stamp_region(const FusedEpochArgs& a, int r) {
-    return a.stage_clock_block < 0 && a.stage_clock != nullptr ? a.stage_clock + r * stamp_capacity(a) : a.stage_clock;
-  }
-  __device__ static bool stamps_here(const FusedEpochArgs& a, int r) {
-    return (a.stage_clock_block < 0 || r == a.stage_clock_block) && threadIdx.x == 0;
-  }
 
   // State in registers for the whole epoch: the first layer's (warp w: row tile w & 3 of the block's
   // half against feature tiles first_tiles() (w >> 2) + j), the tiles' (a 16 x 8 piece of the block's
@@ -128,24 +104,11 @@ struct Rows {
   float po[4], mo[4], vo[4];
 
   __device__ Rows(const RowsArgs& args, unsigned char* shared, int r)
-      : a(args.a),
-        c(args.c),
-        scratch(args.scratch),
-        smem(shared),
-        rank(r),
-        stamps(stamp_region(args.a, r), stamp_capacity(args.a), stamps_here(args.a, r)) {
-    warp = static_cast<int>(threadIdx.x) >> 5;
-    lane = lane_id();
-    g = lane >> 2;
-    t = lane & 3;
-  }
+      : OneClusterBlock(args.a, args.c, shared, r), scratch(args.scratch) {}
 
   // ---- the layout.
-  template <class T>
-  __device__ T* at(std::int64_t offset) const { return reinterpret_cast<T*>(smem + offset); }
   __device__ int hidden() const { return c.hidden; }
   __device__ int tiled() const { return c.hidden - 1; }
-  __device__ const FusedLayer& layer(int l) const { return a.layers[l]; }
   __device__ int width(int h) const { return a.layers[h - 1].out; }  // hidden layer h = 1..H
   __device__ bool has_part() const { return rank < 2 * c.groups; }
   __device__ int half() const { return rank & 1; }
@@ -171,7 +134,6 @@ struct Rows {
   }
   __device__ static int out_at(int cls, int i) { return ((i >> 3) * kRowsMaxClasses + cls) * 8 + (i & 7); }
   __device__ static int tiled_at(int o, int i) { return ((o >> 5) * 4 + (i >> 5)) * kTileElems + (o & 31) * kTileLd + (i & 31); }
-  __device__ std::uint32_t bar(int id) const { return shared_address(at<std::uint64_t>(c.bars) + id); }
   // This block's new values of a step, in global memory before the multicast: its tiles, its 8
   // columns of Wo, its biases (b0's half, the tile rows', Wo's).
   __device__ unsigned char* own_new() const { return scratch + rank * c.own_bytes; }
@@ -179,34 +141,7 @@ struct Rows {
   __device__ bf16* new_wo() const { return reinterpret_cast<bf16*>(own_new()) + tiled() * kTileElems; }
   __device__ float* new_bias() const { return reinterpret_cast<float*>(new_wo() + kWoBlock); }
 
-  __device__ void stamp() { stamps.stamp(); }
-  __device__ void wait(int id, std::uint32_t bytes) {
-    if (threadIdx.x == 0) ptx::mbarrier_expect_bytes(bar(id), bytes);
-    ptx::mbarrier_wait_cluster(bar(id), (phases >> id) & 1u);
-    phases ^= 1u << id;
-  }
-  __device__ std::int64_t rows_of(std::int64_t s) const {
-    const std::int64_t left = a.samples - s * a.batch;
-    return left < a.batch ? left : a.batch;
-  }
-  __device__ std::int64_t sample(std::int64_t i) const { return a.order != nullptr ? a.order[i] : i; }
-
-  // ---- parameters: their flat index, loaded when the epoch starts and stored when it ends.
-  __device__ std::int64_t index(const FusedLayer& L, int o, int i) const {
-    return L.weight_offset + static_cast<std::int64_t>(o) * L.in_pad + i;
-  }
-  __device__ void load_state(std::int64_t k, bool valid, float& p, float& m, float& v) const {
-    const FlatOptimizerArgs& o = a.optimizer;
-    p = valid ? o.master[k] : 0.0f;
-    m = valid && o.state1 != nullptr ? o.state1[k] : 0.0f;
-    v = valid && o.state2 != nullptr ? o.state2[k] : 0.0f;
-  }
-  __device__ void store_state(std::int64_t k, float p, float m, float v) const {
-    const FlatOptimizerArgs& o = a.optimizer;
-    o.master[k] = p;
-    if (o.state1 != nullptr) o.state1[k] = m;
-    if (o.state2 != nullptr) o.state2[k] = v;
-  }
+  // ---- parameters (load_state, store_state: OneClusterBlock).
   __device__ float step(float grad, float& p, float& m, float& v) const {
     fused_step<kUpdate>(a.optimizer, scalars, p, m, v, grad, a.optimizer.state1 != nullptr);
     return p;
@@ -967,27 +902,8 @@ struct Rows {
     }
   }
 
-  // Block 0's last warp: the last step's losses and hits (its rows' owners stored them before the
-  // cluster barrier just passed) added to the epoch's sums (a fixed order), and the progress record;
-  // called while the block waits for its partials.
-  static constexpr int kMetricsWarp = kThreads / 32 - 1;
-  __device__ void add_metrics() {
-    if (rank != 0 || warp != kMetricsWarp || state.step == first_step) return;
-    const int parity = static_cast<int>((state.step - 1 - first_step) & 1);
-    double loss = 0.0, hits = 0.0;
-    for (int r = lane; r < last_rows; r += 32) {
-      loss += at<double>(c.row_loss)[parity * kRows + r];
-      hits += at<int>(c.row_hit)[parity * kRows + r];
-    }
-    loss = fused::group_sum<32>(loss);
-    hits = fused::group_sum<32>(hits);
-    if (lane != 0) return;
-    const int classes = layer(hidden()).out;
-    const double weight = 1.0 / static_cast<double>(a.loss == FusedLoss::kMse ? last_rows * classes : last_rows);
-    loss_total += weight * loss;
-    hits_total += static_cast<std::int64_t>(hits);
-    fused::write_progress(a.progress, state.step - first_step, loss_total);
-  }
+  // Called while the block waits for its partials.
+  __device__ void add_metrics() { OneClusterBlock::add_metrics(kRows, layer(hidden()).out); }
 
   __device__ void train() {
     state = *a.state;
@@ -1070,15 +986,7 @@ struct Rows {
     ptx::cluster_arrive();
     ptx::cluster_wait();
     store(static_cast<bf16*>(a.copies[state.step & 1]));
-    if (rank == 0 && threadIdx.x == 0) {
-      state.found_inf = 0;
-      state.blocks_done = 0;
-      *a.state = state;
-    }
-    if (rank == 0 && threadIdx.x == kMetricsWarp * 32) {  // the metrics warp's lane 0 holds the sums
-      a.metrics->loss_sum += loss_total;
-      a.metrics->correct += hits_total;
-    }
+    publish_epoch();
   }
 };
 
@@ -1099,13 +1007,7 @@ using RowsKernel = void (*)(RowsArgs);
 
 template <UpdateForm kUpdate>
 RowsKernel kernel_for(ActivationKind activation) {
-  switch (activation) {
-    case ActivationKind::kIdentity: return rows_epoch_kernel<kUpdate, ActivationKind::kIdentity>;
-    case ActivationKind::kReLU: return rows_epoch_kernel<kUpdate, ActivationKind::kReLU>;
-    case ActivationKind::kTanh: return rows_epoch_kernel<kUpdate, ActivationKind::kTanh>;
-    case ActivationKind::kSigmoid: return rows_epoch_kernel<kUpdate, ActivationKind::kSigmoid>;
-    default: return nullptr;
-  }
+  return for_cluster_activation(activation, [](auto act) -> RowsKernel { return rows_epoch_kernel<kUpdate, decltype(act)::value>; });
 }
 
 RowsKernel kernel_for(const FusedEpochArgs& args) {
@@ -1134,20 +1036,14 @@ const char* rows_epoch_unavailable(int device, std::int64_t shared_bytes) {
 }
 
 int rows_epoch_active_clusters(int device, std::int64_t shared_bytes) {
-  const ClusterProbe& answer = rows_probe(device, shared_bytes);
-  return answer.why_not == nullptr ? answer.clusters : 0;
+  return active_clusters(rows_probe(device, shared_bytes));
 }
 
 cudaError_t launch_rows_epoch(const FusedEpochArgs& args, const RowsLayout& layout, void* scratch, cudaStream_t stream) {
   const NvtxRange range("rows_epoch");
-  const RowsKernel kernel = kernel_for(args);
-  if (kernel == nullptr) return cudaErrorInvalidValue;  // GELU or SiLU: fused_rows_unsupported says so first
-  const cudaError_t e = configure_cluster_kernel(reinterpret_cast<const void*>(kernel), shape_of(layout.bytes));
-  if (e != cudaSuccess) return e;
-  cudaLaunchAttribute attribute;
-  const cudaLaunchConfig_t config = cluster_launch_config(shape_of(layout.bytes), stream, &attribute);
-  const RowsArgs kernel_args{args, layout, static_cast<unsigned char*>(scratch)};
-  return cudaLaunchKernelEx(&config, kernel, kernel_args);
+  // A null kernel (GELU or SiLU: fused_rows_unsupported says so first) is refused.
+  return launch_cluster_kernel(kernel_for(args), shape_of(layout.bytes), stream,
+                               RowsArgs{args, layout, static_cast<unsigned char*>(scratch)});
 }
 
 }  // namespace sprintnet::cuda

@@ -19,19 +19,29 @@ inline UpdateForm update_form_of(const FlatOptimizerArgs& o) {
   return plain ? UpdateForm::kPlainSgd : UpdateForm::kSgd;
 }
 
+// Plain SGD's momentum factor this step. torch's first update sets buf = d: the factor is 0 there (the
+// buffer starts at zero), one select a step rather than a select and a predicated load of the factor a
+// parameter (v16b, ncu: ~30 loads of it in the rows kernel's B0).
+__device__ __forceinline__ float plain_sgd_factor(const FlatOptimizerArgs& o, const BlockScalars& s) {
+  return s.first_update ? 0.0f : o.momentum;
+}
+// Plain SGD's two halves: the momentum m takes the gradient (decayed by `factor`, with the weight-decay
+// term), then the weight steps along it. The update is linear in the gradient, so a kernel that gets a
+// gradient in parts (the quads kernel's first layer, half the batch at a time) passes the first part to the
+// first half, adds the others to m, and then takes the second half.
+__device__ __forceinline__ void plain_sgd_momentum(float factor, float weight_decay, float w, float& m, float grad) {
+  m = fmaf(factor, m, fmaf(weight_decay, w, grad));
+}
+__device__ __forceinline__ void plain_sgd_apply(const BlockScalars& s, float& w, float m) { w = fmaf(-s.lr, m, w); }
+
 // One parameter w with its state m (SGD's momentum, Adam's first moment) and v (Adam's second
 // moment; unused by SGD) stepped by gradient `grad`; `momentum`: whether SGD keeps a buffer.
 template <UpdateForm kUpdate>
 __device__ __forceinline__ void fused_step(const FlatOptimizerArgs& o, const BlockScalars& s, float& w, float& m,
                                            float& v, float grad, bool momentum) {
   if constexpr (kUpdate == UpdateForm::kPlainSgd) {
-    // torch's first update sets buf = d: the momentum factor is 0 there (the buffer starts at zero), one
-    // select a step rather than a select and a predicated load of the factor a parameter (v16b, ncu: ~30
-    // loads of it in the rows kernel's B0).
-    const float factor = s.first_update ? 0.0f : o.momentum;
-    const float d = fmaf(o.weight_decay, w, grad);
-    m = fmaf(factor, m, d);
-    w = fmaf(-s.lr, m, w);
+    plain_sgd_momentum(plain_sgd_factor(o, s), o.weight_decay, w, m, grad);
+    plain_sgd_apply(s, w, m);
   } else if constexpr (kUpdate == UpdateForm::kSgd) {
     sgd_update_value(o, s, w, grad, m, momentum);
   } else {
