@@ -1,7 +1,8 @@
 #pragma once
 // Each subcommand registers its options on the CLI11 app and runs when chosen.
 // A command returns the process exit code; errors are thrown as sprintnet::Error
-// and main() turns them into one line on stderr and exit code 1.
+// and main() turns them into one line on stderr and exit code 1 (two lines for
+// running out of device memory: train/out_of_memory_advice.h adds what to change).
 #include <CLI/CLI.hpp>
 
 namespace sprintnet::cli {

@@ -11,6 +11,7 @@
 #include "sprintnet/dist/device_connections.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/train/inference.h"
+#include "sprintnet/train/out_of_memory_advice.h"
 
 namespace sprintnet::cli {
 namespace {
@@ -87,7 +88,9 @@ void add_eval_command(CLI::App& app) {
     train::LoadedModel model = load_checkpoint(*options);
     const Dataset data = options->data.empty() ? train::load_split(model, options->split)
                                                : train::load_idx_for_model(model, options->data[0], options->data[1]);
-    const train::Evaluation evaluation = train::evaluate_dataset(model, data);
+    const train::Evaluation evaluation = train::advise_on_out_of_memory(
+        model.files.config, model.config, train::MemoryUse::kInference,
+        [&] { return train::evaluate_dataset(model, data); });
     const train::EvalResult& result = evaluation.result;
     const std::vector<std::string> names = options->data.empty()
                                                ? train::class_names(model.config.data.dataset, model.num_classes())

@@ -14,6 +14,7 @@
 #include "sprintnet/io/config.h"
 #include "sprintnet/ops/backend.h"
 #include "sprintnet/plot/run_curves.h"
+#include "sprintnet/train/out_of_memory_advice.h"
 #include "sprintnet/train/resume.h"
 #include "sprintnet/train/trainer.h"
 
@@ -64,21 +65,28 @@ void add_train_command(CLI::App& app) {
       return;
     }
     std::unique_ptr<train::Trainer> trainer;
+    std::filesystem::path config_file;  // the file the run's config came from, named when memory runs out
     if (options->resume_dir.empty()) {
       SN_CHECK(!options->config_path.empty(), "train needs a CONFIG file, or --resume RUN_DIR to continue a run");
-      Config config = load_config(options->config_path, options->overrides);
+      config_file = options->config_path;
+      Config config = load_config(config_file, options->overrides);
       if (options->quiet) config.output.progress = "none";
-      trainer = std::make_unique<train::Trainer>(config);
+      trainer = train::advise_on_out_of_memory(config_file, config, train::MemoryUse::kTraining,
+                                               [&] { return std::make_unique<train::Trainer>(config); });
     } else {
       train::ResumePlan plan = train::plan_resume(options->resume_dir, options->config_path, options->overrides);
       if (options->quiet) plan.config.output.progress = "none";
-      trainer = std::make_unique<train::Trainer>(plan);
+      config_file = options->config_path.empty() ? plan.checkpoint.dir / train::kCheckpointConfigFileName
+                                                 : std::filesystem::path(options->config_path);
+      trainer = train::advise_on_out_of_memory(config_file, plan.config, train::MemoryUse::kTraining,
+                                               [&] { return std::make_unique<train::Trainer>(plan); });
     }
     trainer->count_time_before(before_trainer_s);
     const bool primary = trainer->rank().primary();  // data parallel: rank 0 speaks for the job
     if (!options->quiet && primary) std::printf("%s\n", trainer->describe().c_str());
     std::fflush(stdout);
-    const train::TrainSummary summary = trainer->fit();
+    const train::TrainSummary summary = train::advise_on_out_of_memory(
+        config_file, trainer->config(), train::MemoryUse::kTraining, [&] { return trainer->fit(); });
     if (!primary) return;
     std::printf("sprintnet: %lld epochs in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
                 static_cast<long long>(summary.epochs.size()), summary.wall_time_s, summary.train_time_s,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/out_of_memory_error.h"
 #include "sprintnet/core/random.h"
 #include "support/test_util.h"
 #include "memory/fake_device_memory.h"
@@ -277,7 +278,7 @@ TEST(CachingAllocator, OutOfMemoryReleasesCachedSegmentsAndRetries) {
   allocator.deallocate(live);
 }
 
-TEST(CachingAllocator, OutOfMemoryWithNothingToReleaseThrowsNamingTheSize) {
+TEST(CachingAllocator, OutOfMemoryWithNothingToReleaseThrowsAnOutOfMemoryErrorNamingTheSize) {
   Generator gen(test::test_seed());
   FakeDeviceMemory device(4 * kMiB);
   CachingAllocator allocator(device);
@@ -286,7 +287,7 @@ TEST(CachingAllocator, OutOfMemoryWithNothingToReleaseThrowsNamingTheSize) {
   try {
     allocator.allocate(request, kStream1);
     FAIL() << "allocating " << request << " bytes on a full device did not throw";
-  } catch (const Error& e) {
+  } catch (const OutOfMemoryError& e) {  // its own type, for the code that knows what sized the request
     const std::string message = e.what();
     EXPECT_THAT(message, testing::HasSubstr(std::to_string(request) + " bytes"));
     EXPECT_THAT(message, testing::HasSubstr(std::to_string(4 * kMiB) + " bytes are allocated"));

@@ -17,6 +17,7 @@
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/out_of_memory_error.h"
 #include "sprintnet/core/random.h"
 #include "support/gpu.h"
 #include "support/test_util.h"
@@ -138,7 +139,7 @@ TEST(CudaAllocatorGpu, OutOfMemoryThrowsNamingTheSizeAndLeavesCudaUsable) {
   try {
     allocator.allocate(request);
     FAIL() << "allocating twice the device's memory did not throw";
-  } catch (const Error& e) {
+  } catch (const OutOfMemoryError& e) {  // either kind: its own type, for the code that knows what sized it
     EXPECT_THAT(e.what(), testing::HasSubstr(std::to_string(request) + " bytes"));
     EXPECT_THAT(e.what(), testing::HasSubstr("out of memory"));
   }

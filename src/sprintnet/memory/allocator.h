@@ -12,7 +12,8 @@ namespace sprintnet {
 class Allocator {
  public:
   virtual ~Allocator() = default;
-  // Throws sprintnet::Error (naming the size) when the memory cannot be had.
+  // Throws sprintnet::Error (naming the size) when the memory cannot be had: on a device, its
+  // subclass sprintnet::OutOfMemoryError when the device has no room (core/out_of_memory_error.h).
   virtual void* allocate(std::size_t bytes) = 0;
   // Never throws: called from destructors.
   virtual void deallocate(void* ptr, std::size_t bytes) noexcept = 0;

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/out_of_memory_error.h"
 
 namespace sprintnet {
 namespace {
@@ -106,7 +107,7 @@ CachingAllocator::Block* CachingAllocator::allocate_segment(FreeBlocks& pool, st
     const std::size_t released_bytes = release_free_segments();
     ptr = device_.malloc(segment_bytes);
     if (ptr == nullptr) {
-      SN_FAIL(
+      SN_FAIL_OUT_OF_MEMORY(
           "out of device memory: cannot allocate {} bytes (a {} byte segment); {} bytes are allocated and {} "
           "cached by this allocator (released {} cached bytes and retried); the device says: {}",
           request_bytes, segment_bytes, stats_.allocated_bytes, stats_.reserved_bytes - stats_.allocated_bytes,

@@ -25,8 +25,8 @@
 //   synchronisation. Memory used on another stream is the caller's to order.
 // - Out of memory. When the device refuses, every cached segment that is
 //   wholly free is released to the device and the request tried once more; if
-//   that fails too, sprintnet::Error names the request, the bytes allocated
-//   and cached, and the device's answer. Partly used segments stay.
+//   that fails too, sprintnet::OutOfMemoryError names the request, the bytes
+//   allocated and cached, and the device's answer. Partly used segments stay.
 // - Nothing goes back to the device otherwise, except by empty_cache().
 // - Deallocating a pointer this allocator did not hand out (or twice) is a
 //   bug in the caller: debug builds stop on an assert; release builds ignore
@@ -83,7 +83,7 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  // nullptr for 0 bytes; throws sprintnet::Error when the device has no room.
+  // nullptr for 0 bytes; throws sprintnet::OutOfMemoryError when the device has no room.
   void* allocate(std::size_t bytes, StreamHandle stream);
   void deallocate(void* ptr) noexcept;
   // Returns every wholly free segment to the device.

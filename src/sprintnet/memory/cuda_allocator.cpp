@@ -33,6 +33,7 @@
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/out_of_memory_error.h"
 #include "sprintnet/memory/cuda_allocator.h"
 
 namespace sprintnet {
@@ -209,7 +210,7 @@ class CudaAsyncAllocator final : public CudaDeviceAllocator {
         } catch (const Error&) {
           // The out-of-memory error below is the one to report.
         }
-        SN_FAIL(
+        SN_FAIL_OUT_OF_MEMORY(
             "out of device memory: cannot allocate {} bytes on cuda:{} with cudaMallocAsync; {} bytes are "
             "allocated and the pool reserves {} (trimmed the pool and retried); the device says: {}",
             bytes, index_, stats_.allocated_bytes, reserved_bytes_locked(), describe_out_of_memory(status));

@@ -19,6 +19,7 @@
 #include "sprintnet/io/config.h"
 #include "sprintnet/ops/backend.h"
 #include "sprintnet/sweep/worker_plan.h"
+#include "sprintnet/train/out_of_memory_advice.h"
 #include "sprintnet/train/sm_turns.h"
 #include "sprintnet/train/trainer.h"
 
@@ -98,10 +99,14 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
     overrides.push_back(fmt::format("output.dir=\"{}\"", o.out_dir.string()));
     overrides.push_back(fmt::format("output.name=\"{}\"", run.name));
     overrides.push_back("output.progress=\"none\"");
-    train::Trainer trainer(load_config(o.config_path, overrides));
-    trainer.set_quiet(true);
-    trainer.take_turns(turns);
-    const train::TrainSummary summary = trainer.fit();
+    const Config config = load_config(o.config_path, overrides);
+    const train::TrainSummary summary =
+        train::advise_on_out_of_memory(o.config_path, config, train::MemoryUse::kSweepRun, [&] {
+          train::Trainer trainer(config);
+          trainer.set_quiet(true);
+          trainer.take_turns(turns);
+          return trainer.fit();
+        });
     result.status = "done";
     result.final_accuracy = summary.final_test.accuracy;
     result.final_loss = summary.final_test.loss;
