@@ -9,11 +9,14 @@
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/random.h"
 #include "sprintnet/io/metrics_writer.h"
+#include "support/error_message.h"
+#include "support/full_disk.h"
 #include "support/test_util.h"
 
 namespace sprintnet {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::vector<std::string> read_lines(const std::filesystem::path& path) {
@@ -96,6 +99,24 @@ TEST(MetricsWriter, CsvIsOptional) {
   writer.write(row);
   EXPECT_FALSE(std::filesystem::exists(dir / "metrics.csv"));
   EXPECT_EQ(read_lines(dir / "metrics.jsonl").size(), 1u);
+}
+
+// A run that starts on a full disk: the error names the file that could not be written and why,
+// and no file the writer created stays behind (an empty metrics.jsonl passes for a run without rows).
+TEST(MetricsWriter, AStartOnAFullDiskNamesTheFileAndLeavesNoFileBehind) {
+  for (const bool csv : {true, false}) {
+    const auto dir = test::temp_dir(csv ? "metrics-full-disk-csv" : "metrics-full-disk");
+    std::string message;
+    {
+      test::FullDisk full;
+      message = test::error_message([&] { MetricsWriter writer(dir, csv); });
+    }
+    // The file whose first write failed (the CSV's header, or the event file's first record).
+    EXPECT_THAT(message, AllOf(HasSubstr((dir / "").string()), HasSubstr(test::FullDisk::reason())));
+    std::vector<std::string> left;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) left.push_back(entry.path().filename().string());
+    EXPECT_TRUE(left.empty()) << "csv = " << csv << ": left behind: " << ::testing::PrintToString(left);
+  }
 }
 
 TEST(MetricsWriter, UnwritableDirectoryNamesThePath) {

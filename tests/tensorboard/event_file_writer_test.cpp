@@ -10,6 +10,8 @@
 
 #include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/tensorboard/event.pb.h"
+#include "support/error_message.h"
+#include "support/full_disk.h"
 #include "support/test_util.h"
 
 namespace sprintnet::tensorboard {
@@ -141,6 +143,20 @@ TEST(EventFile, AnUnwritableDirectoryIsAnErrorNamingTheFile) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent-sprintnet-dir/events.out.tfevents."), std::string::npos) << e.what();
   }
+}
+
+// A full disk at the start: an error naming the file and why, and no empty event file left for
+// TensorBoard to list as a run.
+TEST(EventFile, AFullDiskAtTheStartIsAnErrorNamingTheFileAndLeavesNoFile) {
+  const std::filesystem::path dir = test::temp_dir("tensorboard-full-disk");
+  std::string message;
+  {
+    test::FullDisk full;
+    message = test::error_message([&] { EventFileWriter writer(dir); });
+  }
+  EXPECT_NE(message.find((dir / kEventFilePrefix).string()), std::string::npos) << message;
+  EXPECT_NE(message.find(test::FullDisk::reason()), std::string::npos) << message;
+  EXPECT_TRUE(event_files(dir).empty());
 }
 
 }  // namespace

@@ -152,16 +152,33 @@ MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv)
     : MetricsWriter(run_dir, csv, OpenMode::kCreate) {}
 
 MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv, OpenMode mode)
-    : jsonl_path_(run_dir / "metrics.jsonl"),
-      jsonl_(open_for_writing(jsonl_path_, mode == OpenMode::kAppend)),
-      events_(std::make_unique<tensorboard::EventFileWriter>(run_dir)) {
-  if (csv) {
-    csv_path_ = run_dir / "metrics.csv";
-    csv_ = open_for_writing(csv_path_, mode == OpenMode::kAppend);
-    if (mode == OpenMode::kCreate) {
-      csv_ << csv_header() << '\n';
-      flush_checked(csv_, csv_path_);
+    : jsonl_path_(run_dir / "metrics.jsonl") {
+  const bool create = mode == OpenMode::kCreate;
+  try {
+    jsonl_ = open_for_writing(jsonl_path_, !create);
+    if (csv) {
+      csv_path_ = run_dir / "metrics.csv";
+      csv_ = open_for_writing(csv_path_, !create);
+      if (create) {
+        csv_ << csv_header() << '\n';
+        flush_checked(csv_, csv_path_);
+      }
     }
+    events_ = std::make_unique<tensorboard::EventFileWriter>(run_dir);  // removes its own file if it fails
+  } catch (const Error&) {
+    // A start that fails (a full disk, a directory that is not writable) leaves no empty metrics
+    // file behind: the files this start created go again. Only those it opened, which it created
+    // or truncated; appended files (a resumed run's) keep their rows. The error names the file
+    // and the system's reason.
+    if (create) {
+      for (auto [out, path] : {std::pair{&jsonl_, &jsonl_path_}, std::pair{&csv_, &csv_path_}}) {
+        if (!out->is_open()) continue;
+        out->close();
+        std::error_code ignored;
+        std::filesystem::remove(*path, ignored);
+      }
+    }
+    throw;
   }
 }
 

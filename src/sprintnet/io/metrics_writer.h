@@ -37,12 +37,15 @@ void check_metrics_jsonl(const std::filesystem::path& path);
 class MetricsWriter {
  public:
   // Creates (truncating) run_dir/metrics.jsonl and, when `csv`, run_dir/metrics.csv
-  // with its header. run_dir must exist. Throws sprintnet::Error naming the path.
+  // with its header, and the event file. run_dir must exist. Throws sprintnet::Error naming
+  // the path and the system's reason, after removing the files it created (no empty files
+  // left by a full disk).
   MetricsWriter(const std::filesystem::path& run_dir, bool csv);
   // Reopens the files of a run resumed after epoch `last_epoch`: the rows of epochs up to it
   // are kept byte for byte, later rows (written by a run that died after its last checkpoint)
   // and a partial last line are dropped, and new rows are appended. A missing file starts
   // empty (the CSV with its header); a CSV with another header is an error naming the file.
+  // A failure removes only the new event file: the metrics files keep their rows.
   static MetricsWriter resume(const std::filesystem::path& run_dir, bool csv, std::int64_t last_epoch);
 
   // Appends one row to each file and flushes. Missing values are JSON null and

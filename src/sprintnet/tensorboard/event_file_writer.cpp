@@ -59,7 +59,16 @@ EventFileWriter::EventFileWriter(const std::filesystem::path& dir)
   proto::Event event;
   event.set_wall_time(unix_seconds());
   event.set_file_version("brain.Event:2");
-  write_record(event.SerializeAsString());
+  try {
+    write_record(event.SerializeAsString());
+  } catch (const Error&) {
+    // A full disk: the file just created (its name is this process's alone) would stay behind
+    // empty, and TensorBoard would list a run with nothing in it. The error names the file and why.
+    out_.close();
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+    throw;
+  }
 }
 
 void EventFileWriter::add_scalars(std::int64_t step, const std::vector<std::pair<std::string, double>>& scalars) {

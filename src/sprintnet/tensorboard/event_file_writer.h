@@ -23,6 +23,8 @@ std::uint32_t masked_crc32c(std::string_view bytes);
 class EventFileWriter {
  public:
   // Creates <dir>/events.out.tfevents.<unix seconds>.<host>.<pid>.<n> and writes the file-version event.
+  // Throws sprintnet::Error naming the file and the system's reason when either fails; a file it
+  // created but could not write is removed first.
   explicit EventFileWriter(const std::filesystem::path& dir);
   // One event with every (tag, value) of this step.
   void add_scalars(std::int64_t step, const std::vector<std::pair<std::string, double>>& scalars);
