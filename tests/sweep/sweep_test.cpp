@@ -21,6 +21,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(SweepGrid, OptionsSplitOnTopLevelCommasOnly) {
   const GridAxis lr = parse_grid_option("optim.lr=0.1, 0.05");
@@ -113,22 +114,49 @@ TEST(SweepRunner, AFailingRunIsRecordedAndTheKilledSweepResumesSkippingFinishedR
   EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("holds a sweep already"));
 }
 
-// A sweep resumed after its config file was edited would put runs of two models under one grid.
-TEST(SweepRunner, AResumeRefusesAConfigChangedSinceTheSweepBegan) {
-  const std::filesystem::path dir = test::temp_dir("sweep-edited");
+constexpr const char* kLrGrid = "[sweep]\ngrid = { \"optim.lr\" = [0.1, 0.2] }\n";
+
+// A sweep over two learning rates in `dir`, killed after its first run (a callback that throws
+// stands in for the kill), to be resumed.
+SweepOptions sweep_killed_after_one_run(const std::filesystem::path& dir) {
   SweepOptions o;
-  const std::string table = "[sweep]\ngrid = { \"optim.lr\" = [0.1, 0.2] }\n";
-  o.config_path = write_config(dir, table);
+  o.config_path = write_config(dir, kLrGrid);
   o.spec = read_sweep_table(o.config_path);
   o.out_dir = dir / "out";
   o.parallel = 1;  // one run at a time: the kill after the first leaves exactly one finished
   struct Killed {};
   EXPECT_THROW(run_sweep(o, [](const RunResult&, const SweepProgress&) { throw Killed{}; }), Killed);
-  std::ofstream(o.config_path, std::ios::app) << "[optim]\nmomentum = 0.5\n";
+  return o;
+}
+
+// A sweep resumed after its config file was edited would put runs of two models under one grid.
+// The file is compared as a config: what the edit changed is named, key by key, with both values.
+TEST(SweepRunner, AResumeRefusesAConfigChangedSinceTheSweepBeganNamingEachKey) {
+  const std::filesystem::path dir = test::temp_dir("sweep-edited");
+  const SweepOptions o = sweep_killed_after_one_run(dir);
+  std::ofstream(o.config_path, std::ios::app) << "[optim]\nmomentum = 0.5\nnesterov = true\n";
   EXPECT_THAT(test::error_message([&] { resume_sweep(o.out_dir, 0); }),
-              AllOf(HasSubstr(o.config_path.string()), HasSubstr("changed")));
+              AllOf(HasSubstr(o.config_path.string()), HasSubstr("optim.momentum (0.9 when the sweep began, 0.5 now)"),
+                    HasSubstr("optim.nesterov (false when the sweep began, true now)"), Not(HasSubstr("optim.lr"))));
+  std::filesystem::remove(o.config_path);
+  EXPECT_THAT(test::error_message([&] { resume_sweep(o.out_dir, 0); }),
+              AllOf(HasSubstr(o.config_path.string()), HasSubstr("does not exist")));
   EXPECT_EQ(read_state(o.out_dir).size(), 1u);  // nothing trained
-  write_config(dir, table);                     // restored: the sweep finishes
+  write_config(dir, kLrGrid);                   // restored: the sweep finishes
+  EXPECT_EQ(resume_sweep(o.out_dir, 0).size(), 2u);
+}
+
+// What does not change the runs does not stop a resume: comments, layout, key order, a value
+// written another way, a default written out, the swept key's own value and the [sweep] table
+// (the grid is the one the sweep began with).
+TEST(SweepRunner, AResumeAcceptsAConfigEditedWithoutChangingWhatTheRunsTrain) {
+  const std::filesystem::path dir = test::temp_dir("sweep-reformatted");
+  const SweepOptions o = sweep_killed_after_one_run(dir);
+  std::ofstream(o.config_path) << fmt::format(
+      "# the same sweep, written again\n[train]\nbatch_size = 1_00  # 100\nepochs = 1\n\n"
+      "[device]\nname = 'cpu'\n[data]\ntest_limit = 0xC8\ntrain_limit = 600\ndir = \"{}\"\n"
+      "[model]\nhidden = [ 16, ]\n[optim]\nlr = 0.5\nmomentum = 0.9\n[sweep]\nseeds = [7]\n",
+      test::data_dir().string());
   EXPECT_EQ(resume_sweep(o.out_dir, 0).size(), 2u);
 }
 

@@ -231,19 +231,21 @@ std::string read_file(const std::filesystem::path& path) {
 }  // namespace
 
 Config load_config(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
-  const std::string file = path.string();
-  const std::string text = read_file(path);
+  return parse_config(read_file(path), path.string(), overrides);
+}
+
+Config parse_config(std::string_view text, const std::string& origin, const std::vector<std::string>& overrides) {
   toml::table table;
   try {
-    table = toml::parse(text, std::string_view(file));
+    table = toml::parse(text, std::string_view(origin));
   } catch (const toml::parse_error& error) {
-    SN_FAIL("{}:{}:{}: TOML syntax error: {}", file, error.source().begin.line, error.source().begin.column,
+    SN_FAIL("{}:{}:{}: TOML syntax error: {}", origin, error.source().begin.line, error.source().begin.column,
             error.description());
   }
   ConfigBuilder builder;
-  builder.apply_file_table(table, "", file);
+  builder.apply_file_table(table, "", origin);
   for (const std::string& override_text : overrides) builder.apply_override(override_text);
-  return builder.finish(overrides.empty() ? file : fmt::format("{} with --set overrides", file));
+  return builder.finish(overrides.empty() ? origin : fmt::format("{} with --set overrides", origin));
 }
 
 Config config_from_overrides(const std::vector<std::string>& overrides) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sprintnet {
@@ -107,6 +108,8 @@ struct Config {
 // a bare word is taken as a string), validates every value. Throws
 // sprintnet::Error naming the file and key on any problem.
 Config load_config(const std::filesystem::path& path, const std::vector<std::string>& overrides = {});
+// The same for TOML text already read; `origin` stands for the file in errors ("x.toml:12: ...").
+Config parse_config(std::string_view text, const std::string& origin, const std::vector<std::string>& overrides = {});
 // Defaults plus overrides, no file.
 Config config_from_overrides(const std::vector<std::string>& overrides);
 // The resolved config as TOML: every key, so a run directory records exactly what ran.

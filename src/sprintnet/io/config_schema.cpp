@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -301,6 +302,15 @@ const ConfigKey* find_config_key(std::string_view name) {
     if (entry.name == name) return &entry;
   }
   return nullptr;
+}
+
+std::vector<ConfigDifference> config_differences(const Config& before, const Config& after) {
+  std::vector<ConfigDifference> out;
+  for (const ConfigKey& key : keys()) {
+    ConfigValue a = key.get(before), b = key.get(after);
+    if (a != b) out.push_back({key.name, std::move(a), std::move(b)});
+  }
+  return out;
 }
 
 bool is_config_table(std::string_view name) {

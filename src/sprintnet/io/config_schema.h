@@ -65,6 +65,16 @@ std::span<const ConfigTable> config_tables();
 const ConfigKey* find_config_key(std::string_view name);
 bool is_config_table(std::string_view name);
 
+// A key whose value differs between two configs.
+struct ConfigDifference {
+  std::string_view key;
+  ConfigValue before, after;
+};
+// Every key whose value differs between `before` and `after`, in schema order: what a resume
+// compares (train --resume, sweep --resume), so two configs that resolve to the same values are
+// the same however their files are written.
+std::vector<ConfigDifference> config_differences(const Config& before, const Config& after);
+
 // Checks a value against its key's constraint (finite floats, ranges, choices).
 // Returns the problem ("must be > 0, got -1"), or nothing when the value is fine.
 std::optional<std::string> check_config_value(const ConfigKey& key, const ConfigValue& value);

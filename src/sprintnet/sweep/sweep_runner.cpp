@@ -1,13 +1,9 @@
 #include "sprintnet/sweep/sweep_runner.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <exception>
-#include <fstream>
 #include <future>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -15,9 +11,9 @@
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/data/dataset_cache.h"
-#include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/config.h"
 #include "sprintnet/ops/backend.h"
+#include "sprintnet/sweep/sweep_spec.h"
 #include "sprintnet/sweep/worker_plan.h"
 #include "sprintnet/train/out_of_memory_advice.h"
 #include "sprintnet/train/sm_turns.h"
@@ -25,58 +21,6 @@
 
 namespace sprintnet::sweep {
 namespace {
-
-constexpr const char* kSpecFile = "sweep-spec.json";
-
-// The config file's bytes, or nullopt when it cannot be read.
-std::optional<std::string> file_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in.is_open()) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return text;
-}
-
-void write_spec(const SweepOptions& o) {
-  nlohmann::json axes = nlohmann::json::array();
-  for (const GridAxis& a : o.spec.axes) axes.push_back({{"key", a.key}, {"values", a.values}});
-  const std::optional<std::string> config_text = file_text(o.config_path);
-  SN_CHECK(config_text.has_value(), "sweep: cannot read config file '{}'", o.config_path.string());
-  const nlohmann::json spec = {{"config", std::filesystem::absolute(o.config_path).string()},
-                               {"config_text", *config_text},
-                               {"overrides", o.overrides},
-                               {"axes", axes},
-                               {"seeds", o.spec.seeds}};
-  write_text_file_atomically(o.out_dir / kSpecFile, spec.dump(1) + "\n");
-}
-
-SweepOptions read_spec(const std::filesystem::path& dir) {
-  const std::filesystem::path path = dir / kSpecFile;
-  SN_CHECK(std::filesystem::exists(path), "{}: no sweep here ({} is missing)", dir.string(), kSpecFile);
-  std::ifstream in(path);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  SweepOptions o;
-  std::optional<std::string> config_text;
-  try {
-    SN_CHECK(!j.is_discarded(), "not JSON");
-    o.config_path = j.at("config").get<std::string>();
-    o.overrides = j.at("overrides").get<std::vector<std::string>>();
-    for (const auto& a : j.at("axes")) {
-      o.spec.axes.push_back({a.at("key").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
-    }
-    o.spec.seeds = j.at("seeds").get<std::vector<std::int64_t>>();
-    if (j.contains("config_text")) config_text = j.at("config_text").get<std::string>();
-  } catch (const std::exception& e) {
-    SN_FAIL("{}: malformed sweep spec: {}", path.string(), e.what());
-  }
-  // The runs still to train must train what the finished ones trained (train --resume refuses a
-  // changed config the same way). Specs written before the text was kept are taken as they are.
-  SN_CHECK(!config_text || file_text(o.config_path) == config_text,
-           "{}: the sweep's config file '{}' is gone or has changed since the sweep began, and its finished runs "
-           "trained the old one; restore the file, or start a new sweep", dir.string(), o.config_path.string());
-  o.out_dir = dir;
-  return o;
-}
 
 // `placement`: the worker's device and thread overrides, before the run's own (a grid over
 // device.name wins).
@@ -91,7 +35,8 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
   std::filesystem::remove_all(o.out_dir / run.name, ec);  // an unfinished attempt starts over
   try {
     // A run that did not finish starts over when the sweep resumes, so its checkpoints before the
-    // last would never be read: only the last is written, unless --set asks for more.
+    // last would never be read: only the last is written, unless --set asks for more. (The keys
+    // set here for every run are left out of the resume's config check: sweep_spec.cpp.)
     std::vector<std::string> overrides = {"checkpoint.every_epochs=0"};
     overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
     overrides.insert(overrides.end(), placement.begin(), placement.end());
@@ -258,15 +203,15 @@ std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback&
   std::error_code ec;
   std::filesystem::create_directories(options.out_dir, ec);
   SN_CHECK(!ec, "--out {}: cannot create it: {}", options.out_dir.string(), ec.message());
-  SN_CHECK(!std::filesystem::exists(options.out_dir / kSpecFile),
+  SN_CHECK(!has_sweep_spec(options.out_dir),
            "--out {} holds a sweep already: continue it with `sprintnet sweep --resume {}` or choose another folder",
            options.out_dir.string(), options.out_dir.string());
-  write_spec(options);
+  write_sweep_spec(options);
   return execute(options, {}, on_run);
 }
 
 std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel, const RunCallback& on_run) {
-  SweepOptions options = read_spec(dir);
+  SweepOptions options = read_sweep_spec(dir);
   options.parallel = parallel;
   validate(options.config_path, options.overrides, expand(options.spec));
   return execute(options, read_state(dir), on_run);

@@ -26,12 +26,10 @@ bool is_resumable(std::string_view key) {
 // "optim.lr (0.05 in the checkpoint, 0.1 now)" for each key that differs but may not.
 std::vector<std::string> forbidden_changes(const Config& checkpoint, const Config& resumed) {
   std::vector<std::string> out;
-  for (const ConfigKey& key : config_schema()) {
-    const ConfigValue before = key.get(checkpoint), after = key.get(resumed);
-    if (before != after && !is_resumable(key.name)) {
-      out.push_back(fmt::format("{} ({} in the checkpoint, {} now)", key.name, format_toml_value(before),
-                                format_toml_value(after)));
-    }
+  for (const ConfigDifference& d : config_differences(checkpoint, resumed)) {
+    if (is_resumable(d.key)) continue;
+    out.push_back(fmt::format("{} ({} in the checkpoint, {} now)", d.key, format_toml_value(d.before),
+                              format_toml_value(d.after)));
   }
   return out;
 }
