@@ -3,9 +3,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
-#include <sstream>
+
+#include "sprintnet/io/read_file.h"
 
 namespace sprintnet::test {
 
@@ -84,11 +84,6 @@ std::filesystem::path temp_dir(const std::string& name) {
   return dir;
 }
 
-std::string file_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+std::string file_bytes(const std::filesystem::path& path) { return try_read_file(path).value_or(std::string()); }
 
 }  // namespace sprintnet::test

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/io/read_file.h"
 
 namespace sprintnet {
 namespace {
@@ -182,13 +180,8 @@ std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path) {
   SN_CHECK(!ec, "{}: cannot read its size: {}", path.string(), ec.message());
   SN_CHECK(size <= kMaxImageFileBytes, "{}: {} bytes is larger than the {} bytes an image file may have", path.string(),
            size, kMaxImageFileBytes);
-  std::ifstream in(path, std::ios::binary);
-  SN_CHECK(in.is_open(), "{}: cannot open: {}", path.string(), std::strerror(errno));
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  SN_CHECK(in.gcount() == static_cast<std::streamsize>(bytes.size()), "{}: read {} of its {} bytes", path.string(),
-           in.gcount(), bytes.size());
-  return bytes;
+  const std::string bytes = read_file(path, "image file");
+  return {bytes.begin(), bytes.end()};
 }
 
 std::vector<std::uint8_t> load_image_for_model(const std::filesystem::path& path, const ImageOptions& options) {

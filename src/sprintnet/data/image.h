@@ -79,7 +79,8 @@ std::vector<std::uint8_t> gray_bytes_for_model(std::span<const std::uint8_t> pix
                                                std::int64_t width, const ImageOptions& options,
                                                std::string_view origin);
 
-// The whole file's bytes; throws naming the file when it cannot be read.
+// The whole file's bytes (io/read_file.h), once it is known to be a file small enough to be an
+// image; throws naming the file when it is not or cannot be read.
 std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path);
 
 }  // namespace sprintnet

@@ -5,10 +5,6 @@
 #include "sprintnet/io/config.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -16,6 +12,7 @@
 #include "sprintnet/core/error.h"
 #include "sprintnet/io/closest_match.h"
 #include "sprintnet/io/config_schema.h"
+#include "sprintnet/io/read_file.h"
 
 namespace sprintnet {
 namespace {
@@ -216,22 +213,13 @@ class ConfigBuilder {
   Config config_;
 };
 
-std::string read_file(const std::filesystem::path& path) {
-  std::error_code error;
-  SN_CHECK(std::filesystem::is_regular_file(path, error), "config file '{}' does not exist or is not a file",
-           path.string());
-  std::ifstream in(path, std::ios::binary);
-  SN_CHECK(in.is_open(), "cannot open config file '{}': {}", path.string(), std::strerror(errno));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  SN_CHECK(!in.bad(), "cannot read config file '{}': {}", path.string(), std::strerror(errno));
-  return contents.str();
-}
-
 }  // namespace
 
 Config load_config(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
-  return parse_config(read_file(path), path.string(), overrides);
+  std::error_code error;
+  SN_CHECK(std::filesystem::is_regular_file(path, error), "config file '{}' does not exist or is not a file",
+           path.string());
+  return parse_config(read_file(path, "config file"), path.string(), overrides);
 }
 
 Config parse_config(std::string_view text, const std::string& origin, const std::vector<std::string>& overrides) {

@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <iterator>
 #include <optional>
 #include <variant>
 #include <vector>
@@ -14,6 +13,7 @@
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/io/atomic_file.h"
+#include "sprintnet/io/read_file.h"
 
 namespace sprintnet {
 namespace {
@@ -30,10 +30,7 @@ std::vector<std::string> read_lines(const std::filesystem::path& path) {
   std::vector<std::string> lines;
   std::error_code error;
   if (!std::filesystem::exists(path, error)) return lines;
-  std::ifstream in(path, std::ios::binary);
-  SN_CHECK(in.is_open(), "cannot open metrics file '{}': {}", path.string(), std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  SN_CHECK(!in.bad(), "cannot read metrics file '{}': {}", path.string(), std::strerror(errno));
+  const std::string text = read_file(path, "metrics file");
   // Only newline-terminated lines are complete; text after the last newline is a row cut off by a kill.
   for (std::size_t begin = 0, end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
     lines.push_back(text.substr(begin, end - begin));

@@ -2,12 +2,12 @@
 
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "sprintnet/io/atomic_file.h"
+#include "sprintnet/io/read_file.h"
 
 namespace sprintnet {
 namespace {
@@ -140,10 +140,7 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view origi
 }
 
 SafetensorsFile load_safetensors(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  SN_CHECK(in.good(), "cannot open checkpoint {}", path.string());
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_safetensors(bytes, path.string());
+  return parse_safetensors(read_file(path, "checkpoint"), path.string());
 }
 
 }  // namespace sprintnet

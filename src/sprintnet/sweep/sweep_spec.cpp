@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <exception>
 #include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +17,7 @@
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/config.h"
 #include "sprintnet/io/config_schema.h"
+#include "sprintnet/io/read_file.h"
 
 namespace sprintnet::sweep {
 namespace {
@@ -27,15 +27,6 @@ constexpr const char* kSpecFile = "sweep-spec.json";
 // The keys train_one (sweep_runner.cpp) sets for every run after the config file's values.
 constexpr std::string_view kKeysSetPerRun[] = {"checkpoint.every_epochs", "output.dir", "output.name",
                                                "output.progress"};
-
-// The config file's bytes, or nullopt when it cannot be read.
-std::optional<std::string> file_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in.is_open()) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return text;
-}
 
 // Whether the config file's value of `key` reaches a run: not when every run sets the key itself.
 bool reaches_runs(std::string_view key, const SweepSpec& spec) {
@@ -78,10 +69,8 @@ void check_config_unchanged(const std::filesystem::path& dir, const SweepOptions
 void write_sweep_spec(const SweepOptions& o) {
   nlohmann::json axes = nlohmann::json::array();
   for (const GridAxis& a : o.spec.axes) axes.push_back({{"key", a.key}, {"values", a.values}});
-  const std::optional<std::string> config_text = file_text(o.config_path);
-  SN_CHECK(config_text.has_value(), "sweep: cannot read config file '{}'", o.config_path.string());
   const nlohmann::json spec = {{"config", std::filesystem::absolute(o.config_path).string()},
-                               {"config_text", *config_text},
+                               {"config_text", read_file(o.config_path, "config file")},
                                {"overrides", o.overrides},
                                {"axes", axes},
                                {"seeds", o.spec.seeds}};

@@ -5,15 +5,14 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/io/atomic_file.h"
+#include "sprintnet/io/read_file.h"
 
 #ifndef SPRINTNET_VERSION_STRING
 #error "SPRINTNET_VERSION_STRING is set by src/sprintnet/train/CMakeLists.txt from the project version"
@@ -66,14 +65,6 @@ void remove_directory(const fs::path& dir) {
   std::error_code error;
   fs::remove_all(dir, error);
   SN_CHECK(!error, "cannot delete checkpoint directory {}: {}", dir.string(), error.message());
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  SN_CHECK(in.is_open(), "cannot open {}", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::string trimmed(std::string_view text) {
@@ -210,7 +201,7 @@ fs::path latest_checkpoint(const fs::path& run_dir) {
            "run directory {} has no checkpoint to resume from ({} does not exist; a run writes one every "
            "checkpoint.every_epochs epochs and after its last, and --resume takes the directory holding checkpoints/)",
            run_dir.string(), latest.string());
-  const std::string name = trimmed(read_text(latest));
+  const std::string name = trimmed(read_file(latest, "checkpoint pointer"));
   SN_CHECK(epoch_of_dir_name(name).has_value(), "{}: expected a checkpoint name such as \"epoch-0003\", got \"{}\"",
            latest.string(), name);
   const fs::path dir = run_dir / kCheckpointsDirName / name;

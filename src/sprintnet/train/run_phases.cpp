@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
+#include <optional>
 #include <sstream>
+#include <string>
+
+#include "sprintnet/io/read_file.h"
 
 namespace sprintnet::train {
 namespace {
@@ -73,8 +76,9 @@ std::string RunPhases::to_json(double wall_s) const {
 }
 
 double process_age_s() {
-  std::ifstream stat("/proc/self/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::optional<std::string> stat = try_read_file("/proc/self/stat");  // not on every system
+  if (!stat) return 0.0;
+  const std::string& text = *stat;
   // Field 22 (starttime, clock ticks after boot) counts from after the command name, which may hold spaces.
   const std::size_t close = text.rfind(')');
   if (close == std::string::npos) return 0.0;

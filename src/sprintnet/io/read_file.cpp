@@ -1,0 +1,72 @@
+#include "sprintnet/io/read_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "sprintnet/core/error.h"
+
+namespace sprintnet {
+namespace {
+
+// Bytes asked of each read(): large enough that a weights file takes few calls.
+constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+
+struct Outcome {
+  std::string bytes;
+  const char* failed = nullptr;  // "open" or "read" when that step failed
+  int error = 0;                 // its errno
+};
+
+Outcome read_whole(const std::filesystem::path& path) {
+  Outcome out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    out.failed = "open";
+    out.error = errno;
+    return out;
+  }
+  // The reported size saves growing the buffer; the loop reads to the end whatever it says.
+  struct stat status {};
+  if (::fstat(fd, &status) == 0 && status.st_size > 0) {
+    out.bytes.reserve(static_cast<std::size_t>(status.st_size) + kChunkBytes);
+  }
+  std::size_t size = 0;
+  while (true) {
+    out.bytes.resize(size + kChunkBytes);
+    const ssize_t n = ::read(fd, out.bytes.data() + size, kChunkBytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      out.failed = "read";  // e.g. EISDIR: a directory opens, and fails here
+      out.error = errno;
+      break;
+    }
+    if (n == 0) break;
+    size += static_cast<std::size_t>(n);
+  }
+  ::close(fd);  // read-only: nothing for close to report
+  out.bytes.resize(size);
+  return out;
+}
+
+}  // namespace
+
+std::string read_file(const std::filesystem::path& path, std::string_view what) {
+  Outcome out = read_whole(path);
+  SN_CHECK(out.failed == nullptr, "cannot {} {} '{}': {}", out.failed, what, path.string(), std::strerror(out.error));
+  return std::move(out.bytes);
+}
+
+std::optional<std::string> try_read_file(const std::filesystem::path& path) {
+  Outcome out = read_whole(path);
+  if (out.failed != nullptr) return std::nullopt;
+  return std::move(out.bytes);
+}
+
+}  // namespace sprintnet

@@ -1,0 +1,21 @@
+#pragma once
+// Reading a whole file into memory: one reader for configs, weights, metrics, images and /proc
+// files, so every failure says the same thing (the file, what it is, and the system's reason).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sprintnet {
+
+// The bytes of `path`, as they are. Reads until the end rather than trusting the size the file
+// system reports, so /proc files (which report 0) read whole. Throws sprintnet::Error
+// "cannot open <what> '<path>': <reason>" or "cannot read <what> '<path>': <reason>", the reason
+// the system's (strerror: "No such file or directory", "Is a directory", ...).
+std::string read_file(const std::filesystem::path& path, std::string_view what = "file");
+
+// The same, or nullopt where read_file would throw: for a file whose absence is an answer (a
+// /proc file on a system without it), not an error.
+std::optional<std::string> try_read_file(const std::filesystem::path& path);
+
+}  // namespace sprintnet

@@ -1,0 +1,61 @@
+// read_file: every byte back (binary, larger than one read, a /proc file whose size reads 0),
+// and errors that name what the file is, its path and the system's reason.
+#include "sprintnet/io/read_file.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "sprintnet/core/random.h"
+#include "support/error_message.h"
+#include "support/test_util.h"
+
+namespace sprintnet {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(ReadFile, ReturnsEveryByteOfABinaryFileLargerThanOneRead) {
+  Generator gen(test::test_seed());
+  // Three and a bit reads of 1 MiB, with NULs, newlines and every other byte value.
+  std::string bytes((std::size_t{3} << 20) + 12345, '\0');
+  for (char& c : bytes) c = static_cast<char>(gen.next_u32() & 0xFF);
+  const std::filesystem::path path = test::temp_dir("read-file") / "weights.bin";
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  EXPECT_EQ(read_file(path), bytes);
+  EXPECT_EQ(try_read_file(path), bytes);
+  std::ofstream(path, std::ios::trunc).close();
+  EXPECT_EQ(read_file(path), "");  // an empty file is an empty string, not an error
+}
+
+// /proc files say they are 0 bytes long: a reader trusting the size would return nothing.
+TEST(ReadFile, ReadsAProcFileWhoseSizeReadsZero) {
+  ASSERT_EQ(std::filesystem::file_size("/proc/self/status"), 0u);
+  const std::optional<std::string> status = try_read_file("/proc/self/status");
+  ASSERT_TRUE(status.has_value());
+  EXPECT_THAT(*status, AllOf(StartsWith("Name:"), HasSubstr("\nPid:")));
+}
+
+TEST(ReadFile, ErrorsNameWhatThePathAndTheSystemsReason) {
+  const std::filesystem::path dir = test::temp_dir("read-file-errors");
+  EXPECT_THAT(test::error_message([&] { read_file(dir / "absent.toml", "config file"); }),
+              StartsWith(fmt::format("cannot open config file '{}': {}", (dir / "absent.toml").string(),
+                                     std::strerror(ENOENT))));
+  // A directory opens, and its read fails.
+  EXPECT_THAT(test::error_message([&] { read_file(dir); }),
+              StartsWith(fmt::format("cannot read file '{}': {}", dir.string(), std::strerror(EISDIR))));
+  EXPECT_EQ(try_read_file(dir / "absent.toml"), std::nullopt);
+  EXPECT_EQ(try_read_file(dir), std::nullopt);
+}
+
+}  // namespace
+}  // namespace sprintnet
