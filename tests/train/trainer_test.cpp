@@ -7,6 +7,7 @@
 
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/train/trainer.h"
+#include "support/full_disk.h"
 #include "support/test_util.h"
 
 namespace sprintnet::train {
@@ -90,6 +91,27 @@ TEST(Trainer, RunDirectoriesAreNeverReused) {
   const TrainSummary first = Trainer(config).fit();
   const TrainSummary second = Trainer(config).fit();
   EXPECT_NE(first.run_dir, second.run_dir);
+}
+
+// A new run that cannot write its first files (a full disk) fails naming the file and leaves no run
+// directory behind, so the output folder does not fill with empty runs.
+TEST(Trainer, ARunThatCannotStartOnAFullDiskLeavesNoRunDirectory) {
+  Config config = small_mnist_config("full-disk", {"train.epochs=1", "data.train_limit=512", "data.test_limit=100"});
+  config.output.dir = test::temp_dir("trainer-full-disk").string();
+  Trainer trainer(config);
+  std::string message;
+  {
+    const test::FullDisk full;
+    try {
+      trainer.fit();
+    } catch (const Error& e) {
+      message = e.what();
+    }
+  }
+  EXPECT_NE(message.find("config.toml"), std::string::npos) << message;
+  EXPECT_NE(message.find(test::FullDisk::reason()), std::string::npos) << message;
+  ASSERT_TRUE(std::filesystem::exists(config.output.dir));
+  EXPECT_TRUE(std::filesystem::is_empty(config.output.dir)) << "a run directory was left in " << config.output.dir;
 }
 
 TEST(Trainer, DivergenceIsReportedWithTheKeyToChange) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <future>
 #include <iostream>
 #include <optional>
@@ -430,10 +431,21 @@ TrainSummary Trainer::fit() {
   std::optional<ScopedPhase> phase(std::in_place, phases_, "run directory, config.toml, metrics files");
   if (primary) {
     summary.run_dir = resumed ? resume_run_dir_ : create_run_directory(config_);
-    // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
-    write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
-    metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_)
-                      : MetricsWriter(summary.run_dir, config_.output.csv);
+    try {
+      // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
+      write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
+      metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_)
+                        : MetricsWriter(summary.run_dir, config_.output.csv);
+    } catch (const Error&) {
+      // A new run that cannot start (a full disk, a directory that is not writable) leaves no run
+      // directory behind: it was created just now (never reused, run_directory.h) and holds only
+      // what this start wrote. A resumed run's directory is the user's and stays.
+      if (!resumed) {
+        std::error_code ignored;
+        std::filesystem::remove_all(summary.run_dir, ignored);
+      }
+      throw;
+    }
   }
   phase.reset();
   const ProgressMode mode =
