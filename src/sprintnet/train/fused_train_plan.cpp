@@ -131,6 +131,19 @@ class FusedTrainPlan final : public TrainPlan {
 
 Tensor zeros_bytes(std::int64_t bytes, Device device) { return Tensor::zeros({bytes}, DType::kU8, device); }
 
+// Whether the kernel `name` trains this model: `why_not` is the model's answer (fused_fit.h), and where it
+// has none, `gpu()` asks the GPU (nullptr: it runs the kernel). A kernel SPRINTNET_FUSED_KERNEL (`asked`)
+// insists on that cannot is an error naming why; under auto the next kernel is tried.
+template <class GpuAnswer>
+bool kernel_takes(const std::string& asked, const char* name, std::optional<std::string> why_not, GpuAnswer gpu) {
+  if (!why_not) {
+    if (const char* no = gpu()) why_not = no;
+  }
+  SN_CHECK(!why_not || asked.empty(), "SPRINTNET_FUSED_KERNEL = \"{}\": the {} kernel cannot train this model: {}", name,
+           name, why_not.value_or(""));
+  return !why_not;
+}
+
 // The quads, split, regression, rows and cluster kernels each train every model they take on a GPU
 // that runs them (docs/FUSED.md: faster than the grid kernel on each; the regression kernel than the
 // cluster kernel; the rows kernel than the cluster kernel; the quads kernel as fast as the split kernel
@@ -146,86 +159,62 @@ void FusedTrainPlan::choose_kernel() {
            asked);
   if (asked == "grid") return;
   // auto leaves the models the rows kernel takes (two hidden layers of at most 128) to it.
-  if (asked == "quads" || (asked.empty() && fused_rows_unsupported(spec_.mlp, spec_.precision, batch_))) {
-    std::optional<std::string> why_not = fused_quads_unsupported(spec_.mlp, spec_.precision, spec_.optim, batch_);
-    if (!why_not) {
-      quads_layout_ = fused_quads_layout(spec_.mlp);
-      if (const char* gpu = cuda::quads_epoch_unavailable(device_.index, quads_layout_.bytes)) why_not = gpu;
-    }
-    if (!why_not) {
-      quads_ = true;
-      kernel_note_ = fmt::format(
-          "one cluster of 16 blocks as four quads, each quad 32 of the batch's rows and each of its blocks a quarter of "
-          "every hidden layer ({} KiB a block; the GPU holds {} such clusters at once)",
-          quads_layout_.bytes / 1024, cuda::quads_epoch_active_clusters(device_.index, quads_layout_.bytes));
-      return;
-    }
-    SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"quads\": the quads kernel cannot train this model: {}", *why_not);
+  if ((asked == "quads" || (asked.empty() && fused_rows_unsupported(spec_.mlp, spec_.precision, batch_))) &&
+      kernel_takes(asked, "quads", fused_quads_unsupported(spec_.mlp, spec_.precision, spec_.optim, batch_), [&] {
+        quads_layout_ = fused_quads_layout(spec_.mlp);
+        return cuda::quads_epoch_unavailable(device_.index, quads_layout_.bytes);
+      })) {
+    quads_ = true;
+    kernel_note_ = fmt::format(
+        "one cluster of 16 blocks as four quads, each quad 32 of the batch's rows and each of its blocks a quarter of "
+        "every hidden layer ({} KiB a block; the GPU holds {} such clusters at once)",
+        quads_layout_.bytes / 1024, cuda::quads_epoch_active_clusters(device_.index, quads_layout_.bytes));
+    return;
   }
-  if (asked.empty() || asked == "regression") {
-    std::optional<std::string> why_not = fused_regression_unsupported(spec_.mlp, spec_.precision, batch_);
-    if (!why_not) {
-      if (const char* gpu = cuda::regression_epoch_unavailable(device_.index)) why_not = gpu;
-    }
-    if (!why_not) {
-      regression_ = true;
-      kernel_note_ = fmt::format(
-          "one {}-block cluster, each block's slice of the weights in shared memory and its fp32 master in registers "
-          "(the GPU holds {} such clusters at once)",
-          cuda::kRegressionCtas, cuda::regression_epoch_active_clusters(device_.index));
-      return;
-    }
-    SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"regression\": the regression kernel cannot train this model: {}",
-             *why_not);
+  if ((asked.empty() || asked == "regression") &&
+      kernel_takes(asked, "regression", fused_regression_unsupported(spec_.mlp, spec_.precision, batch_),
+                   [&] { return cuda::regression_epoch_unavailable(device_.index); })) {
+    regression_ = true;
+    kernel_note_ = fmt::format(
+        "one {}-block cluster, each block's slice of the weights in shared memory and its fp32 master in registers "
+        "(the GPU holds {} such clusters at once)",
+        cuda::kRegressionCtas, cuda::regression_epoch_active_clusters(device_.index));
+    return;
   }
-  if (asked.empty() || asked == "split") {
-    std::optional<std::string> why_not = fused_split_unsupported(spec_.mlp, spec_.precision, batch_);
-    if (!why_not) {
-      const char* gpu = cuda::split_epoch_unavailable(device_.index, static_cast<int>(spec_.mlp.hidden.front()),
-                                                      static_cast<int>(spec_.mlp.hidden.size()));
-      if (gpu != nullptr) why_not = gpu;
-    }
-    if (!why_not) {
-      split_ = true;
-      split_scratch_ = zeros_bytes(cuda::split_epoch_scratch_bytes(), device_);
-      const cuda::SplitShape& shape = *cuda::split_shape(spec_.mlp.hidden.front());
-      split_blocks_ = shape.blocks;
-      kernel_note_ = fmt::format(
-          "{} blocks in clusters of {} (the GPU holds {} such clusters at once), each block's fp32 master tiles in "
-          "shared memory",
-          shape.blocks, shape.cluster,
-          cuda::split_epoch_active_clusters(device_.index, static_cast<int>(spec_.mlp.hidden.front()),
-                                            static_cast<int>(spec_.mlp.hidden.size())));
-      return;
-    }
-    SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"split\": the split kernel cannot train this model: {}",
-             *why_not);
+  const int width = spec_.mlp.hidden.empty() ? 0 : static_cast<int>(spec_.mlp.hidden.front());
+  const int depth = static_cast<int>(spec_.mlp.hidden.size());
+  if ((asked.empty() || asked == "split") &&
+      kernel_takes(asked, "split", fused_split_unsupported(spec_.mlp, spec_.precision, batch_),
+                   [&] { return cuda::split_epoch_unavailable(device_.index, width, depth); })) {
+    split_ = true;
+    split_scratch_ = zeros_bytes(cuda::split_epoch_scratch_bytes(), device_);
+    const cuda::SplitShape& shape = *cuda::split_shape(width);
+    split_blocks_ = shape.blocks;
+    kernel_note_ = fmt::format(
+        "{} blocks in clusters of {} (the GPU holds {} such clusters at once), each block's fp32 master tiles in "
+        "shared memory",
+        shape.blocks, shape.cluster, cuda::split_epoch_active_clusters(device_.index, width, depth));
+    return;
   }
-  if (asked.empty() || asked == "rows") {
-    std::optional<std::string> why_not = fused_rows_unsupported(spec_.mlp, spec_.precision, batch_);
-    if (!why_not) {
-      rows_layout_ = fused_rows_layout(spec_.mlp);
-      if (const char* gpu = cuda::rows_epoch_unavailable(device_.index, rows_layout_.bytes)) why_not = gpu;
-    }
-    if (!why_not) {
-      rows_ = true;
-      rows_scratch_ = zeros_bytes(rows_layout_.scratch_bytes, device_);
-      kernel_note_ = fmt::format(
-          "one cluster of 16 blocks, the batch's rows split over them and the hidden weights in each block's shared "
-          "memory ({} KiB a block; the GPU holds {} such clusters at once)",
-          rows_layout_.bytes / 1024, cuda::rows_epoch_active_clusters(device_.index, rows_layout_.bytes));
-      return;
-    }
-    SN_CHECK(asked.empty(), "SPRINTNET_FUSED_KERNEL = \"rows\": the rows kernel cannot train this model: {}", *why_not);
+  if ((asked.empty() || asked == "rows") &&
+      kernel_takes(asked, "rows", fused_rows_unsupported(spec_.mlp, spec_.precision, batch_), [&] {
+        rows_layout_ = fused_rows_layout(spec_.mlp);
+        return cuda::rows_epoch_unavailable(device_.index, rows_layout_.bytes);
+      })) {
+    rows_ = true;
+    rows_scratch_ = zeros_bytes(rows_layout_.scratch_bytes, device_);
+    kernel_note_ = fmt::format(
+        "one cluster of 16 blocks, the batch's rows split over them and the hidden weights in each block's shared "
+        "memory ({} KiB a block; the GPU holds {} such clusters at once)",
+        rows_layout_.bytes / 1024, cuda::rows_epoch_active_clusters(device_.index, rows_layout_.bytes));
+    return;
   }
-  std::optional<std::string> why_not = fused_cluster_unsupported(spec_.mlp, spec_.precision, batch_);
-  if (!why_not) {
-    cluster_layout_ = fused_cluster_layout(spec_.mlp);
-    if (const char* gpu = cuda::cluster_epoch_unavailable(device_.index, cluster_layout_.bytes)) why_not = gpu;
+  if (!kernel_takes(asked, "cluster", fused_cluster_unsupported(spec_.mlp, spec_.precision, batch_), [&] {
+        cluster_layout_ = fused_cluster_layout(spec_.mlp);
+        return cuda::cluster_epoch_unavailable(device_.index, cluster_layout_.bytes);
+      })) {
+    return;  // the grid kernel
   }
-  if (why_not && asked.empty()) return;
-  SN_CHECK(!why_not, "SPRINTNET_FUSED_KERNEL = \"cluster\": the cluster kernel cannot train this model: {}",
-           why_not.value_or(""));
   cluster_ = true;
   cluster_partials_ = Tensor::zeros({cluster_layout_.partials_bytes / 4}, DType::kF32, device_);
   kernel_note_ = fmt::format("one 16-block cluster with the weights in shared memory ({} KiB a block)",
