@@ -12,9 +12,9 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "sprintnet/data/idx.h"
+#include "sprintnet/io/read_file.h"
 #include "sprintnet/train/inference.h"
 #include "sprintnet/train/trainer.h"
 #include "support/gpu.h"
@@ -30,13 +30,6 @@ using ::testing::HasSubstr;
 
 constexpr std::int64_t kTestSamples = 500;
 constexpr std::int64_t kIdxImages = 5;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 struct CliResult {
   int exit_code = -1;
