@@ -12,11 +12,12 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "sprintnet/data/idx.h"
+#include "sprintnet/io/read_file.h"
 #include "sprintnet/train/inference.h"
 #include "sprintnet/train/trainer.h"
+#include "support/gpu.h"
 #include "support/test_util.h"
 #include "support/tiny_run.h"
 
@@ -24,17 +25,11 @@ namespace sprintnet::train {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr std::int64_t kTestSamples = 500;
 constexpr std::int64_t kIdxImages = 5;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 struct CliResult {
   int exit_code = -1;
@@ -203,6 +198,26 @@ TEST_F(EvalPredictCli, PredictPrintsATableAndRejectsBadInputs) {
   EXPECT_THAT(result.err, HasSubstr("absent.png"));
   result = run_cli(fmt::format("predict '{}' '{}' --top-k 0", run_->string(), pgm.string()), *dir_);
   EXPECT_NE(result.exit_code, 0);
+}
+
+// A model too big for the GPU gets the out-of-memory advice while it loads, before any batch:
+// model.hidden = [1e11] asks 313 TB for its first weight, more than any GPU has.
+TEST_F(EvalPredictCli, OutOfDeviceMemoryWhileLoadingNamesTheConfigAndItsKeys) {
+  SN_REQUIRE_GPU();
+  const fs::path pgm = *dir_ / "flat.pgm";
+  std::ofstream(pgm) << "P2 2 2 1\n0 1\n1 0\n";
+  const std::string too_big = "--device cuda --set 'model.hidden=[100000000000]'";
+  for (const std::string& command : {fmt::format("eval '{}' {}", run_->string(), too_big),
+                                     fmt::format("predict '{}' '{}' {}", run_->string(), pgm.string(), too_big)}) {
+    const CliResult result = run_cli(command, *dir_);
+    EXPECT_EQ(result.exit_code, 1) << command;
+    EXPECT_THAT(result.err, AllOf(HasSubstr("out of device memory"),
+                                  HasSubstr("config.toml: the model ran out of device memory with "
+                                            "train.eval_batch_size = "),
+                                  HasSubstr("model.hidden = [100000000000]"),
+                                  HasSubstr("--device cpu")))
+        << command;
+  }
 }
 
 // A sweep goes on past a failed run, then exits non-zero so that a script sees it.

@@ -5,13 +5,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/config.h"
 #include "sprintnet/io/config_schema.h"
+#include "sprintnet/io/read_file.h"
 #include "support/test_util.h"
 
 namespace sprintnet {
@@ -51,10 +51,7 @@ TEST(ConfigReference, DocsConfigMdIsUpToDate) {
     write_text_file_atomically(path, expected);
     std::printf("wrote %s\n", path.c_str());
   }
-  std::ifstream in(path);
-  std::stringstream actual;
-  actual << in.rdbuf();
-  EXPECT_TRUE(actual.str() == expected)
+  EXPECT_TRUE(try_read_file(path).value_or("") == expected)
       << path << " is out of date with the config schema (src/sprintnet/io/config_schema.cpp). Regenerate it with\n"
       << "  SPRINTNET_UPDATE_DOCS=1 <build>/tests/io/io_test --gtest_filter='ConfigReference.*'\n"
       << "(with SPRINTNET_UPDATE_DOCS=1 this test rewrites the file itself), then review and commit the diff.";

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
+#include "sprintnet/io/read_file.h"
 #include "sprintnet/sweep/grid.h"
 #include "sprintnet/sweep/summary.h"
 #include "sprintnet/sweep/sweep_runner.h"
@@ -105,11 +105,9 @@ TEST(SweepRunner, AFailingRunIsRecordedAndTheKilledSweepResumesSkippingFinishedR
   EXPECT_EQ(results[2].status, "failed");  // lr = 1e30 diverges
   EXPECT_THAT(results[2].error, HasSubstr("diverged"));
   EXPECT_TRUE(std::filesystem::exists(o.out_dir / results[0].name / "model.safetensors"));
-  std::ifstream md(o.out_dir / "summary.md");
-  std::stringstream text;
-  text << md.rdbuf();
-  EXPECT_THAT(text.str(), HasSubstr("| optim.lr=0.1 | 2 | 0 |"));
-  EXPECT_THAT(text.str(), HasSubstr("failed: training diverged"));
+  const std::string summary = read_file(o.out_dir / "summary.md");
+  EXPECT_THAT(summary, HasSubstr("| optim.lr=0.1 | 2 | 0 |"));
+  EXPECT_THAT(summary, HasSubstr("failed: training diverged"));
   // A new sweep into a folder that holds one is refused.
   EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("holds a sweep already"));
 }

@@ -3,12 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "sprintnet/io/metrics_writer.h"
+#include "sprintnet/io/read_file.h"
 #include "sprintnet/tensorboard/event.pb.h"
 #include "support/error_message.h"
 #include "support/full_disk.h"
@@ -25,8 +24,7 @@ std::uint64_t read_little_endian(const std::string& bytes, std::size_t at, std::
 
 // Reads TFRecords back the way TensorBoard's reader does, checking both checksums of each.
 std::vector<proto::Event> read_events(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string bytes = read_file(path);
   std::vector<proto::Event> events;
   std::size_t at = 0;
   while (at < bytes.size()) {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sprintnet/io/metrics_writer.h"
+#include "sprintnet/io/read_file.h"
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/optim/optimizer.h"
 #include "sprintnet/train/checkpoint.h"
@@ -38,13 +39,6 @@ using ::testing::ThrowsMessage;
 struct SimulatedKill {};
 
 constexpr std::int64_t kEpochs = 5;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::vector<std::string> read_lines(const fs::path& path) {
   std::ifstream in(path);

@@ -2,9 +2,7 @@
 // in data/; `make test` runs that first), and bit-for-bit determinism.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
+#include "sprintnet/io/read_file.h"
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/train/trainer.h"
 #include "support/full_disk.h"
@@ -12,13 +10,6 @@
 
 namespace sprintnet::train {
 namespace {
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Config small_mnist_config(const std::string& run_name, std::vector<std::string> extra = {}) {
   std::vector<std::string> overrides = {

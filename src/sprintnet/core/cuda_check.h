@@ -1,6 +1,7 @@
 #pragma once
 // Checks for CUDA runtime calls, for .cpp (host compiler) and .cu (nvcc) files alike.
 //   SN_CUDA_CHECK(cudaMalloc(&p, n));  throws sprintnet::Error naming the CUDA error, the call, file and line
+//                                      (sprintnet::OutOfMemoryError for cudaErrorMemoryAllocation)
 //   SN_CUDA_CHECK_LAST();              after a kernel launch: reports a bad launch configuration
 //   SN_CUDA_WARN(cudaFree(p));         in destructors and noexcept code: prints the error instead of throwing
 #include <cstdio>
@@ -8,11 +9,9 @@
 
 #include <cuda_runtime_api.h>
 
-namespace sprintnet::detail {
+#include "sprintnet/core/check_failure.h"
 
-// Declared in sprintnet/core/error.h (throws sprintnet::Error). Repeated here rather than including
-// error.h because fmt 9's headers do not compile under nvcc in C++20 mode, and .cu files include this.
-[[noreturn]] void throw_check_failure(const char* file, int line, const char* expr, const std::string& message);
+namespace sprintnet::detail {
 
 inline std::string describe_cuda_error(cudaError_t status) {
   return std::string("CUDA error ") + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
@@ -22,6 +21,9 @@ inline std::string describe_cuda_error(cudaError_t status) {
   // The error is reported here, so clear it: a later SN_CUDA_CHECK_LAST() must not report it again.
   // (Sticky errors, which corrupt the context, stay whatever we do.)
   static_cast<void>(cudaGetLastError());
+  // Out of memory is not sticky, and the user can act on it: its own type, so that the command that
+  // knows the run's config can name the keys to lower (train/out_of_memory_advice.h).
+  if (status == cudaErrorMemoryAllocation) throw_out_of_memory(file, line, call, describe_cuda_error(status));
   throw_check_failure(file, line, call, describe_cuda_error(status));
 }
 

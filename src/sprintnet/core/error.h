@@ -8,16 +8,14 @@
 
 #include <fmt/format.h>
 
+#include "sprintnet/core/check_failure.h"
+
 namespace sprintnet {
 
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-namespace detail {
-[[noreturn]] void throw_check_failure(const char* file, int line, const char* expr, const std::string& message);
-}  // namespace detail
 
 }  // namespace sprintnet
 

@@ -12,6 +12,7 @@
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/train/checkpoint.h"
 #include "sprintnet/train/model_io.h"
+#include "sprintnet/train/out_of_memory_advice.h"
 #include "sprintnet/train/trainer.h"
 
 namespace sprintnet::train {
@@ -204,12 +205,16 @@ LoadedModel load_model(const std::filesystem::path& checkpoint, const LoadOption
 
   DeviceConfig device_config = loaded.config.device;
   device_config.name = options.device;
-  loaded.device = resolve_device(device_config);
-  set_cpu_threads(static_cast<int>(loaded.config.device.threads));
-  // The initial values are overwritten at once; the generator only has to exist.
-  Generator unused(loaded.config.seed);
-  loaded.model = nn::make_mlp(loaded.spec, unused, loaded.device, DType::kF32);
-  load_model_weights(*loaded.model, weights.tensors, origin);
+  // The model is what first goes on the device: no room for it gets the advice that no room to
+  // evaluate or predict gets (--device cpu), naming the config that sized it.
+  advise_on_out_of_memory(loaded.files.config, loaded.config, MemoryUse::kInference, [&] {
+    loaded.device = resolve_device(device_config);
+    set_cpu_threads(static_cast<int>(loaded.config.device.threads));
+    // The initial values are overwritten at once; the generator only has to exist.
+    Generator unused(loaded.config.seed);
+    loaded.model = nn::make_mlp(loaded.spec, unused, loaded.device, DType::kF32);
+    load_model_weights(*loaded.model, weights.tensors, origin);
+  });
   loaded.model->eval();
   return loaded;
 }

@@ -69,6 +69,8 @@ struct LoadedModel {
   std::int64_t num_classes() const { return spec.outputs; }
 };
 
+// Out of device memory while the model goes on options.device: an OutOfMemoryError with the advice
+// (train/out_of_memory_advice.h, MemoryUse::kInference) naming the config file and its keys.
 LoadedModel load_model(const std::filesystem::path& checkpoint, const LoadOptions& options = {});
 // One line for people: "MLP 784-32-10 (relu), 25450 parameters".
 std::string model_summary(LoadedModel& model);

@@ -17,7 +17,7 @@ namespace sprintnet::train {
 enum class MemoryUse {
   kTraining,    // sprintnet train: the batch, the evaluation batch, the model, on device.name
   kSweepRun,    // one run of sprintnet sweep: the same, beside the other runs on its GPU (--parallel)
-  kInference,   // sprintnet eval / predict: the evaluation batch and the model, on --device
+  kInference,   // sprintnet eval / predict: the model (train::load_model) and the evaluation batch, on --device
 };
 
 // The advice line for `config` (what `config_file` and its overrides resolved to).

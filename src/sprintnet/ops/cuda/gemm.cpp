@@ -6,6 +6,7 @@
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/graph_capture_lock.h"
+#include "sprintnet/core/out_of_memory_error.h"
 #include "sprintnet/ops/cuda/cublaslt_library.h"
 #include "sprintnet/ops/cuda/nvtx.h"
 
@@ -28,9 +29,18 @@ std::string describe(const GemmDesc& d) {
                      static_cast<int>(d.epilogue), d.align_a, d.align_b, d.align_c);
 }
 
+// Throws `what` failed with `status`. ALLOC_FAILED is cuBLASLt not getting memory ("usually a cudaMalloc
+// failure", its documentation says): an OutOfMemoryError, as SN_CUDA_CHECK throws for cudaMalloc.
+void check_cublas_status(cublasStatus_t status, const std::string& what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) {
+    SN_FAIL_OUT_OF_MEMORY("{} failed: {} ({})", what, lt().status_name(status), lt().status_string(status));
+  }
+  SN_FAIL("{} failed: {} ({})", what, lt().status_name(status), lt().status_string(status));
+}
+
 void check_cublas(cublasStatus_t status, const char* call, const GemmDesc& desc) {
-  SN_CHECK(status == CUBLAS_STATUS_SUCCESS, "{} failed for {}: {} ({})", call, describe(desc),
-           lt().status_name(status), lt().status_string(status));
+  if (status != CUBLAS_STATUS_SUCCESS) check_cublas_status(status, fmt::format("{} for {}", call, describe(desc)));
 }
 
 template <typename T>
@@ -95,13 +105,12 @@ std::uint32_t pointer_alignment(const void* p) {
 
 CublasLtGemm::CublasLtGemm() {
   const std::unique_lock no_capture(graph_capture_mutex());  // graph_capture_lock.h
-  const cublasStatus_t status = lt().create(&handle_);
-  SN_CHECK(status == CUBLAS_STATUS_SUCCESS, "cublasLtCreate failed: {} ({})", lt().status_name(status),
-           lt().status_string(status));
+  check_cublas_status(lt().create(&handle_), "cublasLtCreate");
   const cudaError_t allocated = cudaMalloc(&workspace_, kWorkspaceBytes);
   if (allocated != cudaSuccess) {
     lt().destroy(handle_);
-    SN_CUDA_CHECK(allocated);
+    const std::string call = fmt::format("cudaMalloc of the cuBLASLt workspace ({} bytes)", kWorkspaceBytes);
+    detail::throw_cuda_error(allocated, __FILE__, __LINE__, call.c_str());  // OutOfMemoryError when out of memory
   }
 }
 
