@@ -892,14 +892,7 @@ struct Quads : OneClusterBlock<QuadsLayout> {
       // last barrier; the one write read across it is fenced above.
       ptx::cluster_arrive_relaxed();
     }
-    ptx::cluster_wait();
-    add_metrics();
-    if (a.steps > 0) wait(kBarTiles, tile_bytes());  // the last new values, before any block leaves
-    __syncthreads();
-    ptx::cluster_arrive();
-    ptx::cluster_wait();
-    store(static_cast<bf16*>(a.copies[state.step & 1]));
-    publish_epoch();
+    end_epoch(*this, kBarTiles);
   }
 };
 

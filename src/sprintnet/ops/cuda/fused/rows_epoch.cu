@@ -979,14 +979,7 @@ struct Rows : OneClusterBlock<RowsLayout> {
       // it is fenced above. (A release here is a GPU-scope fence in every warp: ~0.5 us on the step's path.)
       ptx::cluster_arrive_relaxed();
     }
-    ptx::cluster_wait();
-    add_metrics();
-    if (a.steps > 0) wait(kBarTiles, tile_bytes());  // the last new values, before any block leaves
-    __syncthreads();
-    ptx::cluster_arrive();
-    ptx::cluster_wait();
-    store(static_cast<bf16*>(a.copies[state.step & 1]));
-    publish_epoch();
+    end_epoch(*this, kBarTiles);
   }
 };
 
