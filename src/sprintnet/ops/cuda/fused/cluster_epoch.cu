@@ -1417,14 +1417,9 @@ ClusterKernel kernel_for(ActivationKind activation, int classes_pad, bool wide_f
 }
 
 ClusterKernel kernel_for(const FusedEpochArgs& args, const ClusterLayout& layout) {
-  const bool wide_first = layout.first_split;
-  switch (update_form_of(args.optimizer)) {
-    case UpdateForm::kPlainSgd:
-      return kernel_for<UpdateForm::kPlainSgd>(args.activation, layout.classes_pad, wide_first);
-    case UpdateForm::kSgd: return kernel_for<UpdateForm::kSgd>(args.activation, layout.classes_pad, wide_first);
-    case UpdateForm::kAdam: return kernel_for<UpdateForm::kAdam>(args.activation, layout.classes_pad, wide_first);
-  }
-  return nullptr;
+  return for_update_form(args.optimizer, [&](auto form) {
+    return kernel_for<decltype(form)::value>(args.activation, layout.classes_pad, layout.first_split);
+  });
 }
 
 ClusterShape shape_of(std::int64_t shared_bytes) { return {kClusterCtas, kThreads, shared_bytes}; }

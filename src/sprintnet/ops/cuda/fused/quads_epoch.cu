@@ -917,12 +917,13 @@ QuadsKernel kernel_for(ActivationKind activation) {
 }
 
 QuadsKernel kernel_for(const FusedEpochArgs& args) {
-  switch (update_form_of(args.optimizer)) {
-    case UpdateForm::kPlainSgd: return kernel_for<UpdateForm::kPlainSgd>(args.activation);
-    case UpdateForm::kSgd: return kernel_for<UpdateForm::kSgd>(args.activation);
-    case UpdateForm::kAdam: return nullptr;  // fused_quads_unsupported says so first
-  }
-  return nullptr;
+  return for_update_form(args.optimizer, [&](auto form) -> QuadsKernel {
+    if constexpr (decltype(form)::value == UpdateForm::kAdam) {
+      return nullptr;  // fused_quads_unsupported says so first
+    } else {
+      return kernel_for<decltype(form)::value>(args.activation);
+    }
+  });
 }
 
 ClusterShape shape_of(std::int64_t shared_bytes) { return {kQuadsCtas, kThreads, shared_bytes}; }

@@ -525,12 +525,7 @@ __global__ void __launch_bounds__(kThreads, 1) regression_epoch_kernel(const __g
 using RegressionKernel = void (*)(FusedEpochArgs);
 
 RegressionKernel kernel_for(const FusedEpochArgs& args) {
-  switch (update_form_of(args.optimizer)) {
-    case UpdateForm::kPlainSgd: return regression_epoch_kernel<UpdateForm::kPlainSgd>;
-    case UpdateForm::kSgd: return regression_epoch_kernel<UpdateForm::kSgd>;
-    case UpdateForm::kAdam: return regression_epoch_kernel<UpdateForm::kAdam>;
-  }
-  return nullptr;
+  return for_update_form(args.optimizer, [](auto form) -> RegressionKernel { return regression_epoch_kernel<decltype(form)::value>; });
 }
 
 constexpr ClusterShape kShape{kCtas, kThreads, Layout::kBytes};

@@ -1004,12 +1004,7 @@ RowsKernel kernel_for(ActivationKind activation) {
 }
 
 RowsKernel kernel_for(const FusedEpochArgs& args) {
-  switch (update_form_of(args.optimizer)) {
-    case UpdateForm::kPlainSgd: return kernel_for<UpdateForm::kPlainSgd>(args.activation);
-    case UpdateForm::kSgd: return kernel_for<UpdateForm::kSgd>(args.activation);
-    case UpdateForm::kAdam: return kernel_for<UpdateForm::kAdam>(args.activation);
-  }
-  return nullptr;
+  return for_update_form(args.optimizer, [&](auto form) { return kernel_for<decltype(form)::value>(args.activation); });
 }
 
 ClusterShape shape_of(std::int64_t shared_bytes) { return {kRowsCtas, kThreads, shared_bytes}; }
