@@ -1425,12 +1425,8 @@ ClusterKernel kernel_for(const FusedEpochArgs& args, const ClusterLayout& layout
 ClusterShape shape_of(std::int64_t shared_bytes) { return {kClusterCtas, kThreads, shared_bytes}; }
 
 const ClusterProbe& cluster_probe(int device, std::int64_t shared_bytes) {
-  return cached_cluster_probe(ClusterKernelId::kCluster, device, shared_bytes, [&] {
-    return probe_cluster_kernel(
-        device, reinterpret_cast<const void*>(kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU, 64, false)),
-        shape_of(shared_bytes), "this build has no sm_90 code for the cluster kernel (CMAKE_CUDA_ARCHITECTURES)",
-        "this GPU cannot schedule a 16-block cluster with that much shared memory");
-  });
+  return probe_cluster_kernel(device, kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU, 64, false),
+                              shape_of(shared_bytes), "the cluster kernel");
 }
 
 }  // namespace

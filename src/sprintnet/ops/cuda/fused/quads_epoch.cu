@@ -929,11 +929,8 @@ QuadsKernel kernel_for(const FusedEpochArgs& args) {
 ClusterShape shape_of(std::int64_t shared_bytes) { return {kQuadsCtas, kThreads, shared_bytes}; }
 
 const ClusterProbe& quads_probe(int device, std::int64_t shared_bytes) {
-  return cached_cluster_probe(ClusterKernelId::kQuads, device, shared_bytes, [&] {
-    return probe_cluster_kernel(device, reinterpret_cast<const void*>(kernel_for<UpdateForm::kSgd>(ActivationKind::kReLU)),
-                                shape_of(shared_bytes), "this build has no sm_90 code for the quads kernel (CMAKE_CUDA_ARCHITECTURES)",
-                                "this GPU cannot schedule a 16-block cluster with the quads kernel's shared memory");
-  });
+  return probe_cluster_kernel(device, kernel_for<UpdateForm::kSgd>(ActivationKind::kReLU), shape_of(shared_bytes),
+                              "the quads kernel");
 }
 
 }  // namespace

@@ -531,11 +531,7 @@ RegressionKernel kernel_for(const FusedEpochArgs& args) {
 constexpr ClusterShape kShape{kCtas, kThreads, Layout::kBytes};
 
 const ClusterProbe& regression_probe(int device) {
-  return cached_cluster_probe(ClusterKernelId::kRegression, device, 0, [&] {
-    return probe_cluster_kernel(device, reinterpret_cast<const void*>(regression_epoch_kernel<UpdateForm::kAdam>), kShape,
-                                "this build has no sm_90 code for the regression kernel (CMAKE_CUDA_ARCHITECTURES)",
-                                "this GPU cannot schedule an 8-block cluster with the regression kernel's shared memory");
-  });
+  return probe_cluster_kernel(device, regression_epoch_kernel<UpdateForm::kAdam>, kShape, "the regression kernel");
 }
 
 }  // namespace

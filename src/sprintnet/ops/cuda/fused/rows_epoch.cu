@@ -1010,11 +1010,8 @@ RowsKernel kernel_for(const FusedEpochArgs& args) {
 ClusterShape shape_of(std::int64_t shared_bytes) { return {kRowsCtas, kThreads, shared_bytes}; }
 
 const ClusterProbe& rows_probe(int device, std::int64_t shared_bytes) {
-  return cached_cluster_probe(ClusterKernelId::kRows, device, shared_bytes, [&] {
-    return probe_cluster_kernel(device, reinterpret_cast<const void*>(kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU)),
-                                shape_of(shared_bytes), "this build has no sm_90 code for the rows kernel (CMAKE_CUDA_ARCHITECTURES)",
-                                "this GPU cannot schedule a 16-block cluster with the rows kernel's shared memory");
-  });
+  return probe_cluster_kernel(device, kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU), shape_of(shared_bytes),
+                              "the rows kernel");
 }
 
 }  // namespace
