@@ -355,6 +355,18 @@ struct Quads : OneClusterBlock<QuadsLayout> {
       }
     }
   }
+  // Row r's columns c0..c0 + 7 of the four slots' partial sums, added in slot order (a thread's 8 of the
+  // quad's 32 x 64: r = i / 8, c0 = 8 (i % 8)).
+  __device__ void sum_slots(int r, int c0, float (&z)[8]) const {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) z[e] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const float4 lo = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0);
+      const float4 hi = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0 + 4);
+      z[0] += lo.x, z[1] += lo.y, z[2] += lo.z, z[3] += lo.w, z[4] += hi.x, z[5] += hi.y, z[6] += hi.z, z[7] += hi.w;
+    }
+  }
   // The quad's rows of A1's quarter j: the groups' partials added in group order, the bias and the
   // activation; into a1's own columns and to the quad's other blocks.
   __device__ void first_reduce(bool tiles) {
@@ -363,13 +375,8 @@ struct Quads : OneClusterBlock<QuadsLayout> {
     if (tiles) wait(kBarTiles, tile_bytes());
     __syncthreads();  // the own slot's stores
     const int r = static_cast<int>(threadIdx.x) >> 3, c0 = 8 * (static_cast<int>(threadIdx.x) & 7);
-    float z[8] = {};
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const float4 lo = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0);
-      const float4 hi = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0 + 4);
-      z[0] += lo.x, z[1] += lo.y, z[2] += lo.z, z[3] += lo.w, z[4] += hi.x, z[5] += hi.y, z[6] += hi.z, z[7] += hi.w;
-    }
+    float z[8];
+    sum_slots(r, c0, z);
     const bool valid = kOwn * q + r < rows;
     float y[8];
 #pragma unroll
@@ -574,13 +581,8 @@ struct Quads : OneClusterBlock<QuadsLayout> {
     __syncthreads();  // the own slot
     stamp();  // profile: the scatter's wait
     const int r = static_cast<int>(threadIdx.x) >> 3, c0 = 8 * (static_cast<int>(threadIdx.x) & 7);
-    float z[8] = {};
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const float4 lo = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0);
-      const float4 hi = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0 + 4);
-      z[0] += lo.x, z[1] += lo.y, z[2] += lo.z, z[3] += lo.w, z[4] += hi.x, z[5] += hi.y, z[6] += hi.z, z[7] += hi.w;
-    }
+    float z[8];
+    sum_slots(r, c0, z);
     const uint4 y = *reinterpret_cast<const uint4*>(a1() + r * kLdW + kQuarter * j + c0);
     const std::uint32_t words[4] = {y.x, y.y, y.z, y.w};
 #pragma unroll
