@@ -1417,25 +1417,16 @@ ClusterKernel kernel_for(ActivationKind activation, int classes_pad, bool wide_f
 }
 
 ClusterKernel kernel_for(const FusedEpochArgs& args, const ClusterLayout& layout) {
-  const bool wide_first = layout.first_split;
-  switch (update_form_of(args.optimizer)) {
-    case UpdateForm::kPlainSgd:
-      return kernel_for<UpdateForm::kPlainSgd>(args.activation, layout.classes_pad, wide_first);
-    case UpdateForm::kSgd: return kernel_for<UpdateForm::kSgd>(args.activation, layout.classes_pad, wide_first);
-    case UpdateForm::kAdam: return kernel_for<UpdateForm::kAdam>(args.activation, layout.classes_pad, wide_first);
-  }
-  return nullptr;
+  return for_update_form(args.optimizer, [&](auto form) {
+    return kernel_for<decltype(form)::value>(args.activation, layout.classes_pad, layout.first_split);
+  });
 }
 
 ClusterShape shape_of(std::int64_t shared_bytes) { return {kClusterCtas, kThreads, shared_bytes}; }
 
 const ClusterProbe& cluster_probe(int device, std::int64_t shared_bytes) {
-  return cached_cluster_probe(ClusterKernelId::kCluster, device, shared_bytes, [&] {
-    return probe_cluster_kernel(
-        device, reinterpret_cast<const void*>(kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU, 64, false)),
-        shape_of(shared_bytes), "this build has no sm_90 code for the cluster kernel (CMAKE_CUDA_ARCHITECTURES)",
-        "this GPU cannot schedule a 16-block cluster with that much shared memory");
-  });
+  return probe_cluster_kernel(device, kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU, 64, false),
+                              shape_of(shared_bytes), "the cluster kernel");
 }
 
 }  // namespace

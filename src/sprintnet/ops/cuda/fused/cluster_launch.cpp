@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 namespace sprintnet::cuda {
@@ -29,36 +30,52 @@ cudaLaunchConfig_t cluster_launch_config(const ClusterShape& shape, cudaStream_t
   return config;
 }
 
-ClusterProbe probe_cluster_kernel(int device, const void* kernel, const ClusterShape& shape, const char* no_code,
-                                  const char* no_fit) {
+namespace {
+
+// Why `device` cannot run `kernel` in `shape` (empty: it can), and how many such clusters it holds at once.
+std::string why_not_run(int device, const void* kernel, const ClusterShape& shape, const std::string& name,
+                        int& clusters) {
+  clusters = 0;
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
-    return {"thread-block clusters need compute capability 9.0 or newer", 0};
+    return "thread-block clusters need compute capability 9.0 or newer";
   }
   cudaFuncAttributes attributes{};
   if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess || attributes.binaryVersion < 90) {
     cudaGetLastError();
-    return {no_code, 0};
+    return "this build has no sm_90 code for " + name + " (CMAKE_CUDA_ARCHITECTURES)";
   }
-  ClusterProbe answer;
   cudaLaunchAttribute attribute;
   const cudaLaunchConfig_t config = cluster_launch_config(shape, nullptr, &attribute);
   if (configure_cluster_kernel(kernel, shape) != cudaSuccess ||
-      cudaOccupancyMaxActiveClusters(&answer.clusters, kernel, &config) != cudaSuccess || answer.clusters < 1) {
+      cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess || clusters < 1) {
     cudaGetLastError();
-    return {no_fit, 0};
+    clusters = 0;
+    return "this GPU cannot schedule a cluster of " + std::to_string(shape.ctas) + " blocks with " + name +
+           "'s shared memory";
   }
-  return answer;
+  return {};
 }
 
-const ClusterProbe& cached_cluster_probe(ClusterKernelId kernel, int device, std::int64_t key,
-                                         const std::function<ClusterProbe()>& probe) {
+// A kept answer; why_not points into `reason` (a map's entries stay where they are).
+struct KeptProbe {
+  ClusterProbe probe;
+  std::string reason;
+};
+
+}  // namespace
+
+const ClusterProbe& probe_cluster_kernel(int device, const void* kernel, const ClusterShape& shape, const char* name) {
   static std::mutex mutex;
-  static std::map<std::tuple<ClusterKernelId, int, std::int64_t>, ClusterProbe> answers;
+  static std::map<std::tuple<const void*, int, std::int64_t>, KeptProbe> kept;
   const std::lock_guard lock(mutex);
-  const auto [at, fresh] = answers.try_emplace({kernel, device, key});
-  if (fresh) at->second = probe();
-  return at->second;
+  const auto [at, fresh] = kept.try_emplace({kernel, device, shape.shared_bytes});
+  KeptProbe& answer = at->second;
+  if (fresh) {
+    answer.reason = why_not_run(device, kernel, shape, name, answer.probe.clusters);
+    answer.probe.why_not = answer.reason.empty() ? nullptr : answer.reason.c_str();
+  }
+  return answer.probe;
 }
 
 }  // namespace sprintnet::cuda

@@ -7,7 +7,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <functional>
 #include <type_traits>
 
 #include "sprintnet/ops/cuda/launch.h"
@@ -27,19 +26,18 @@ cudaError_t configure_cluster_kernel(const void* kernel, const ClusterShape& sha
 cudaLaunchConfig_t cluster_launch_config(const ClusterShape& shape, cudaStream_t stream, cudaLaunchAttribute* attribute);
 
 // Whether `device` runs `kernel` in that shape (why_not null) and how many such clusters it holds at
-// once. `name` names the kernel in the reasons ("the rows kernel").
+// once. `name` names the kernel in the reasons ("the rows kernel"). Asked once for each kernel, device
+// and shared memory and kept (the answer depends only on the GPU and the shape; an auto run asks when it
+// picks the engine and again when the plan picks the kernel, a sweep for every run).
 struct ClusterProbe {
   const char* why_not = nullptr;
   int clusters = 0;
 };
-ClusterProbe probe_cluster_kernel(int device, const void* kernel, const ClusterShape& shape, const char* no_code,
-                                  const char* no_fit);
-// The answer for (kernel, device, key), computed once by `probe` and kept (it depends only on the GPU
-// and the shape; an auto run asks when it picks the engine and again when the plan picks the kernel, a
-// sweep for every run).
-enum class ClusterKernelId { kCluster, kRows, kRegression, kQuads };
-const ClusterProbe& cached_cluster_probe(ClusterKernelId kernel, int device, std::int64_t key,
-                                         const std::function<ClusterProbe()>& probe);
+const ClusterProbe& probe_cluster_kernel(int device, const void* kernel, const ClusterShape& shape, const char* name);
+template <class Args>
+const ClusterProbe& probe_cluster_kernel(int device, void (*kernel)(Args), const ClusterShape& shape, const char* name) {
+  return probe_cluster_kernel(device, reinterpret_cast<const void*>(kernel), shape, name);
+}
 // The clusters a probe found room for; 0 where the kernel does not run.
 inline int active_clusters(const ClusterProbe& probe) { return probe.why_not == nullptr ? probe.clusters : 0; }
 

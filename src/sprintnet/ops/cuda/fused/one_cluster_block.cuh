@@ -2,12 +2,14 @@
 // What a block of the one-cluster kernels that split the batch's rows over their 16 blocks (the rows
 // kernel, rows_epoch.cu; the quads kernel, quads_epoch.cu) knows and does alike: its place in the cluster
 // and its lanes, the epoch's step bookkeeping, the profile's stamps, the phases of its mbarriers, the flat
-// parameter state loaded when the epoch starts and stored when it ends, and block 0's metrics warp. Each
-// kernel's block derives from it and adds its stages.
+// parameter state loaded when the epoch starts and stored when it ends, block 0's metrics warp, and the
+// epoch's end. Each kernel's block derives from it and adds its stages.
 //
 // Layout is the kernel's shared-memory layout (byte offsets, in the kernel's parameters); this base reads
 // its bars, row_loss and row_hit where it uses them, as the kernels did before: an offset copied into a
 // register made the compiler rebuild the mbarriers' cluster addresses (~60 more PTX instructions a kernel).
+#include <cuda_bf16.h>
+
 #include <cstdint>
 
 #include "sprintnet/ops/cuda/flat_update.cuh"
@@ -113,6 +115,21 @@ class OneClusterBlock {
     loss_total += weight * loss;
     hits_total += static_cast<std::int64_t>(hits);
     fused::write_progress(a.progress, state.step - first_step, loss_total);
+  }
+  // The epoch's end, after the last step's cluster arrival: the last metrics, the last new values (on
+  // mbarrier `tiles_bar`, block.tile_bytes() of them) and a cluster barrier before any block leaves (the
+  // others may still send to it), then the parameters stored (block.store) and the epoch published. `block`
+  // is the derived kernel's block, this one.
+  template <class Block>
+  __device__ void end_epoch(Block& block, int tiles_bar) {
+    ptx::cluster_wait();
+    block.add_metrics();
+    if (a.steps > 0) wait(tiles_bar, block.tile_bytes());
+    __syncthreads();
+    ptx::cluster_arrive();
+    ptx::cluster_wait();
+    block.store(static_cast<__nv_bfloat16*>(a.copies[state.step & 1]));
+    publish_epoch();
   }
   // After the epoch's last step: the step state and the metrics' sums back to the host's records.
   __device__ void publish_epoch() {

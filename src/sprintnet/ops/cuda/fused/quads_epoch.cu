@@ -355,6 +355,18 @@ struct Quads : OneClusterBlock<QuadsLayout> {
       }
     }
   }
+  // Row r's columns c0..c0 + 7 of the four slots' partial sums, added in slot order (a thread's 8 of the
+  // quad's 32 x 64: r = i / 8, c0 = 8 (i % 8)).
+  __device__ void sum_slots(int r, int c0, float (&z)[8]) const {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) z[e] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const float4 lo = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0);
+      const float4 hi = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0 + 4);
+      z[0] += lo.x, z[1] += lo.y, z[2] += lo.z, z[3] += lo.w, z[4] += hi.x, z[5] += hi.y, z[6] += hi.z, z[7] += hi.w;
+    }
+  }
   // The quad's rows of A1's quarter j: the groups' partials added in group order, the bias and the
   // activation; into a1's own columns and to the quad's other blocks.
   __device__ void first_reduce(bool tiles) {
@@ -363,13 +375,8 @@ struct Quads : OneClusterBlock<QuadsLayout> {
     if (tiles) wait(kBarTiles, tile_bytes());
     __syncthreads();  // the own slot's stores
     const int r = static_cast<int>(threadIdx.x) >> 3, c0 = 8 * (static_cast<int>(threadIdx.x) & 7);
-    float z[8] = {};
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const float4 lo = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0);
-      const float4 hi = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0 + 4);
-      z[0] += lo.x, z[1] += lo.y, z[2] += lo.z, z[3] += lo.w, z[4] += hi.x, z[5] += hi.y, z[6] += hi.z, z[7] += hi.w;
-    }
+    float z[8];
+    sum_slots(r, c0, z);
     const bool valid = kOwn * q + r < rows;
     float y[8];
 #pragma unroll
@@ -383,6 +390,27 @@ struct Quads : OneClusterBlock<QuadsLayout> {
     for (int k = 1; k < 4; ++k) send(4 * q + ((j + k) & 3), p, v, kBarA1);
   }
 
+  // acc[n] += A · B's columns 8n..8n + 7 over kSteps k-steps of 16: A's 16 rows at `a_rows`, row-major; B at
+  // `b_rows`, stored by rows of k (kTransB) or by rows of n (a weight matrix W of B = Wᵀ).
+  template <int kSteps, bool kTransB, int kN>
+  __device__ static void row_products(const bf16* a_rows, int lda, const bf16* b_rows, int ldb, float (&acc)[kN][4]) {
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      std::uint32_t fa[4];
+      load_a(fa, a_rows + 16 * ks, lda);
+#pragma unroll
+      for (int n = 0; n < kN; ++n) {
+        std::uint32_t fb[2];
+        if constexpr (kTransB) {
+          load_b_trans(fb, b_rows + 16 * ks * ldb + 8 * n, ldb);
+        } else {
+          load_b(fb, b_rows + 8 * n * ldb + 16 * ks, ldb);
+        }
+        mma_bf16(acc[n], fa, fb);
+      }
+    }
+  }
+
   // ---- the quad's rows through the second layer: A2's quarter j = f(A1 · W2[quarter j]ᵀ + b2), warp w
   // rows 16 (w & 1).., neurons 16 (w >> 1)..
   __device__ void forward() {
@@ -390,17 +418,7 @@ struct Quads : OneClusterBlock<QuadsLayout> {
     __syncthreads();  // the own columns
     const int m = warp & 1, n0 = 16 * (warp >> 1);
     float acc[2][4] = {};
-#pragma unroll
-    for (int ks = 0; ks < 16; ++ks) {
-      std::uint32_t fa[4];
-      load_a(fa, a1() + 16 * m * kLdW + 16 * ks, kLdW);
-#pragma unroll
-      for (int n = 0; n < 2; ++n) {
-        std::uint32_t fb[2];
-        load_b(fb, w2() + (n0 + 8 * n) * kLdW + 16 * ks, kLdW);
-        mma_bf16(acc[n], fa, fb);
-      }
-    }
+    row_products<16, false>(a1() + 16 * m * kLdW, kLdW, w2() + n0 * kLdW, kLdW, acc);
 #pragma unroll
     for (int n = 0; n < 2; ++n)
 #pragma unroll
@@ -421,18 +439,12 @@ struct Quads : OneClusterBlock<QuadsLayout> {
   __device__ void partial_logits() {
     if (warp < 4) {
       const int m = warp & 1, n = warp >> 1;
-      float acc[4] = {};
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        std::uint32_t fa[4], fb[2];
-        load_a(fa, a2() + 16 * m * kLdQ + 16 * ks, kLdQ);
-        load_b(fb, wo() + 8 * n * kLdQ + 16 * ks, kLdQ);
-        mma_bf16(acc, fa, fb);
-      }
+      float acc[1][4] = {};
+      row_products<4, false>(a2() + 16 * m * kLdQ, kLdQ, wo() + 8 * n * kLdQ, kLdQ, acc);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float* p = logit_slot(j) + (16 * m + g + 8 * h) * kQuadsMaxClasses + 8 * n + 2 * t;
-        const float2 v = make_float2(acc[2 * h], acc[2 * h + 1]);
+        const float2 v = make_float2(acc[0][2 * h], acc[0][2 * h + 1]);
         *reinterpret_cast<float2*>(p) = v;
 #pragma unroll
         for (int k = 1; k < 4; ++k) send(4 * q + ((j + k) & 3), p, v, kBarLogits);
@@ -502,17 +514,7 @@ struct Quads : OneClusterBlock<QuadsLayout> {
   __device__ void scatter() {
     const int m = warp & 1, quarter = warp >> 1, to = 4 * q + quarter;
     float acc[8][4] = {};
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      std::uint32_t fa[4];
-      load_a(fa, g2() + 16 * m * kLdQ + 16 * ks, kLdQ);
-#pragma unroll
-      for (int n = 0; n < 8; ++n) {
-        std::uint32_t fb[2];
-        load_b_trans(fb, w2() + 16 * ks * kLdW + kQuarter * quarter + 8 * n, kLdW);
-        mma_bf16(acc[n], fa, fb);
-      }
-    }
+    row_products<4, true>(g2() + 16 * m * kLdQ, kLdQ, w2() + kQuarter * quarter, kLdW, acc);
 #pragma unroll
     for (int n = 0; n < 8; ++n) {
       float* p;
@@ -574,13 +576,8 @@ struct Quads : OneClusterBlock<QuadsLayout> {
     __syncthreads();  // the own slot
     stamp();  // profile: the scatter's wait
     const int r = static_cast<int>(threadIdx.x) >> 3, c0 = 8 * (static_cast<int>(threadIdx.x) & 7);
-    float z[8] = {};
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const float4 lo = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0);
-      const float4 hi = *reinterpret_cast<const float4*>(slot(s) + r * kQuarter + c0 + 4);
-      z[0] += lo.x, z[1] += lo.y, z[2] += lo.z, z[3] += lo.w, z[4] += hi.x, z[5] += hi.y, z[6] += hi.z, z[7] += hi.w;
-    }
+    float z[8];
+    sum_slots(r, c0, z);
     const uint4 y = *reinterpret_cast<const uint4*>(a1() + r * kLdW + kQuarter * j + c0);
     const std::uint32_t words[4] = {y.x, y.y, y.z, y.w};
 #pragma unroll
@@ -749,27 +746,35 @@ struct Quads : OneClusterBlock<QuadsLayout> {
   // quarter and the output layer's biases, stepped from the operands; the new tile and columns into the
   // quarter's other blocks.
   __device__ std::uint32_t tile_bytes() const { return 3u * (kQuarter * kQuarter * 2 + kQuadsMaxClasses * 16 * 2); }
+  // A weight gradient over the batch's 128 rows (8 k-steps): acc[n] += gradᵀ · input's columns 8n..8n + 7, `grad`
+  // at its 16 columns (the layer's outputs) and `input` at its first column, both [128][ld]; with `sums_too`,
+  // grad's column sums into `sums` (the bias gradient: an mma against ones).
+  template <int kN>
+  __device__ static void batch_products(const bf16* grad, const bf16* input, int ld, bool sums_too, float (&acc)[kN][4],
+                                        float (&sums)[4]) {
+    constexpr std::uint32_t kOnes = 0x3F803F80u;  // two bf16 1.0
+    const std::uint32_t ones[2] = {kOnes, kOnes};
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      std::uint32_t fa[4];
+      load_a_trans(fa, grad + 16 * ks * ld, ld);
+      if (sums_too) mma_bf16(sums, fa, ones);
+#pragma unroll
+      for (int n = 0; n < kN; ++n) {
+        std::uint32_t fb[2];
+        load_b_trans(fb, input + 16 * ks * ld + 8 * n, ld);
+        mma_bf16(acc[n], fa, fb);
+      }
+    }
+  }
   __device__ void side() {
     wait(kBarSide, side_bytes());
     __syncthreads();  // the own rows' operands
     stamp();  // profile: the operands' wait
-    constexpr std::uint32_t kOnes = 0x3F803F80u;
-    const std::uint32_t ones[2] = {kOnes, kOnes};
     {  // the tile: warp w neurons 16 (w & 3).., inputs 32 (w >> 2)..
       const int m = warp & 3, n0 = 4 * (warp >> 2);
       float acc[4][4] = {}, sums[4] = {};
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks) {
-        std::uint32_t fa[4];
-        load_a_trans(fa, g2_op() + 16 * ks * kLdQ + 16 * m, kLdQ);
-        if (warp < 4) mma_bf16(sums, fa, ones);
-#pragma unroll
-        for (int n = 0; n < 4; ++n) {
-          std::uint32_t fb[2];
-          load_b_trans(fb, a1_op() + 16 * ks * kLdQ + 8 * (n0 + n), kLdQ);
-          mma_bf16(acc[n], fa, fb);
-        }
-      }
+      batch_products(g2_op() + 16 * m, a1_op() + 8 * n0, kLdQ, warp < 4, acc, sums);
 #pragma unroll
       for (int n = 0; n < 4; ++n)
 #pragma unroll
@@ -791,22 +796,15 @@ struct Quads : OneClusterBlock<QuadsLayout> {
       }
     }
     if (warp < 2) {  // the output layer's columns 16 q + 8 w.. of the quarter, every class
-      float acc[4] = {}, sums[4] = {};
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks) {
-        std::uint32_t fa[4], fb[2];
-        load_a_trans(fa, dl() + 16 * ks * kLdC, kLdC);
-        load_b_trans(fb, a2_cols() + 16 * ks * kLdC + 8 * warp, kLdC);
-        mma_bf16(acc, fa, fb);
-        if (warp == 0) mma_bf16(sums, fa, ones);
-      }
+      float acc[1][4] = {}, sums[4] = {};
+      batch_products(dl(), a2_cols() + 8 * warp, kLdC, warp == 0, acc, sums);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float w[2];
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int k = 2 * h + e;
-          w[e] = out_valid(k) ? step(acc[k], po[k], mo[k]) : 0.0f;
+          w[e] = out_valid(k) ? step(acc[0][k], po[k], mo[k]) : 0.0f;
         }
         store_pair(wo() + out_cls(2 * h) * kLdQ + 16 * q + 8 * warp + 2 * t, w[0], w[1]);
       }
@@ -892,14 +890,7 @@ struct Quads : OneClusterBlock<QuadsLayout> {
       // last barrier; the one write read across it is fenced above.
       ptx::cluster_arrive_relaxed();
     }
-    ptx::cluster_wait();
-    add_metrics();
-    if (a.steps > 0) wait(kBarTiles, tile_bytes());  // the last new values, before any block leaves
-    __syncthreads();
-    ptx::cluster_arrive();
-    ptx::cluster_wait();
-    store(static_cast<bf16*>(a.copies[state.step & 1]));
-    publish_epoch();
+    end_epoch(*this, kBarTiles);
   }
 };
 
@@ -924,22 +915,20 @@ QuadsKernel kernel_for(ActivationKind activation) {
 }
 
 QuadsKernel kernel_for(const FusedEpochArgs& args) {
-  switch (update_form_of(args.optimizer)) {
-    case UpdateForm::kPlainSgd: return kernel_for<UpdateForm::kPlainSgd>(args.activation);
-    case UpdateForm::kSgd: return kernel_for<UpdateForm::kSgd>(args.activation);
-    case UpdateForm::kAdam: return nullptr;  // fused_quads_unsupported says so first
-  }
-  return nullptr;
+  return for_update_form(args.optimizer, [&](auto form) -> QuadsKernel {
+    if constexpr (decltype(form)::value == UpdateForm::kAdam) {
+      return nullptr;  // fused_quads_unsupported says so first
+    } else {
+      return kernel_for<decltype(form)::value>(args.activation);
+    }
+  });
 }
 
 ClusterShape shape_of(std::int64_t shared_bytes) { return {kQuadsCtas, kThreads, shared_bytes}; }
 
 const ClusterProbe& quads_probe(int device, std::int64_t shared_bytes) {
-  return cached_cluster_probe(ClusterKernelId::kQuads, device, shared_bytes, [&] {
-    return probe_cluster_kernel(device, reinterpret_cast<const void*>(kernel_for<UpdateForm::kSgd>(ActivationKind::kReLU)),
-                                shape_of(shared_bytes), "this build has no sm_90 code for the quads kernel (CMAKE_CUDA_ARCHITECTURES)",
-                                "this GPU cannot schedule a 16-block cluster with the quads kernel's shared memory");
-  });
+  return probe_cluster_kernel(device, kernel_for<UpdateForm::kSgd>(ActivationKind::kReLU), shape_of(shared_bytes),
+                              "the quads kernel");
 }
 
 }  // namespace

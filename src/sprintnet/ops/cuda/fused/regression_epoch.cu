@@ -525,22 +525,13 @@ __global__ void __launch_bounds__(kThreads, 1) regression_epoch_kernel(const __g
 using RegressionKernel = void (*)(FusedEpochArgs);
 
 RegressionKernel kernel_for(const FusedEpochArgs& args) {
-  switch (update_form_of(args.optimizer)) {
-    case UpdateForm::kPlainSgd: return regression_epoch_kernel<UpdateForm::kPlainSgd>;
-    case UpdateForm::kSgd: return regression_epoch_kernel<UpdateForm::kSgd>;
-    case UpdateForm::kAdam: return regression_epoch_kernel<UpdateForm::kAdam>;
-  }
-  return nullptr;
+  return for_update_form(args.optimizer, [](auto form) -> RegressionKernel { return regression_epoch_kernel<decltype(form)::value>; });
 }
 
 constexpr ClusterShape kShape{kCtas, kThreads, Layout::kBytes};
 
 const ClusterProbe& regression_probe(int device) {
-  return cached_cluster_probe(ClusterKernelId::kRegression, device, 0, [&] {
-    return probe_cluster_kernel(device, reinterpret_cast<const void*>(regression_epoch_kernel<UpdateForm::kAdam>), kShape,
-                                "this build has no sm_90 code for the regression kernel (CMAKE_CUDA_ARCHITECTURES)",
-                                "this GPU cannot schedule an 8-block cluster with the regression kernel's shared memory");
-  });
+  return probe_cluster_kernel(device, regression_epoch_kernel<UpdateForm::kAdam>, kShape, "the regression kernel");
 }
 
 }  // namespace

@@ -979,14 +979,7 @@ struct Rows : OneClusterBlock<RowsLayout> {
       // it is fenced above. (A release here is a GPU-scope fence in every warp: ~0.5 us on the step's path.)
       ptx::cluster_arrive_relaxed();
     }
-    ptx::cluster_wait();
-    add_metrics();
-    if (a.steps > 0) wait(kBarTiles, tile_bytes());  // the last new values, before any block leaves
-    __syncthreads();
-    ptx::cluster_arrive();
-    ptx::cluster_wait();
-    store(static_cast<bf16*>(a.copies[state.step & 1]));
-    publish_epoch();
+    end_epoch(*this, kBarTiles);
   }
 };
 
@@ -1011,22 +1004,14 @@ RowsKernel kernel_for(ActivationKind activation) {
 }
 
 RowsKernel kernel_for(const FusedEpochArgs& args) {
-  switch (update_form_of(args.optimizer)) {
-    case UpdateForm::kPlainSgd: return kernel_for<UpdateForm::kPlainSgd>(args.activation);
-    case UpdateForm::kSgd: return kernel_for<UpdateForm::kSgd>(args.activation);
-    case UpdateForm::kAdam: return kernel_for<UpdateForm::kAdam>(args.activation);
-  }
-  return nullptr;
+  return for_update_form(args.optimizer, [&](auto form) { return kernel_for<decltype(form)::value>(args.activation); });
 }
 
 ClusterShape shape_of(std::int64_t shared_bytes) { return {kRowsCtas, kThreads, shared_bytes}; }
 
 const ClusterProbe& rows_probe(int device, std::int64_t shared_bytes) {
-  return cached_cluster_probe(ClusterKernelId::kRows, device, shared_bytes, [&] {
-    return probe_cluster_kernel(device, reinterpret_cast<const void*>(kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU)),
-                                shape_of(shared_bytes), "this build has no sm_90 code for the rows kernel (CMAKE_CUDA_ARCHITECTURES)",
-                                "this GPU cannot schedule a 16-block cluster with the rows kernel's shared memory");
-  });
+  return probe_cluster_kernel(device, kernel_for<UpdateForm::kAdam>(ActivationKind::kReLU), shape_of(shared_bytes),
+                              "the rows kernel");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // form's selects and products (weight decay, dampening, Nesterov, the loss scale) cost real time:
 // ~0.6 us a backward stage on the split kernel, 11 % of the cluster kernel's instructions (ncu,
 // docs/FUSED.md). The plain form does the same arithmetic in three multiply-adds.
+#include <type_traits>
+
 #include "sprintnet/ops/cuda/flat_update.cuh"
 
 namespace sprintnet::cuda {
@@ -17,6 +19,18 @@ inline UpdateForm update_form_of(const FlatOptimizerArgs& o) {
   if (o.kind != FlatOptimizerKind::kSgd) return UpdateForm::kAdam;
   const bool plain = o.state1 != nullptr && o.keep == 1.0f && !o.nesterov && !o.check_finite;
   return plain ? UpdateForm::kPlainSgd : UpdateForm::kSgd;
+}
+
+// `pick(std::integral_constant<UpdateForm, F>{})` for the form F the run's optimizer takes: how a kernel's
+// launcher picks its instantiation (kernel_for). Every form's pick returns the same type.
+template <class Pick>
+auto for_update_form(const FlatOptimizerArgs& o, Pick pick) {
+  switch (update_form_of(o)) {
+    case UpdateForm::kPlainSgd: return pick(std::integral_constant<UpdateForm, UpdateForm::kPlainSgd>{});
+    case UpdateForm::kSgd: return pick(std::integral_constant<UpdateForm, UpdateForm::kSgd>{});
+    case UpdateForm::kAdam: break;
+  }
+  return pick(std::integral_constant<UpdateForm, UpdateForm::kAdam>{});
 }
 
 // Plain SGD's momentum factor this step. torch's first update sets buf = d: the factor is 0 there (the
