@@ -1,9 +1,9 @@
 #pragma once
 // The error thrown when the device has no room for a request: by a device allocator, by
 // SN_CUDA_CHECK for cudaErrorMemoryAllocation (core/cuda_check.h: cuBLASLt's workspace, streams,
-// graphs) and for cuBLASLt's CUBLAS_STATUS_ALLOC_FAILED. A sprintnet::Error of its own type, so the code that knows what sized the request (a run's
-// config, in train/out_of_memory_advice.h) can catch exactly this and say what to change,
-// while everything else still sees an Error.
+// graphs) and for cuBLASLt's CUBLAS_STATUS_ALLOC_FAILED. A sprintnet::Error of its own type, so
+// the code that knows what sized the request (a run's config, in train/out_of_memory_advice.h)
+// can catch exactly this and say what to change, while everything else still sees an Error.
 #include <string>
 
 #include <fmt/format.h>
