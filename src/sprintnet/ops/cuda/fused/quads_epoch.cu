@@ -390,27 +390,6 @@ struct Quads : OneClusterBlock<QuadsLayout> {
     for (int k = 1; k < 4; ++k) send(4 * q + ((j + k) & 3), p, v, kBarA1);
   }
 
-  // acc[n] += A · B's columns 8n..8n + 7 over kSteps k-steps of 16: A's 16 rows at `a_rows`, row-major; B at
-  // `b_rows`, stored by rows of k (kTransB) or by rows of n (a weight matrix W of B = Wᵀ).
-  template <int kSteps, bool kTransB, int kN>
-  __device__ static void row_products(const bf16* a_rows, int lda, const bf16* b_rows, int ldb, float (&acc)[kN][4]) {
-#pragma unroll
-    for (int ks = 0; ks < kSteps; ++ks) {
-      std::uint32_t fa[4];
-      load_a(fa, a_rows + 16 * ks, lda);
-#pragma unroll
-      for (int n = 0; n < kN; ++n) {
-        std::uint32_t fb[2];
-        if constexpr (kTransB) {
-          load_b_trans(fb, b_rows + 16 * ks * ldb + 8 * n, ldb);
-        } else {
-          load_b(fb, b_rows + 8 * n * ldb + 16 * ks, ldb);
-        }
-        mma_bf16(acc[n], fa, fb);
-      }
-    }
-  }
-
   // ---- the quad's rows through the second layer: A2's quarter j = f(A1 · W2[quarter j]ᵀ + b2), warp w
   // rows 16 (w & 1).., neurons 16 (w >> 1)..
   __device__ void forward() {
@@ -418,7 +397,17 @@ struct Quads : OneClusterBlock<QuadsLayout> {
     __syncthreads();  // the own columns
     const int m = warp & 1, n0 = 16 * (warp >> 1);
     float acc[2][4] = {};
-    row_products<16, false>(a1() + 16 * m * kLdW, kLdW, w2() + n0 * kLdW, kLdW, acc);
+#pragma unroll
+    for (int ks = 0; ks < 16; ++ks) {
+      std::uint32_t fa[4];
+      load_a(fa, a1() + 16 * m * kLdW + 16 * ks, kLdW);
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+        std::uint32_t fb[2];
+        load_b(fb, w2() + (n0 + 8 * n) * kLdW + 16 * ks, kLdW);
+        mma_bf16(acc[n], fa, fb);
+      }
+    }
 #pragma unroll
     for (int n = 0; n < 2; ++n)
 #pragma unroll
@@ -439,12 +428,18 @@ struct Quads : OneClusterBlock<QuadsLayout> {
   __device__ void partial_logits() {
     if (warp < 4) {
       const int m = warp & 1, n = warp >> 1;
-      float acc[1][4] = {};
-      row_products<4, false>(a2() + 16 * m * kLdQ, kLdQ, wo() + 8 * n * kLdQ, kLdQ, acc);
+      float acc[4] = {};
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        std::uint32_t fa[4], fb[2];
+        load_a(fa, a2() + 16 * m * kLdQ + 16 * ks, kLdQ);
+        load_b(fb, wo() + 8 * n * kLdQ + 16 * ks, kLdQ);
+        mma_bf16(acc, fa, fb);
+      }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float* p = logit_slot(j) + (16 * m + g + 8 * h) * kQuadsMaxClasses + 8 * n + 2 * t;
-        const float2 v = make_float2(acc[0][2 * h], acc[0][2 * h + 1]);
+        const float2 v = make_float2(acc[2 * h], acc[2 * h + 1]);
         *reinterpret_cast<float2*>(p) = v;
 #pragma unroll
         for (int k = 1; k < 4; ++k) send(4 * q + ((j + k) & 3), p, v, kBarLogits);
@@ -514,7 +509,17 @@ struct Quads : OneClusterBlock<QuadsLayout> {
   __device__ void scatter() {
     const int m = warp & 1, quarter = warp >> 1, to = 4 * q + quarter;
     float acc[8][4] = {};
-    row_products<4, true>(g2() + 16 * m * kLdQ, kLdQ, w2() + kQuarter * quarter, kLdW, acc);
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      std::uint32_t fa[4];
+      load_a(fa, g2() + 16 * m * kLdQ + 16 * ks, kLdQ);
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        std::uint32_t fb[2];
+        load_b_trans(fb, w2() + 16 * ks * kLdW + kQuarter * quarter + 8 * n, kLdW);
+        mma_bf16(acc[n], fa, fb);
+      }
+    }
 #pragma unroll
     for (int n = 0; n < 8; ++n) {
       float* p;
