@@ -751,35 +751,27 @@ struct Quads : OneClusterBlock<QuadsLayout> {
   // quarter and the output layer's biases, stepped from the operands; the new tile and columns into the
   // quarter's other blocks.
   __device__ std::uint32_t tile_bytes() const { return 3u * (kQuarter * kQuarter * 2 + kQuadsMaxClasses * 16 * 2); }
-  // A weight gradient over the batch's 128 rows (8 k-steps): acc[n] += gradᵀ · input's columns 8n..8n + 7, `grad`
-  // at its 16 columns (the layer's outputs) and `input` at its first column, both [128][ld]; with `sums_too`,
-  // grad's column sums into `sums` (the bias gradient: an mma against ones).
-  template <int kN>
-  __device__ static void batch_products(const bf16* grad, const bf16* input, int ld, bool sums_too, float (&acc)[kN][4],
-                                        float (&sums)[4]) {
-    constexpr std::uint32_t kOnes = 0x3F803F80u;  // two bf16 1.0
-    const std::uint32_t ones[2] = {kOnes, kOnes};
-#pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      std::uint32_t fa[4];
-      load_a_trans(fa, grad + 16 * ks * ld, ld);
-      if (sums_too) mma_bf16(sums, fa, ones);
-#pragma unroll
-      for (int n = 0; n < kN; ++n) {
-        std::uint32_t fb[2];
-        load_b_trans(fb, input + 16 * ks * ld + 8 * n, ld);
-        mma_bf16(acc[n], fa, fb);
-      }
-    }
-  }
   __device__ void side() {
     wait(kBarSide, side_bytes());
     __syncthreads();  // the own rows' operands
     stamp();  // profile: the operands' wait
+    constexpr std::uint32_t kOnes = 0x3F803F80u;
+    const std::uint32_t ones[2] = {kOnes, kOnes};
     {  // the tile: warp w neurons 16 (w & 3).., inputs 32 (w >> 2)..
       const int m = warp & 3, n0 = 4 * (warp >> 2);
       float acc[4][4] = {}, sums[4] = {};
-      batch_products(g2_op() + 16 * m, a1_op() + 8 * n0, kLdQ, warp < 4, acc, sums);
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {
+        std::uint32_t fa[4];
+        load_a_trans(fa, g2_op() + 16 * ks * kLdQ + 16 * m, kLdQ);
+        if (warp < 4) mma_bf16(sums, fa, ones);
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+          std::uint32_t fb[2];
+          load_b_trans(fb, a1_op() + 16 * ks * kLdQ + 8 * (n0 + n), kLdQ);
+          mma_bf16(acc[n], fa, fb);
+        }
+      }
 #pragma unroll
       for (int n = 0; n < 4; ++n)
 #pragma unroll
@@ -801,15 +793,22 @@ struct Quads : OneClusterBlock<QuadsLayout> {
       }
     }
     if (warp < 2) {  // the output layer's columns 16 q + 8 w.. of the quarter, every class
-      float acc[1][4] = {}, sums[4] = {};
-      batch_products(dl(), a2_cols() + 8 * warp, kLdC, warp == 0, acc, sums);
+      float acc[4] = {}, sums[4] = {};
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {
+        std::uint32_t fa[4], fb[2];
+        load_a_trans(fa, dl() + 16 * ks * kLdC, kLdC);
+        load_b_trans(fb, a2_cols() + 16 * ks * kLdC + 8 * warp, kLdC);
+        mma_bf16(acc, fa, fb);
+        if (warp == 0) mma_bf16(sums, fa, ones);
+      }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float w[2];
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int k = 2 * h + e;
-          w[e] = out_valid(k) ? step(acc[0][k], po[k], mo[k]) : 0.0f;
+          w[e] = out_valid(k) ? step(acc[k], po[k], mo[k]) : 0.0f;
         }
         store_pair(wo() + out_cls(2 * h) * kLdQ + 16 * q + 8 * warp + 2 * t, w[0], w[1]);
       }
