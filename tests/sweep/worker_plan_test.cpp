@@ -19,36 +19,10 @@ TEST(WorkerPlan, TheDefaultModelFillsEveryGpuWithSeveralRuns) {
   EXPECT_EQ(auto_runs_per_gpu(c), 8);
   const WorkerPlan two_gpus = plan_workers(c, 64, 0, 2, 16);
   ASSERT_EQ(two_gpus.devices.size(), 16u);
-  // The first GPU's 8 workers first: the second GPU's wait for the first run's time (GpuGate).
   EXPECT_EQ(two_gpus.devices[0], "cuda:0");
-  EXPECT_EQ(two_gpus.devices[7], "cuda:0");
-  EXPECT_EQ(two_gpus.devices[8], "cuda:1");
-  EXPECT_TRUE(two_gpus.open_gpus_by_first_run);
-  EXPECT_EQ(two_gpus.runs_per_gpu, 8u);
-  // Never more workers than runs; runs that fit on the first GPU at once stay there.
-  const WorkerPlan three = plan_workers(c, 3, 0, 2, 16);
-  EXPECT_THAT(three.devices, ElementsAre("cuda:0", "cuda:0", "cuda:0"));
-  EXPECT_FALSE(three.open_gpus_by_first_run);
+  EXPECT_EQ(two_gpus.devices[1], "cuda:1");  // round robin: the first runs start on different GPUs
+  EXPECT_EQ(plan_workers(c, 3, 0, 2, 16).devices.size(), 3u);  // never more workers than runs
   EXPECT_THAT(plan_workers(with({"device.name=\"cuda\""}), 64, 0, 4, 16).devices.size(), 32u);
-}
-
-// What the first GPU's first run measured decides whether the others open. The numbers are the
-// 2-H200 sweeps' (docs/PERFORMANCE.md): 8 default runs at once take ~0.3 s with the quads kernel, so 24
-// more runs take 3 waves (0.9 s) on one GPU against 2 waves plus a context (1.0 s) on two; a run of
-// 10 s makes every GPU pay.
-TEST(WorkerPlan, OnlyTheGpusWhoseContextPaysOpen) {
-  EXPECT_EQ(gpus_worth_opening(24, 8, 0.3, 2), 1);
-  EXPECT_EQ(gpus_worth_opening(24, 8, 10.0, 2), 2);
-  EXPECT_EQ(gpus_worth_opening(56, 8, 10.0, 4), 4);
-  EXPECT_EQ(gpus_worth_opening(56, 8, 0.4, 4), 2);  // 7 waves: 2.8 s; 4 + 0.4 s; 3 + 0.8; 2 + 1.2
-  EXPECT_EQ(gpus_worth_opening(0, 8, 10.0, 4), 1);  // nothing left to start
-  EXPECT_EQ(gpus_worth_opening(7, 8, 10.0, 4), 1);  // the rest fits in one wave on the first GPU
-  EXPECT_EQ(gpus_worth_opening(15, 1, 2.0, 4), 4);  // a model that fills a GPU alone: 30 s against 8 + 1.2
-  EXPECT_EQ(gpus_worth_opening(15, 1, 2.0, 4, 100.0), 1);  // unless a context costs more than the runs
-  // The explicit --parallel deals its runs out round robin, every GPU at once.
-  const WorkerPlan explicit_two = plan_workers(with({}), 64, 4, 2, 16);
-  EXPECT_THAT(explicit_two.devices, ElementsAre("cuda:0", "cuda:1", "cuda:0", "cuda:1"));
-  EXPECT_FALSE(explicit_two.open_gpus_by_first_run);
 }
 
 TEST(WorkerPlan, ANamedGpuKeepsItsRunsAndAnExplicitCountIsSpreadOverTheGpus) {

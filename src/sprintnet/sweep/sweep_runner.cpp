@@ -13,7 +13,6 @@
 #include "sprintnet/data/dataset_cache.h"
 #include "sprintnet/io/config.h"
 #include "sprintnet/ops/backend.h"
-#include "sprintnet/sweep/gpu_gate.h"
 #include "sprintnet/sweep/sweep_spec.h"
 #include "sprintnet/sweep/worker_plan.h"
 #include "sprintnet/train/out_of_memory_advice.h"
@@ -24,10 +23,9 @@ namespace sprintnet::sweep {
 namespace {
 
 // `placement`: the worker's device and thread overrides, before the run's own (a grid over
-// device.name wins). `on_estimate`, when set, hears the run's wall time as its first epoch
-// predicts it (start-up and first epoch, then the other epochs at the first one's pace).
+// device.name wins).
 RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vector<std::string>& placement,
-                    train::SmTurns* turns, const std::function<void(double run_s)>& on_estimate) {
+                    train::SmTurns* turns) {
   RunResult result;
   result.name = run.name;
   result.point = run.point;
@@ -52,13 +50,6 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
           train::Trainer trainer(config);
           trainer.set_quiet(true);
           trainer.take_turns(turns);
-          if (on_estimate) {
-            trainer.on_epoch_end([&](const train::EpochRecord& r) {
-              if (r.epoch != 1) return;
-              const double so_far = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-              on_estimate(so_far + static_cast<double>(config.train.epochs - 1) * r.epoch_time_s);
-            });
-          }
           return trainer.fit();
         });
     result.status = "done";
@@ -85,17 +76,6 @@ class Ledger {
       : o_(o), slots_(total), on_run_(on_run), start_(std::chrono::steady_clock::now()) {
     progress_.total = total;
     progress_.workers = std::move(workers);
-  }
-
-  // Runs not yet taken (some may have finished in an earlier attempt).
-  std::size_t untaken() {
-    std::lock_guard lock(mutex_);
-    return slots_.size() - next_;
-  }
-  // A line added to how the runs are spread (shown with the first finished run).
-  void add_to_workers(const std::string& line) {
-    std::lock_guard lock(mutex_);
-    progress_.workers += "; " + line;
   }
 
   // The next run to train, or nullopt when none is left or the sweep stops.
@@ -163,30 +143,20 @@ class Ledger {
 
 // One worker thread: its own stream on its GPU when other workers share it (so its runs overlap
 // theirs; alone on it, the runs train as `sprintnet train` would, the split kernel included), then
-// runs until none is left. `gpu` is the worker's place among the sweep's GPUs (0: the first, which
-// always trains and tells `gate` how long a run takes; a later one waits for the gate's decision).
-void work(const SweepOptions& o, const std::vector<SweepRun>& runs, const std::string& device, int gpu,
-          bool shares_device, std::int64_t cpu_threads, Ledger& ledger, train::SmTurns& turns, GpuGate& gate) {
+// runs until none is left.
+void work(const SweepOptions& o, const std::vector<SweepRun>& runs, const std::string& device, bool shares_device,
+          std::int64_t cpu_threads, Ledger& ledger, train::SmTurns& turns) {
   try {
-    if (!gate.trains(gpu)) return;  // before its GPU's context exists: a GPU that does not pay never opens
     const Device d = parse_device(device);
     std::unique_ptr<ThreadStream> stream = d.is_cuda() && shares_device ? open_thread_stream(d.index) : nullptr;
     std::vector<std::string> placement = {fmt::format("device.name=\"{}\"", device)};
     if (cpu_threads > 0) placement.push_back(fmt::format("device.threads={}", cpu_threads));
-    std::function<void(double)> on_estimate;
-    if (gpu == 0 && gate.gated()) {
-      on_estimate = [&](double run_s) {
-        const std::string decided = gate.estimate(run_s, ledger.untaken());
-        if (!decided.empty()) ledger.add_to_workers(decided);
-      };
-    }
     while (const std::optional<std::size_t> index = ledger.take()) {
-      ledger.record(*index, train_one(o, runs[*index], placement, shares_device ? &turns : nullptr, on_estimate), true);
+      ledger.record(*index, train_one(o, runs[*index], placement, shares_device ? &turns : nullptr), true);
     }
   } catch (...) {
     ledger.stop_locked(std::current_exception());  // the device itself failed: nothing more can train
   }
-  if (gpu == 0) gate.close();  // nothing left to take (or stopped): the GPUs still waiting stay closed
 }
 
 std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResult>& previous, const RunCallback& on_run) {
@@ -213,24 +183,12 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
     return std::count(plan.devices.begin(), plan.devices.end(), device) > 1;
   };
   train::SmTurns turns;  // the workers sharing a GPU take turns for its SMs (train/sm_turns.h)
-  // Each worker's GPU among the sweep's (0: the first, or the CPU).
-  const int first = parse_device(plan.devices.front()).index;
-  const auto place = [&](const std::string& device) {
-    const Device d = parse_device(device);
-    return d.is_cuda() ? d.index - first : 0;
-  };
-  int gpus = 1;
-  for (const std::string& device : plan.devices) gpus = std::max(gpus, place(device) + 1);
-  GpuGate gate(plan.open_gpus_by_first_run, plan.runs_per_gpu, gpus);
   if (plan.devices.size() == 1) {
-    // In this thread: one run at a time.
-    work(o, runs, plan.devices.front(), 0, false, plan.cpu_threads, ledger, turns, gate);
+    work(o, runs, plan.devices.front(), false, plan.cpu_threads, ledger, turns);  // in this thread: one run at a time
   } else {
     std::vector<std::jthread> workers;
     for (const std::string& device : plan.devices) {
-      workers.emplace_back([&, device] {
-        work(o, runs, device, place(device), shares(device), plan.cpu_threads, ledger, turns, gate);
-      });
+      workers.emplace_back([&, device] { work(o, runs, device, shares(device), plan.cpu_threads, ledger, turns); });
     }
   }
   if (ledger.error()) std::rethrow_exception(ledger.error());

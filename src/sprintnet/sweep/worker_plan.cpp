@@ -111,30 +111,12 @@ WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, in
                                             : (static_cast<std::size_t>(parallel) + count - 1) / count;
   const std::size_t workers = std::min(per_gpu * count, parallel == 0 ? at_most
                                                                       : std::min<std::size_t>(parallel, at_most));
-  // auto fills the first GPU first (the others may never open); --parallel N deals its runs out evenly.
-  const bool first_gpu_first = parallel == 0 && count > 1;
-  plan.open_gpus_by_first_run = first_gpu_first && workers > per_gpu;
   for (std::size_t w = 0; w < workers; ++w) {
-    const std::size_t gpu = first_gpu_first ? w / per_gpu : w % count;
-    plan.devices.push_back(fmt::format("cuda:{}", first + static_cast<int>(gpu)));
+    plan.devices.push_back(fmt::format("cuda:{}", first + static_cast<int>(w % count)));
   }
-  plan.runs_per_gpu = per_gpu;
   plan.reason = fmt::format("{} run(s) at a time over {} GPU(s){}", workers, count,
                             parallel == 0 ? fmt::format(" (auto: up to {} per GPU for this model)", per_gpu) : "");
   return plan;
-}
-
-int gpus_worth_opening(std::size_t remaining, std::size_t per_gpu, double wave_s, int gpus, double context_s) {
-  const auto finish_s = [&](int n) {
-    const std::size_t at_once = std::max<std::size_t>(per_gpu, 1) * static_cast<std::size_t>(n);
-    const auto waves = static_cast<double>((remaining + at_once - 1) / at_once);
-    return waves * wave_s + context_s * static_cast<double>(n - 1);
-  };
-  int best = 1;
-  for (int n = 2; n <= gpus; ++n) {
-    if (finish_s(n) < finish_s(best)) best = n;
-  }
-  return best;
 }
 
 }  // namespace sprintnet::sweep

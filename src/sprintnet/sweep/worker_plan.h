@@ -2,7 +2,6 @@
 // How a sweep fills the hardware: how many runs train at once and on which device each worker
 // thread trains (docs/SWEEP.md, "Scheduling"). Workers sharing a GPU each have a stream of their
 // own (open_thread_stream), so the runs of one GPU overlap instead of queueing behind each other.
-#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,23 +14,7 @@ struct WorkerPlan {
   std::vector<std::string> devices;  // one per worker thread: "cuda:K" (spread over the GPUs) or "cpu"
   std::int64_t cpu_threads = 0;      // device.threads of each CPU run when several share the cores; 0: the config's
   std::string reason;                // for the sweep's banner
-  // auto over several GPUs: only the first GPU's workers start at once; the others wait for the first
-  // run's time and start where gpus_worth_opening says a GPU's context pays for itself.
-  bool open_gpus_by_first_run = false;
-  std::size_t runs_per_gpu = 0;  // workers a GPU (CUDA plans)
 };
-
-// What a GPU after the first costs a sweep before it trains and when it exits: its CUDA context
-// created (the driver makes them one at a time, beside the first GPU's runs) and released. 2 and 4
-// H200s: ~0.3-0.5 s (docs/PERFORMANCE.md, "Where the contexts' time goes").
-inline constexpr double kGpuContextSeconds = 0.4;
-
-// How many GPUs (1 to `gpus`) finish `remaining` runs soonest, fewer on a tie: each GPU trains
-// `per_gpu` runs at once in `wave_s` a wave, and each one after the first costs `context_s` first.
-// A short sweep of small models stays on one GPU (32 default runs took as long on two H200s as on
-// one); a long one spreads over all.
-int gpus_worth_opening(std::size_t remaining, std::size_t per_gpu, double wave_s, int gpus,
-                       double context_s = kGpuContextSeconds);
 
 // How many runs of `config` share one GPU when --parallel is auto: the default model's kernels
 // occupy a few of an H100's SMs, so 8 side by side fill it (docs/PERFORMANCE.md); a model whose
