@@ -525,7 +525,8 @@ __global__ void __launch_bounds__(kThreads, 1) regression_epoch_kernel(const __g
 using RegressionKernel = void (*)(FusedEpochArgs);
 
 RegressionKernel kernel_for(const FusedEpochArgs& args) {
-  return for_update_form(args.optimizer, [](auto form) -> RegressionKernel { return regression_epoch_kernel<decltype(form)::value>; });
+  return for_update_form(args.optimizer,
+                         [](auto form) -> RegressionKernel { return regression_epoch_kernel<decltype(form)::value>; });
 }
 
 constexpr ClusterShape kShape{kCtas, kThreads, Layout::kBytes};
