@@ -5,10 +5,10 @@
 // a CUDA graph. A step is then a single graph launch (docs/ARCHITECTURE.md):
 //
 //   gather    uint8 → compute type, the batch picked by the device step counter
-//   forward   hidden layers: products with bias + ReLU epilogues (ReLU mask to aux);
+//   forward   hidden layers: products with bias + ReLU epilogues;
 //             output layer (<= 32 classes): one kernel with the softmax cross-entropy
 //   backward  weight gradients (bias gradient fused) on a side stream, input
-//             gradients (ReLU gradient fused) on the main one
+//             gradients on the main one, each times ReLU's gradient by an elementwise kernel
 //   update    flat fp32 buffers, per layer on a third stream from 4 M parameters, else
 //             one launch; writes the compute-type copy and advances the step counter
 //
@@ -193,6 +193,8 @@ class CudaTrainPlan final : public TrainPlan {
   bool skinny_ = false;            // the output layer runs on the fused kernels of skinny_layer.cu
   bool per_layer_updates_ = true;  // each layer's update starts when its gradients are done (not fp16)
   bool sharded_ = false;           // device.update = sharded over several ranks (ZeRO-1)
+  bool wgrad_on_side_ = true;      // weight gradients beside the input gradients (SPRINTNET_WGRAD_SIDE=0: after)
+  bool relu_by_epilogue_ = false;  // ReLU's gradient by cuBLASLt's DRELU (SPRINTNET_DRELU_EPILOGUE=1), not a kernel
   bool shards_gathered_ = false;   // since the last step (gather_shards)
   Tensor master_, grad_, state1_, state2_, copy_;
   Tensor input_, labels_, eval_input_, eval_labels_;
@@ -236,6 +238,14 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   cudaStream_t update = nullptr;
   SN_CUDA_CHECK(cudaStreamCreateWithPriority(&update, cudaStreamNonBlocking, priority));
   update_.reset(update);
+  // SPRINTNET_WGRAD_SIDE=0 puts the weight gradients on the main stream, one product at a time (kernel
+  // lab: what running two large products side by side costs or gains, docs/PERFORMANCE.md).
+  if (const char* side = std::getenv("SPRINTNET_WGRAD_SIDE")) wgrad_on_side_ = std::string_view(side) != "0";
+  // ReLU's gradient: an elementwise kernel (from the layer's output) after a plain input-gradient product.
+  // cuBLASLt's DRELU epilogue, which reads a mask the forward writes (RELU_AUX_BIAS), slows the product
+  // itself: 4096 x 8192 x 8192 bf16 at 620 TFLOP/s against 810 without it (H200; docs/PERFORMANCE.md).
+  // SPRINTNET_DRELU_EPILOGUE=1 brings the epilogue and the mask back, for measuring both.
+  if (const char* drelu = std::getenv("SPRINTNET_DRELU_EPILOGUE")) relu_by_epilogue_ = std::string_view(drelu) == "1";
   gemm_main_ = std::make_unique<cuda::CublasLtGemm>();
   gemm_side_ = std::make_unique<cuda::CublasLtGemm>();
 
@@ -315,7 +325,8 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
     layer.act = Tensor::empty({batch_, layer.out}, act, device);
     layer.grad = Tensor::empty({batch_, layer.out}, act, device);
     if (layer.elementwise) layer.pre = Tensor::empty({batch_, layer.out}, act, device);
-    if (layer.relu && !(skinny_ && l + 2 == layers_.size())) {  // below a skinny layer: act is the mask
+    // The DRELU epilogue's mask (below a skinny layer its kernel reads act instead).
+    if (layer.relu && relu_by_epilogue_ && !(skinny_ && l + 2 == layers_.size())) {
       layer.mask = Tensor::zeros({static_cast<std::int64_t>(cuda::relu_mask_bytes(batch_, layer.out))}, DType::kU8,
                                  device);
     }
@@ -549,7 +560,7 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
     const void* x = l == 0 ? input_.raw_data() : layers_[l - 1].act.raw_data();
     const bool bias = layer.bias_offset >= 0;
     // The first layer's weight gradient is the last product of the step: nothing to overlap it with.
-    cudaStream_t wgrad = l == 0 ? main : side;
+    cudaStream_t wgrad = l == 0 || !wgrad_on_side_ ? main : side;
     if (wgrad == side) after(side, main);
     if (skinny_ && l + 1 == layers_.size()) {
       // The output layer: dW and the bias gradient from the fp32 logits gradient in one kernel, which
@@ -587,12 +598,19 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
       }
       if (l > 0) {
         Layer& below = layers_[l - 1];
-        // dX[B, in] = dZ[B, out] @ W[out, in], times the ReLU mask of the layer below.
-        const GemmEpilogue dgrad_epilogue = below.relu ? GemmEpilogue::kDRelu : GemmEpilogue::kNone;
+        // dX[B, in] = dZ[B, out] @ W[out, in], times ReLU's gradient of the layer below.
+        const bool drelu = below.relu && relu_by_epilogue_;
+        const GemmEpilogue dgrad_epilogue = drelu ? GemmEpilogue::kDRelu : GemmEpilogue::kNone;
         gemm_main_->run(desc(rows, layer.in, layer.out, false, false, dgrad_epilogue),
                         {.a = layer.grad.raw_data(), .b = weights(layer.weight_offset), .c = below.grad.raw_data(),
-                         .aux = below.relu ? below.mask.raw_data() : nullptr},
+                         .aux = drelu ? below.mask.raw_data() : nullptr},
                         main);
+        if (below.relu && !drelu) {
+          SN_CUDA_CHECK(cuda::launch_activation_backward(cuda::ActivationKind::kReLU, precision_.element,
+                                                         below.act.raw_data(), below.act.raw_data(),
+                                                         below.grad.raw_data(), below.grad.raw_data(),
+                                                         rows * below.out, main));
+        }
         enqueue_activation_gradient(below, rows, main);
       }
     }
@@ -615,7 +633,7 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
   if (per_layer_updates_) {
     after(main, update);
   } else {
-    if (layers_.size() > 1) after(main, side);
+    if (layers_.size() > 1 && wgrad_on_side_) after(main, side);
     if (sharded_) {
       enqueue_reduce_scatter({0, params_}, main);
       enqueue_range_update(optimizer, {0, params_}, /*advance=*/true, main);
@@ -878,7 +896,8 @@ std::string CudaTrainPlan::describe() const {
                      spec_.precision, precision_.element == ElementType::kF32 ? "" : " with fp32 master weights",
                      elementwise ? fmt::format("bias; {} and its gradient by elementwise kernels",
                                                ops::activation_name(spec_.mlp.activation))
-                                 : "bias+ReLU with mask, ReLU gradient",
+                                 : relu_by_epilogue_ ? "bias+ReLU with mask, ReLU gradient"
+                                                     : "bias+ReLU; ReLU's gradient by an elementwise kernel",
                      bias_grad_fused_ ? "bias gradient" : "bias gradient by a column-sum kernel", spec_.optim.type,
                      params_) +
          parallel;
