@@ -240,7 +240,7 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   update_.reset(update);
   // SPRINTNET_WGRAD_SIDE=0 puts the weight gradients on the main stream, one product at a time (kernel
   // lab: what running two large products side by side costs or gains, docs/PERFORMANCE.md).
-  if (const char* side = std::getenv("SPRINTNET_WGRAD_SIDE")) wgrad_on_side_ = std::string_view(side) != "0";
+  if (const char* wgrad = std::getenv("SPRINTNET_WGRAD_SIDE")) wgrad_on_side_ = std::string_view(wgrad) != "0";
   // ReLU's gradient: an elementwise kernel (from the layer's output) after a plain input-gradient product.
   // cuBLASLt's DRELU epilogue, which reads a mask the forward writes (RELU_AUX_BIAS), slows the product
   // itself: 4096 x 8192 x 8192 bf16 at 620 TFLOP/s against 810 without it (H200; docs/PERFORMANCE.md).
