@@ -11,8 +11,8 @@
 // The output layer (10 wide) runs skinny kernels in the step and is left out. Standalone on purpose:
 //   nvcc -std=c++17 -O2 -gencode arch=compute_90a,code=sm_90a bench/lab/cublaslt_algo_probe.cu -lcublasLt -o probe
 //   ./probe 4x8192x4096 4x4096x4096 [--candidates 16] [--reps 20] [--variants]
-// --variants adds the forward without its mask and, for each dX, the product without its epilogue and from a
-// transposed copy of W.
+// --variants adds the forward without its mask, dW without its bias gradient and, for each dX, the product
+// without its epilogue and from a transposed copy of W.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
@@ -59,6 +59,9 @@ std::vector<Product> step_products(std::int64_t layers, std::int64_t width, std:
     products.push_back({"forward " + at, batch, out, in, false, true, CUBLASLT_EPILOGUE_RELU_AUX_BIAS, mask_ld(out)});
     if (variants) products.push_back({"(forward, no mask) " + at, batch, out, in, false, true, CUBLASLT_EPILOGUE_RELU_BIAS, 0, true});
     products.push_back({"dW " + at, out, in, batch, true, false, CUBLASLT_EPILOGUE_BGRADB});
+    if (variants) {
+      products.push_back({"(dW, no epilogue) " + at, out, in, batch, true, false, CUBLASLT_EPILOGUE_DEFAULT, 0, true});
+    }
     if (l > 0) {
       products.push_back({"dX " + at, batch, in, out, false, false, CUBLASLT_EPILOGUE_DRELU, mask_ld(in)});
       if (variants) {  // not in the step's sum: the epilogue's cost, and W read K-major from a transposed copy

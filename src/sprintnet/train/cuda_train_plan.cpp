@@ -246,6 +246,9 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   // itself: 4096 x 8192 x 8192 bf16 at 620 TFLOP/s against 810 without it (H200; docs/PERFORMANCE.md).
   // SPRINTNET_DRELU_EPILOGUE=1 brings the epilogue and the mask back, for measuring both.
   if (const char* drelu = std::getenv("SPRINTNET_DRELU_EPILOGUE")) relu_by_epilogue_ = std::string_view(drelu) == "1";
+  // SPRINTNET_BGRAD_EPILOGUE=0: the bias gradient by a column-sum kernel after a plain weight-gradient product
+  // instead of cuBLASLt's BGRADB epilogue (kernel lab, docs/PERFORMANCE.md).
+  if (const char* bgrad = std::getenv("SPRINTNET_BGRAD_EPILOGUE")) bias_grad_fused_ = std::string_view(bgrad) != "0";
   gemm_main_ = std::make_unique<cuda::CublasLtGemm>();
   gemm_side_ = std::make_unique<cuda::CublasLtGemm>();
 
