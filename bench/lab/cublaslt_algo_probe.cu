@@ -1,5 +1,5 @@
-// The kernel lab's probe of cuBLASLt's algorithm choice (docs/PERFORMANCE.md, "cuBLASLt's first
-// algorithm against the best of its list"): for the compiled step's products of a wide model, the
+// The kernel lab's probe of cuBLASLt's algorithm choice and epilogues (docs/PERFORMANCE.md, "ReLU's
+// gradient by a kernel, not cuBLASLt's DRELU epilogue"): for the compiled step's products of a wide model, the
 // time of the heuristic's first algorithm (what ops/cuda/gemm.cpp runs) against the fastest of the
 // first N it returns, and whether that one's output equals the first's bit for bit.
 //
@@ -57,7 +57,10 @@ std::vector<Product> step_products(std::int64_t layers, std::int64_t width, std:
     const std::int64_t out = width;
     const std::string at = std::to_string(in) + "->" + std::to_string(out);
     products.push_back({"forward " + at, batch, out, in, false, true, CUBLASLT_EPILOGUE_RELU_AUX_BIAS, mask_ld(out)});
-    if (variants) products.push_back({"(forward, no mask) " + at, batch, out, in, false, true, CUBLASLT_EPILOGUE_RELU_BIAS, 0, true});
+    if (variants) {
+      products.push_back(
+          {"(forward, no mask) " + at, batch, out, in, false, true, CUBLASLT_EPILOGUE_RELU_BIAS, 0, true});
+    }
     products.push_back({"dW " + at, out, in, batch, true, false, CUBLASLT_EPILOGUE_BGRADB});
     if (variants) {
       products.push_back({"(dW, no epilogue) " + at, out, in, batch, true, false, CUBLASLT_EPILOGUE_DEFAULT, 0, true});
@@ -65,7 +68,8 @@ std::vector<Product> step_products(std::int64_t layers, std::int64_t width, std:
     if (l > 0) {
       products.push_back({"dX " + at, batch, in, out, false, false, CUBLASLT_EPILOGUE_DRELU, mask_ld(in)});
       if (variants) {  // not in the step's sum: the epilogue's cost, and W read K-major from a transposed copy
-        products.push_back({"(dX, no epilogue) " + at, batch, in, out, false, false, CUBLASLT_EPILOGUE_DEFAULT, 0, true});
+        products.push_back(
+            {"(dX, no epilogue) " + at, batch, in, out, false, false, CUBLASLT_EPILOGUE_DEFAULT, 0, true});
         products.push_back({"(dX from W^T [in, out]) " + at, batch, in, out, false, true, CUBLASLT_EPILOGUE_DRELU,
                             mask_ld(in), true});
         products.push_back({"(dX from W^T, no epilogue) " + at, batch, in, out, false, true, CUBLASLT_EPILOGUE_DEFAULT,
@@ -120,11 +124,13 @@ std::vector<Timed> time_product(cublasLtHandle_t handle, const Product& p, const
     CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &p.aux_ld, sizeof(p.aux_ld)));
     CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &buf.aux, sizeof(buf.aux)));
   }
-  const auto m = static_cast<std::uint64_t>(p.m), n = static_cast<std::uint64_t>(p.n), k = static_cast<std::uint64_t>(p.k);
+  const auto m = static_cast<std::uint64_t>(p.m), n = static_cast<std::uint64_t>(p.n),
+             k = static_cast<std::uint64_t>(p.k);
   const std::uint64_t first_rows = p.trans_b ? k : n, first_cols = p.trans_b ? n : k;
   const std::uint64_t second_rows = p.trans_a ? m : k, second_cols = p.trans_a ? k : m;
   cublasLtMatrixLayout_t first, second, out;
-  CHECK_LT(cublasLtMatrixLayoutCreate(&first, CUDA_R_16BF, first_rows, first_cols, static_cast<std::int64_t>(first_rows)));
+  CHECK_LT(cublasLtMatrixLayoutCreate(&first, CUDA_R_16BF, first_rows, first_cols,
+                                      static_cast<std::int64_t>(first_rows)));
   CHECK_LT(cublasLtMatrixLayoutCreate(&second, CUDA_R_16BF, second_rows, second_cols,
                                       static_cast<std::int64_t>(second_rows)));
   CHECK_LT(cublasLtMatrixLayoutCreate(&out, CUDA_R_16BF, n, m, static_cast<std::int64_t>(n)));
@@ -235,7 +241,8 @@ int main(int argc, char** argv) {
     fill_random<<<4, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(buf.bias), static_cast<std::size_t>(widest), 3);
     CHECK_CUDA(cudaMemsetAsync(buf.aux, 0x5a, static_cast<std::size_t>(batch) * mask_ld(widest) / 8 + 256, stream));
     std::printf("\n%s\n| product | m n k | first: ms (TFLOP/s) | best: ms (TFLOP/s), index | same bits as first "
-                "| split-k, tile, stages of first / best | candidates within 1 %% of best, same bits |\n|---|---|---|---|---|---|---|\n",
+                "| split-k, tile, stages of first / best | candidates within 1 %% of best, same bits |\n"
+                "|---|---|---|---|---|---|---|\n",
                 config.c_str());
     double first_sum = 0, best_sum = 0, best_same_sum = 0;
     for (const Product& p : step_products(layers, width, batch, variants)) {

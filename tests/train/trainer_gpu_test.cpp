@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,30 +120,45 @@ TEST(CompiledStep, APartialLastBatchFollowsTheCpuRun) {
   }
 }
 
+// Sets an environment variable for its lifetime, so a failing assertion cannot leave it set for later tests.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) { ::setenv(name, value.c_str(), 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
 // ReLU's gradient by an elementwise kernel after the input-gradient product (the default) or by cuBLASLt's
 // DRELU epilogue from the mask the forward wrote (SPRINTNET_DRELU_EPILOGUE=1, the kernel lab's switch): the
 // slice's second layer's input gradient takes it (the skinny output kernel applies the other). Both follow
-// the eager CPU run, and each other more closely: in fp32 they differ only in where ReLU's gradient (a factor
-// of 1 or 0) is applied and in the epilogues' kernels, and ran bit-identical on an H200 (2026-11-28); 1e-5
-// leaves room for cuBLASLt planning a product in another order.
+// the eager CPU run (expect_follows: a missing or misplaced ReLU gradient moves the loss by more than 1e-2).
+// They also follow each other within 1e-4, the reordering bar above: in fp32 they differ only in where the
+// gradient's factor of 1 or 0 is applied and in which cuBLASLt kernels run the forward and input-gradient
+// products, whose sums may round differently.
 TEST(CompiledStep, ReluGradientByKernelOrByEpilogueFollowsTheCpuRun) {
   SN_REQUIRE_GPU();
   const TrainSummary cpu = Trainer(slice_config("cpu", "eager")).fit();
   std::vector<TrainSummary> runs;
   for (const std::string epilogue : {"0", "1"}) {
     SCOPED_TRACE("SPRINTNET_DRELU_EPILOGUE=" + epilogue);
-    ASSERT_EQ(::setenv("SPRINTNET_DRELU_EPILOGUE", epilogue.c_str(), 1), 0);
-    Trainer trainer(slice_config("cuda", "compiled"));  // the plan reads the switch here
-    ASSERT_EQ(::unsetenv("SPRINTNET_DRELU_EPILOGUE"), 0);
-    ASSERT_NE(trainer.plan(), nullptr);
-    const std::string described = trainer.plan()->describe();
+    std::optional<Trainer> trainer;
+    {
+      const ScopedEnv drelu("SPRINTNET_DRELU_EPILOGUE", epilogue);
+      trainer.emplace(slice_config("cuda", "compiled"));  // the plan reads the switch here
+    }
+    ASSERT_NE(trainer->plan(), nullptr);
+    const std::string described = trainer->plan()->describe();
     EXPECT_NE(described.find(epilogue == "1" ? "with mask" : "by an elementwise kernel"), std::string::npos)
         << described;
-    runs.push_back(trainer.fit());
+    runs.push_back(trainer->fit());
     expect_follows(cpu, runs.back());
   }
   for (std::size_t e = 0; e < runs[0].epochs.size(); ++e) {
-    EXPECT_NEAR(runs[0].epochs[e].train_loss, runs[1].epochs[e].train_loss, 1e-5 * runs[1].epochs[e].train_loss)
+    EXPECT_NEAR(runs[0].epochs[e].train_loss, runs[1].epochs[e].train_loss, 1e-4 * runs[1].epochs[e].train_loss)
         << "epoch " << e + 1;
   }
 }

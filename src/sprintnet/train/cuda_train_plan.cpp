@@ -8,7 +8,8 @@
 //   forward   hidden layers: products with bias + ReLU epilogues;
 //             output layer (<= 32 classes): one kernel with the softmax cross-entropy
 //   backward  weight gradients (bias gradient fused) on a side stream, input
-//             gradients on the main one, each times ReLU's gradient by an elementwise kernel
+//             gradients on the main one, then ReLU's gradient by an elementwise kernel (the
+//             output layer's skinny kernel applies it itself)
 //   update    flat fp32 buffers, per layer on a third stream from 4 M parameters, else
 //             one launch; writes the compute-type copy and advances the step counter
 //
@@ -193,7 +194,7 @@ class CudaTrainPlan final : public TrainPlan {
   bool skinny_ = false;            // the output layer runs on the fused kernels of skinny_layer.cu
   bool per_layer_updates_ = true;  // each layer's update starts when its gradients are done (not fp16)
   bool sharded_ = false;           // device.update = sharded over several ranks (ZeRO-1)
-  bool wgrad_on_side_ = true;      // weight gradients beside the input gradients (SPRINTNET_WGRAD_SIDE=0: after)
+  bool wgrad_on_side_ = true;      // weight gradients beside the input gradients (SPRINTNET_WGRAD_SIDE=0: serial)
   bool relu_by_epilogue_ = false;  // ReLU's gradient by cuBLASLt's DRELU (SPRINTNET_DRELU_EPILOGUE=1), not a kernel
   bool shards_gathered_ = false;   // since the last step (gather_shards)
   Tensor master_, grad_, state1_, state2_, copy_;
@@ -238,12 +239,13 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   cudaStream_t update = nullptr;
   SN_CUDA_CHECK(cudaStreamCreateWithPriority(&update, cudaStreamNonBlocking, priority));
   update_.reset(update);
-  // SPRINTNET_WGRAD_SIDE=0 puts the weight gradients on the main stream, one product at a time (kernel
-  // lab: what running two large products side by side costs or gains, docs/PERFORMANCE.md).
+  // SPRINTNET_WGRAD_SIDE=0 puts the weight gradients on the main stream, each before its layer's input
+  // gradient, one product at a time (kernel lab: what two large products side by side cost or gain,
+  // docs/PERFORMANCE.md).
   if (const char* wgrad = std::getenv("SPRINTNET_WGRAD_SIDE")) wgrad_on_side_ = std::string_view(wgrad) != "0";
   // ReLU's gradient: an elementwise kernel (from the layer's output) after a plain input-gradient product.
   // cuBLASLt's DRELU epilogue, which reads a mask the forward writes (RELU_AUX_BIAS), slows the product
-  // itself: 4096 x 8192 x 8192 bf16 at 620 TFLOP/s against 810 without it (H200; docs/PERFORMANCE.md).
+  // itself: 4096 x 8192 x 8192 bf16 at ~615 TFLOP/s against ~810 without it (H200; docs/PERFORMANCE.md).
   // SPRINTNET_DRELU_EPILOGUE=1 brings the epilogue and the mask back, for measuring both.
   if (const char* drelu = std::getenv("SPRINTNET_DRELU_EPILOGUE")) relu_by_epilogue_ = std::string_view(drelu) == "1";
   // SPRINTNET_BGRAD_EPILOGUE=0: the bias gradient by a column-sum kernel after a plain weight-gradient product
