@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "sprintnet/ops/cuda/fused/regression_epoch.h"
@@ -17,6 +16,7 @@
 #include "sprintnet/train/trainer.h"
 #include "support/error_message.h"
 #include "support/gpu.h"
+#include "support/scoped_env.h"
 #include "support/test_util.h"
 
 namespace sprintnet::train {
@@ -100,20 +100,10 @@ nn::MlpSpec quads_model() {
   return spec;
 }
 
-// Sets SPRINTNET_FUSED_KERNEL for the scope (the plan reads it when built).
-class KernelChoice {
+// Sets SPRINTNET_FUSED_KERNEL for the scope (the plan reads it when built); "" leaves auto's choice.
+class KernelChoice : public test::ScopedEnv {
  public:
-  explicit KernelChoice(const std::string& kernel) : set_(!kernel.empty()) {
-    if (set_) ::setenv("SPRINTNET_FUSED_KERNEL", kernel.c_str(), 1);
-  }
-  ~KernelChoice() {
-    if (set_) ::unsetenv("SPRINTNET_FUSED_KERNEL");
-  }
-  KernelChoice(const KernelChoice&) = delete;
-  KernelChoice& operator=(const KernelChoice&) = delete;
-
- private:
-  bool set_;
+  explicit KernelChoice(const std::string& kernel) : ScopedEnv("SPRINTNET_FUSED_KERNEL", kernel) {}
 };
 
 class FusedFirstSteps : public ::testing::TestWithParam<FirstSteps> {};

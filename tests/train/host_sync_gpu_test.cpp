@@ -8,12 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdlib>
+#include <optional>
 #include <cuda_runtime_api.h>
 
 #include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/trainer.h"
 #include "support/gpu.h"
+#include "support/scoped_env.h"
 #include "support/test_util.h"
 
 namespace {
@@ -186,13 +187,16 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   if (kernel == "quads" && !gpu_runs_quads_kernel(0, quads_model)) {
     GTEST_SKIP() << "this GPU or build does not run the quads kernel";
   }
-  ::setenv("SPRINTNET_FUSED_KERNEL", kernel.c_str(), 1);
   const std::string hidden = kernel == "cluster" || kernel == "rows" ? "[128, 128]"
                              : kernel == "split"      ? (narrow ? "[256, 256]" : "[784, 784, 784]")
                              : kernel == "regression" ? "[]"
                                                       : "[256, 256]";
-  Trainer trainer(run_config("caching", "fused", hidden));
-  ::unsetenv("SPRINTNET_FUSED_KERNEL");
+  std::optional<Trainer> made;
+  {
+    const test::ScopedEnv choice("SPRINTNET_FUSED_KERNEL", kernel);  // the plan reads it when built
+    made.emplace(run_config("caching", "fused", hidden));
+  }
+  Trainer& trainer = *made;
   ASSERT_EQ(trainer.describe().find("16-block cluster") != std::string::npos, kernel == "cluster") << trainer.describe();
   ASSERT_EQ(trainer.describe().find("blocks in clusters of") != std::string::npos, kernel == "split") << trainer.describe();
   ASSERT_EQ(trainer.describe().find("8-block cluster") != std::string::npos, kernel == "regression") << trainer.describe();

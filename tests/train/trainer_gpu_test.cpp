@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "sprintnet/optim/optimizer.h"
 #include "sprintnet/train/trainer.h"
 #include "support/gpu.h"
+#include "support/scoped_env.h"
 #include "support/test_util.h"
 
 namespace sprintnet::train {
@@ -120,18 +120,6 @@ TEST(CompiledStep, APartialLastBatchFollowsTheCpuRun) {
   }
 }
 
-// Sets an environment variable for its lifetime, so a failing assertion cannot leave it set for later tests.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) { ::setenv(name, value.c_str(), 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
-
 // ReLU's gradient by an elementwise kernel after the input-gradient product (the default) or by cuBLASLt's
 // DRELU epilogue from the mask the forward wrote (SPRINTNET_DRELU_EPILOGUE=1, the kernel lab's switch): the
 // slice's second layer's input gradient takes it (the skinny output kernel applies the other). Both follow
@@ -147,7 +135,7 @@ TEST(CompiledStep, ReluGradientByKernelOrByEpilogueFollowsTheCpuRun) {
     SCOPED_TRACE("SPRINTNET_DRELU_EPILOGUE=" + epilogue);
     std::optional<Trainer> trainer;
     {
-      const ScopedEnv drelu("SPRINTNET_DRELU_EPILOGUE", epilogue);
+      const test::ScopedEnv drelu("SPRINTNET_DRELU_EPILOGUE", epilogue);
       trainer.emplace(slice_config("cuda", "compiled"));  // the plan reads the switch here
     }
     ASSERT_NE(trainer->plan(), nullptr);
