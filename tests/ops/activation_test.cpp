@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
+#include <vector>
 
 #include "ops_test_util.h"
 #include "sprintnet/ops/ops.h"
@@ -104,6 +106,25 @@ TEST_P(ActivationTest, BackwardFp32MatchesFp64) {
   const Tensor dx64 = test::poisoned(x.shape(), DType::kF64);
   ops::activation_backward(act, x.to(DType::kF64), y.to(DType::kF64), dy.to(DType::kF64), dx64);
   EXPECT_LE(test::relative_error(test::values(dx), test::values(dx64)), 1e-6);
+}
+
+// ReLU's gradient is a select (PyTorch's threshold_backward): where x <= 0 it is 0 even when the incoming
+// gradient is infinite or NaN, as an fp16 overflow makes it; where x > 0 it passes dy on, NaN included.
+// 0 * inf would be NaN and fail the masked entries.
+TEST(Activation, ReluGradientIsASelectEvenForNonFiniteGradients) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (const DType dtype : {DType::kF32, DType::kF64}) {
+    const Tensor x = Tensor::from_vector(std::vector<double>{-2.0, 0.0, -0.5, 1.5, 3.0, 0.25}, {6}).to(dtype);
+    const Tensor dy = Tensor::from_vector(std::vector<double>{inf, nan, -inf, 4.0, nan, -inf}, {6}).to(dtype);
+    const Tensor y = test::poisoned({6}, dtype), dx = test::poisoned({6}, dtype);
+    ops::activation_forward(Activation::kReLU, x, y);
+    ops::activation_backward(Activation::kReLU, x, y, dy, dx);
+    const auto got = test::values(dx);
+    EXPECT_EQ((std::vector<double>{got[0], got[1], got[2], got[3]}), (std::vector<double>{0.0, 0.0, 0.0, 4.0}))
+        << dtype_name(dtype);
+    EXPECT_TRUE(std::isnan(got[4])) << dtype_name(dtype);
+    EXPECT_EQ(got[5], -inf) << dtype_name(dtype);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ActivationTest, testing::ValuesIn(kAllActivations),

@@ -3,6 +3,7 @@
 // first, fresh random inputs, tolerances stated where they are used.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -412,6 +413,46 @@ TEST(GpuStepKernels, SumRowsIsTheCpuSumOfRowsInEveryElementType) {
       const double relative = dtype == DType::kF32 ? 1e-5 : dtype == DType::kBF16 ? 4.0e-3 : 5.0e-4;
       test::expect_allclose(out.to(DType::kF32), ref, 1e-6 * static_cast<double>(rows), relative,
                             fmt::format("sum_rows {} {}x{}", dtype_name(dtype), rows, cols));
+    }
+  }
+}
+
+// The compiled step applies ReLU's gradient with launch_activation_backward, in place on the product's
+// output: a select like the CPU's (ops/cpu/activation_math.h), so an infinite or NaN gradient (an fp16
+// overflow) where the activation was 0 gives 0, and everything else passes through unchanged. Exact: the
+// result is dy or 0, both representable in every element type; compared by bits after widening.
+TEST(GpuStepKernels, ReluGradientIsTheCpusSelectInEveryElementType) {
+  SN_REQUIRE_GPU();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  Generator gen(test::test_seed() + 5);
+  std::vector<float> act = test::random_uniform({4096}, DType::kF32, gen, -1.0, 1.0).to_vector<float>();
+  std::vector<float> dy = test::random_uniform({4096}, DType::kF32, gen, -2.0, 2.0).to_vector<float>();
+  for (float& a : act) a = std::max(a, 0.0f);  // the layer's output, ~half of it 0
+  const std::vector<float> specials = {inf, -inf, nan};
+  for (std::size_t i = 0; i < 96; ++i) dy[i * 41] = specials[i % 3];  // on masked and unmasked entries alike
+  const std::vector<std::pair<DType, cuda::ElementType>> types = {
+      {DType::kF32, cuda::ElementType::kF32}, {DType::kBF16, cuda::ElementType::kBF16},
+      {DType::kF16, cuda::ElementType::kF16}};
+  for (const auto& [dtype, element] : types) {
+    const Tensor a = Tensor::from_vector(act, {4096}).to(dtype), g = Tensor::from_vector(dy, {4096}).to(dtype);
+    const Tensor ref = test::poisoned({4096}, DType::kF32);
+    ops::activation_backward(Activation::kReLU, a.to(DType::kF32), a.to(DType::kF32), g.to(DType::kF32), ref);
+    const Tensor d_a = a.to(gpu()), d_g = g.to(gpu());  // in place, as the step runs it
+    SN_CUDA_CHECK(cuda::launch_activation_backward(cuda::ActivationKind::kReLU, element, d_a.raw_data(),
+                                                   d_a.raw_data(), d_g.raw_data(), d_g.raw_data(), 4096, stream()));
+    const std::vector<float> got = d_g.to(Device::cpu()).to(DType::kF32).to_vector<float>();
+    const std::vector<float> want = ref.to_vector<float>();
+    int masked_specials = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      masked_specials += !std::isfinite(dy[i]) && act[i] == 0.0f;
+      const bool same = std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i];
+      ASSERT_TRUE(same) << dtype_name(dtype) << " entry " << i << ": " << got[i] << " against the CPU's " << want[i];
+    }
+    EXPECT_GT(masked_specials, 10) << "the case must put infinities and NaNs where ReLU masks";
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (act[i] == 0.0f) {
+        EXPECT_EQ(got[i], 0.0f) << dtype_name(dtype) << " masked entry " << i;
+      }
     }
   }
 }

@@ -49,4 +49,12 @@ T activate_derivative(Activation act, T x, T y) {
   return T(1);
 }
 
+// dx = f'(x) dy. ReLU's is a select, as PyTorch's threshold_backward: where x <= 0 the gradient is 0
+// even when dy is infinite or NaN (an fp16 overflow), which 0 * dy would turn into NaN.
+template <typename T>
+T activation_gradient(Activation act, T x, T y, T dy) {
+  if (act == Activation::kReLU) return x <= T(0) ? T(0) : dy;
+  return activate_derivative(act, x, y) * dy;
+}
+
 }  // namespace sprintnet::cpu

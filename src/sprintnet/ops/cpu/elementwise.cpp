@@ -106,7 +106,7 @@ void CpuBackend::activation_backward(Activation act, const Tensor& x, const Tens
     T* dg = dx.data<T>();
     with_activation(act, [&](auto kind) {
       cpu::parallel_chunks(n, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) dg[i] = cpu::activate_derivative(kind.value, in[i], out[i]) * g[i];
+        for (std::int64_t i = begin; i < end; ++i) dg[i] = cpu::activation_gradient(kind.value, in[i], out[i], g[i]);
       });
     });
   });

@@ -24,8 +24,8 @@ template <ActivationKind kAct>
 __global__ void activation_backward_kernel(const void* x, const void* y, const void* dy, void* dx, ElementType type,
                                            std::int64_t count) {
   for (std::int64_t i = global_thread(); i < count; i += grid_threads()) {
-    const float derivative = activate_derivative<kAct>(load_element(x, type, i), load_element(y, type, i));
-    store_element(dx, type, i, derivative * load_element(dy, type, i));
+    store_element(dx, type, i,
+                  activation_gradient<kAct>(load_element(x, type, i), load_element(y, type, i), load_element(dy, type, i)));
   }
 }
 

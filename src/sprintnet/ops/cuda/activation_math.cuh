@@ -56,4 +56,15 @@ __device__ __forceinline__ float activate_derivative(float x, float y) {
   }
 }
 
+// dx = f'(x) dy; ReLU's a select, as activation_gradient in ops/cpu/activation_math.h (an infinite or
+// NaN dy where x <= 0 gives 0, not NaN).
+template <ActivationKind kAct>
+__device__ __forceinline__ float activation_gradient(float x, float y, float dy) {
+  if constexpr (kAct == ActivationKind::kReLU) {
+    return x <= 0.0f ? 0.0f : dy;
+  } else {
+    return activate_derivative<kAct>(x, y) * dy;
+  }
+}
+
 }  // namespace sprintnet::cuda
