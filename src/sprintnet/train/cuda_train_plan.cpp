@@ -546,10 +546,13 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
   // reads the weights the update overwrites) are done, beside the products of the layers below.
   cudaStream_t side = side_.get(), update = update_.get();
   std::size_t event = 0;
-  const auto after = [&](cudaStream_t waiter, cudaStream_t done) {
+  const auto record = [&](cudaStream_t done) {
     cudaEvent_t e = fork_events_.at(event++).get();
     SN_CUDA_CHECK(cudaEventRecord(e, done));
-    SN_CUDA_CHECK(cudaStreamWaitEvent(waiter, e, 0));
+    return e;
+  };
+  const auto after = [&](cudaStream_t waiter, cudaStream_t done) {
+    SN_CUDA_CHECK(cudaStreamWaitEvent(waiter, record(done), 0));
   };
   auto* grad = static_cast<char*>(grad_.raw_data());
   const std::size_t grad_bytes = dtype_size(grad_.dtype());
@@ -567,6 +570,9 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
     // The first layer's weight gradient is the last product of the step: nothing to overlap it with.
     cudaStream_t wgrad = l == 0 || !wgrad_on_side_ ? main : side;
     if (wgrad == side) after(side, main);
+    // Recorded right after the input-gradient product, the last reader of W: the update need not wait
+    // for the activation's gradient applied after it.
+    cudaEvent_t w_read = nullptr;
     if (skinny_ && l + 1 == layers_.size()) {
       // The output layer: dW and the bias gradient from the fp32 logits gradient in one kernel, which
       // also adds the forward's per-row losses into the step's metrics.
@@ -587,6 +593,7 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
                                                      weights(layer.weight_offset), precision_.element, rows,
                                                      layer.in, below.relu ? below.act.raw_data() : nullptr,
                                                      below.grad.raw_data(), main));
+        w_read = record(main);
         enqueue_activation_gradient(below, rows, main);
       }
     } else {
@@ -610,6 +617,7 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
                         {.a = layer.grad.raw_data(), .b = weights(layer.weight_offset), .c = below.grad.raw_data(),
                          .aux = drelu ? below.mask.raw_data() : nullptr},
                         main);
+        w_read = record(main);
         if (below.relu && !drelu) {
           SN_CUDA_CHECK(cuda::launch_activation_backward(cuda::ActivationKind::kReLU, precision_.element,
                                                          below.act.raw_data(), below.act.raw_data(),
@@ -630,7 +638,7 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
       } else if (spec_.world > 1) {
         enqueue_all_reduce(begin, end - begin, update);
       }
-      if (wgrad == side) after(update, main);
+      if (wgrad == side) SN_CUDA_CHECK(cudaStreamWaitEvent(update, w_read != nullptr ? w_read : record(main), 0));
       enqueue_range_update(optimizer, {begin, end}, /*advance=*/l == 0, update);
     }
   }
