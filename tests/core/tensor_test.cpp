@@ -17,6 +17,16 @@ TEST(Tensor, ShapeAndDtype) {
   EXPECT_THROW(t.size(2), Error);
 }
 
+// An undefined tensor holds nothing: numel() 0 (not the 1 of its empty shape), so "grow this cache when it
+// holds fewer than n elements" builds it on first use even for n = 1.
+TEST(Tensor, AnUndefinedTensorHasNoElements) {
+  const Tensor t;
+  EXPECT_FALSE(t.defined());
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(t.nbytes(), 0u);
+  EXPECT_EQ(Tensor::zeros({}, DType::kF32).numel(), 1);  // a defined scalar has one
+}
+
 TEST(Tensor, ViewAndSliceShareStorage) {
   Tensor t = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {3, 2});
   Tensor rows = t.slice_rows(1, 3);

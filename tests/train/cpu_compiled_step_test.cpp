@@ -256,6 +256,26 @@ TEST(CpuCompiledStep, EvaluatesLikeTheEagerModel) {
   }
 }
 
+// A one-sample evaluation set (data.test_limit = 1): the plan's row index cache must be built for n = 1 too
+// (an undefined tensor once counted as holding one element, and the evaluation then failed).
+TEST(CpuCompiledStep, EvaluatesASingleSample) {
+  set_cpu_threads(2);
+  Fixture f;
+  const Case c;
+  Model m = make_model(c);
+  auto plan = make_plan(c, *f.loader);
+  plan->load(*m.net, *m.optimizer);
+  Dataset one = f.data;
+  one.images = f.data.images.slice_rows(0, 1).clone();
+  one.labels = f.data.labels.slice_rows(0, 1).clone();
+  BatchLoader eval_loader(one, f.norm, LoaderOptions{100, false, false, 0}, Device::cpu());
+  const EvalResult compiled = plan->evaluate(eval_loader);
+  const EvalResult eager = evaluate(*m.net, eval_loader, c.loss);
+  EXPECT_EQ(compiled.samples, 1);
+  EXPECT_NEAR(compiled.loss, eager.loss, 1e-5 * eager.loss);
+  EXPECT_EQ(compiled.correct, eager.correct);
+}
+
 TEST(CpuCompiledStep, IsBitIdenticalRunToRunAtAFixedThreadCount) {
   set_cpu_threads(2);
   Fixture f;

@@ -52,7 +52,8 @@ class Tensor {
   const Shape& shape() const { return shape_; }
   std::int64_t dim() const { return static_cast<std::int64_t>(shape_.size()); }
   std::int64_t size(std::int64_t axis) const;
-  std::int64_t numel() const { return shape_numel(shape_); }
+  // 0 when undefined (its shape [] would otherwise count as one scalar element).
+  std::int64_t numel() const { return defined() ? shape_numel(shape_) : 0; }
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
   DType dtype() const { return dtype_; }
   Device device() const;
