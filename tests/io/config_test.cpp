@@ -46,7 +46,7 @@ TEST(ConfigSchema, RangesAndChoicesAreTheDocumentedOnes) {
       {"device.name", "must be one of: auto, cpu, cuda, cuda:N"},
       {"device.precision", "must be one of: auto, fp32, tf32, bf16, fp16"},
       {"device.allocator", "must be one of: auto, caching, async"},
-      {"device.threads", "must be >= 0"},
+      {"device.threads", "must be in [0, 1024]"},
       {"loss.type", "must be one of: cross_entropy, mse"},
       {"loss.label_smoothing", "must be in [0, 1)"},
       {"optim.type", "must be one of: sgd, adam, adamw"},

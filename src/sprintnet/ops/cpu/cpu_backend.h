@@ -36,7 +36,9 @@ class CpuBackend final : public Backend {
   void gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& dst) override;
 };
 
-// Threads for BLAS and OpenMP loops; 0 means one per core.
+// Threads for BLAS and OpenMP loops; 0 means one per core. At most kMaxCpuThreads (device.threads' bound in
+// io/config_schema.cpp): OpenMP asked for more threads than the system allows crashes instead of failing.
+inline constexpr int kMaxCpuThreads = 1024;
 void set_cpu_threads(int threads);
 int cpu_threads();
 

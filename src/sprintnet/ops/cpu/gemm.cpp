@@ -13,7 +13,7 @@ std::atomic<int> g_threads{0};  // atomic: a sweep's CPU runs set it from severa
 }
 
 void set_cpu_threads(int threads) {
-  SN_CHECK(threads >= 0, "thread count must be >= 0, got {}", threads);
+  SN_CHECK(threads >= 0 && threads <= kMaxCpuThreads, "thread count must be in [0, {}], got {}", kMaxCpuThreads, threads);
   const int count = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   g_threads = count;
   openblas_set_num_threads(count);
