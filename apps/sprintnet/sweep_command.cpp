@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,7 @@ void add_sweep_command(CLI::App& app) {
                                               "and pictures at the end");
   cmd->add_option("config", options->config_path, "TOML config file; its [sweep] table may hold the grid and seeds");
   cmd->add_option("--grid", options->grid, "KEY=V1,V2,... (repeatable): the values a config key takes");
-  cmd->add_option("--seeds", options->seeds, "seeds every grid point runs with, e.g. 0,1,2");
+  CLI::Option* seeds = cmd->add_option("--seeds", options->seeds, "seeds every grid point runs with, e.g. 0,1,2");
   cmd->add_option("--out", options->out_dir, "the sweep's folder (default runs/sweep-DATE-TIME)");
   cmd->add_option("--set", options->overrides, "override a config key for every run (repeatable)");
   cmd->add_option("--resume", options->resume_dir, "continue the sweep in this folder, skipping finished runs");
@@ -53,7 +54,8 @@ void add_sweep_command(CLI::App& app) {
                   "runs training at once, spread over the GPUs (0 = auto: as many as fill each GPU; on the CPU one a "
                   "core, within memory)")
       ->check(CLI::NonNegativeNumber);
-  cmd->callback([options] {
+  cmd->callback([options, seeds] {
+    const bool seeds_given = seeds->count() > 0;  // --seeds "" too: an error, not the config's seed
     std::vector<sweep::RunResult> results;
     std::string dir;
     if (!options->resume_dir.empty()) {
@@ -65,12 +67,15 @@ void add_sweep_command(CLI::App& app) {
       o.config_path = options->config_path;
       o.overrides = options->overrides;
       o.spec = sweep::read_sweep_table(o.config_path);
+      std::set<std::string> grid_keys;
       for (const std::string& g : options->grid) {
         sweep::GridAxis axis = sweep::parse_grid_option(g);
+        SN_CHECK(grid_keys.insert(axis.key).second, "--grid {} is given twice: list its values once, e.g. --grid {}=A,B",
+                 axis.key, axis.key);
         std::erase_if(o.spec.axes, [&](const sweep::GridAxis& a) { return a.key == axis.key; });  // --grid wins
         o.spec.axes.push_back(std::move(axis));
       }
-      if (!options->seeds.empty()) o.spec.seeds = sweep::parse_seeds(options->seeds);
+      if (seeds_given) o.spec.seeds = sweep::parse_seeds(options->seeds);
       SN_CHECK(!o.spec.axes.empty() || !o.spec.seeds.empty(),
                "sweep: nothing to sweep: give --grid KEY=V1,V2 or --seeds, or a [sweep] table in {}",
                options->config_path);

@@ -182,5 +182,39 @@ TEST(SweepRunner, ABadKeyOrValueIsRejectedBeforeAnythingTrains) {
               HasSubstr("unknown key 'sweep.grids'"));
 }
 
+// The error names where the bad value was given: --grid, --seeds or the file's [sweep] table, not --set.
+TEST(SweepRunner, ABadValueIsNamedWhereItWasGiven) {
+  const std::filesystem::path dir = test::temp_dir("sweep-origin");
+  SweepOptions o;
+  o.config_path = write_config(dir, "");
+  o.out_dir = dir / "out";
+  o.spec.axes = {parse_grid_option("optim.lrr=0.1")};
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("--grid 'optim.lrr=0.1': unknown key"));
+  o.spec.axes = {};
+  o.spec.seeds = {-1};
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("--seeds 'seed=-1'"));
+  const std::filesystem::path file = write_config(dir, "[sweep]\ngrid = { \"optim.lr\" = [0.1, -1.0] }\n");
+  o.config_path = file;
+  o.spec = read_sweep_table(file);
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }),
+              AllOf(HasSubstr(file.string() + ": sweep.grid 'optim.lr=-1'"), HasSubstr("> 0")));
+  o.overrides = {"optim.momentum=-1"};
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("--set 'optim.momentum=-1'"));
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir / "sweep.json"));
+}
+
+// Two runs of one name would train into one folder, the second overwriting the first: refused.
+TEST(SweepGrid, AValueOrSeedListedTwiceIsRefused) {
+  SweepSpec spec;
+  spec.axes = {{"optim.lr", {"0.1", "0.1"}}};
+  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("two runs would be named 'optim.lr=0.1'"));
+  spec.axes = {{"optim.lr", {"0.1", "0.2"}}};
+  spec.seeds = {0, 0};
+  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("two runs would be named 'optim.lr=0.1,seed=0'"));
+  spec.seeds = {0, 1};
+  EXPECT_EQ(expand(spec).size(), 4u);
+  EXPECT_THAT(test::error_message([] { parse_seeds(""); }), HasSubstr("no seeds"));
+}
+
 }  // namespace
 }  // namespace sprintnet::sweep

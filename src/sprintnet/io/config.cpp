@@ -159,8 +159,9 @@ class ConfigBuilder {
 
   // "key=value": the value is read as TOML ("0.1", "true", "[512, 512]", "\"x\"");
   // text that is not a TOML value is taken as a string, so --set data.dataset=fashion-mnist works.
-  void apply_override(const std::string& text) {
-    const std::string where = fmt::format("--set '{}'", text);
+  // `origin` names where the override came from in errors: "--set", "--grid", "x.toml: sweep.grid".
+  void apply_override(const std::string& text, std::string_view origin = "--set") {
+    const std::string where = fmt::format("{} '{}'", origin, text);
     const auto equals = text.find('=');
     if (equals == std::string::npos) SN_FAIL("{}: expected KEY=VALUE, e.g. --set optim.lr=0.1 (no '=' found)", where);
     const std::string dotted = trim(text.substr(0, equals));
@@ -215,14 +216,9 @@ class ConfigBuilder {
 
 }  // namespace
 
-Config load_config(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
-  std::error_code error;
-  SN_CHECK(std::filesystem::is_regular_file(path, error), "config file '{}' does not exist or is not a file",
-           path.string());
-  return parse_config(read_file(path, "config file"), path.string(), overrides);
-}
+namespace {
 
-Config parse_config(std::string_view text, const std::string& origin, const std::vector<std::string>& overrides) {
+Config parse_with_origins(std::string_view text, const std::string& origin, const std::vector<ConfigOverride>& overrides) {
   toml::table table;
   try {
     table = toml::parse(text, std::string_view(origin));
@@ -232,8 +228,33 @@ Config parse_config(std::string_view text, const std::string& origin, const std:
   }
   ConfigBuilder builder;
   builder.apply_file_table(table, "", origin);
-  for (const std::string& override_text : overrides) builder.apply_override(override_text);
-  return builder.finish(overrides.empty() ? origin : fmt::format("{} with --set overrides", origin));
+  for (const ConfigOverride& o : overrides) builder.apply_override(o.text, o.origin);
+  const bool only_set = std::ranges::all_of(overrides, [](const ConfigOverride& o) { return o.origin == "--set"; });
+  return builder.finish(overrides.empty() ? origin
+                                          : fmt::format("{} with {} overrides", origin, only_set ? "--set" : "its"));
+}
+
+std::vector<ConfigOverride> from_set(const std::vector<std::string>& overrides) {
+  std::vector<ConfigOverride> out;
+  for (const std::string& text : overrides) out.push_back({text});
+  return out;
+}
+
+}  // namespace
+
+Config parse_config(std::string_view text, const std::string& origin, const std::vector<std::string>& overrides) {
+  return parse_with_origins(text, origin, from_set(overrides));
+}
+
+Config load_config_with_origins(const std::filesystem::path& path, const std::vector<ConfigOverride>& overrides) {
+  std::error_code error;
+  SN_CHECK(std::filesystem::is_regular_file(path, error), "config file '{}' does not exist or is not a file",
+           path.string());
+  return parse_with_origins(read_file(path, "config file"), path.string(), overrides);
+}
+
+Config load_config(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+  return load_config_with_origins(path, from_set(overrides));
 }
 
 Config config_from_overrides(const std::vector<std::string>& overrides) {

@@ -108,6 +108,13 @@ struct Config {
 // a bare word is taken as a string), validates every value. Throws
 // sprintnet::Error naming the file and key on any problem.
 Config load_config(const std::filesystem::path& path, const std::vector<std::string>& overrides = {});
+// An override and where it came from, which its errors name: "--set" (the default), "--grid",
+// "x.toml: sweep.grid".
+struct ConfigOverride {
+  std::string text;  // "key=value"
+  std::string origin = "--set";
+};
+Config load_config_with_origins(const std::filesystem::path& path, const std::vector<ConfigOverride>& overrides);
 // The same for TOML text already read; `origin` stands for the file in errors ("x.toml:12: ...").
 Config parse_config(std::string_view text, const std::string& origin, const std::vector<std::string>& overrides = {});
 // Defaults plus overrides, no file.

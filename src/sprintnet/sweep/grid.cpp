@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <set>
 #include <sstream>
 
 #include "sprintnet/core/error.h"
@@ -67,6 +68,7 @@ GridAxis parse_grid_option(const std::string& text) {
 }
 
 std::vector<std::int64_t> parse_seeds(const std::string& text) {
+  SN_CHECK(!trim(text).empty(), "--seeds '{}': no seeds; give a list such as --seeds 0,1,2", text);
   std::vector<std::int64_t> seeds;
   for (const std::string& part : split_top_level(text)) {
     try {
@@ -99,11 +101,12 @@ SweepSpec read_sweep_table(const std::filesystem::path& config_path) {
         const toml::array* array = values.as_array();
         SN_CHECK(array != nullptr && !array->empty(), "{}: sweep.grid.\"{}\" must be a non-empty array of values",
                  file, key.str());
-        GridAxis axis{std::string(key.str()), {}};
+        GridAxis axis{std::string(key.str()), {}, fmt::format("{}: sweep.grid", file)};
         for (const toml::node& v : *array) axis.values.push_back(toml_text(v));
         spec.axes.push_back(std::move(axis));
       }
     } else if (name.str() == "seeds") {
+      spec.seeds_origin = fmt::format("{}: sweep.seeds", file);
       const toml::array* array = node.as_array();
       SN_CHECK(array != nullptr, "{}: sweep.seeds must be an array of integers", file);
       for (const toml::node& v : *array) {
@@ -126,6 +129,7 @@ std::vector<SweepRun> expand(const SweepSpec& spec) {
         SweepRun r = p;
         r.point += fmt::format("{}{}={}", r.point.empty() ? "" : ",", axis.key, name_part(value));
         r.overrides.push_back(fmt::format("{}={}", axis.key, value));
+        r.origins.push_back(axis.origin);
         next.push_back(std::move(r));
       }
     }
@@ -143,8 +147,14 @@ std::vector<SweepRun> expand(const SweepSpec& spec) {
       SweepRun r = p;
       r.name = fmt::format("{}{}seed={}", r.point, r.point.empty() ? "" : ",", seed);
       r.overrides.push_back(fmt::format("seed={}", seed));
+      r.origins.push_back(spec.seeds_origin);
       runs.push_back(std::move(r));
     }
+  }
+  std::set<std::string> names;
+  for (const SweepRun& r : runs) {
+    SN_CHECK(names.insert(r.name).second,
+             "sweep: two runs would be named '{}' and write one folder: a grid value or seed is listed twice", r.name);
   }
   return runs;
 }
@@ -152,9 +162,12 @@ std::vector<SweepRun> expand(const SweepSpec& spec) {
 void validate(const std::filesystem::path& config_path, const std::vector<std::string>& extra,
               const std::vector<SweepRun>& runs) {
   for (const SweepRun& run : runs) {
-    std::vector<std::string> overrides = extra;
-    overrides.insert(overrides.end(), run.overrides.begin(), run.overrides.end());
-    load_config(config_path, overrides);
+    std::vector<ConfigOverride> overrides;
+    for (const std::string& text : extra) overrides.push_back({text});
+    for (std::size_t i = 0; i < run.overrides.size(); ++i) {
+      overrides.push_back({run.overrides[i], i < run.origins.size() ? run.origins[i] : "--set"});
+    }
+    load_config_with_origins(config_path, overrides);
   }
 }
 

@@ -11,17 +11,20 @@ namespace sprintnet::sweep {
 struct GridAxis {
   std::string key;
   std::vector<std::string> values;  // TOML value text, as `--set` takes it ("0.1", "[256, 256]", "\"gelu\"")
+  std::string origin = "--grid";    // where it was given, for errors ("x.toml: sweep.grid")
 };
 
 struct SweepSpec {
   std::vector<GridAxis> axes;
   std::vector<std::int64_t> seeds;  // empty: the config's seed only
+  std::string seeds_origin = "--seeds";
 };
 
 struct SweepRun {
   std::string name;                    // run folder: key=value pairs and the seed, e.g. "optim.lr=0.1,seed=0"
   std::string point;                   // the grid point without the seed (runs with equal points are averaged)
   std::vector<std::string> overrides;  // "key=value" for load_config, the seed's last
+  std::vector<std::string> origins;    // where each override came from (GridAxis::origin, seeds_origin)
 };
 
 // "optim.lr=0.1,0.05" → {optim.lr, [0.1, 0.05]}; commas inside [] or quotes do not split.
@@ -31,10 +34,12 @@ std::vector<std::int64_t> parse_seeds(const std::string& text);
 // The [sweep] table of a config file (`grid = { "optim.lr" = [0.1, 0.05] }`, `seeds = [0, 1]`),
 // empty when the file has none. Errors name the file and the key.
 SweepSpec read_sweep_table(const std::filesystem::path& config_path);
-// Every combination (the first axis varies slowest), each with every seed.
+// Every combination (the first axis varies slowest), each with every seed. Two runs of one name (a value or
+// seed listed twice) would write one folder: an error naming it.
 std::vector<SweepRun> expand(const SweepSpec& spec);
 // Loads the config of every run (base file + extra overrides + the run's): the first bad key or
-// value throws, naming it, before any run starts.
+// value throws, naming it and where it was given (--set, --grid, --seeds or the [sweep] table), before
+// any run starts.
 void validate(const std::filesystem::path& config_path, const std::vector<std::string>& extra,
               const std::vector<SweepRun>& runs);
 
