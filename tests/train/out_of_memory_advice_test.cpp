@@ -9,6 +9,7 @@
 #include <string>
 
 #include "memory/fake_device_memory.h"
+#include "sprintnet/memory/allocator.h"
 #include "sprintnet/memory/caching_allocator.h"
 
 namespace sprintnet::train {
@@ -66,6 +67,26 @@ TEST(OutOfMemoryAdvice, InferenceNamesTheEvaluationBatchAndTheCpuNotTheTrainingK
   EXPECT_THAT(message, AllOf(HasSubstr("train.eval_batch_size = 2500, model.hidden = [1024, 512]"),
                              HasSubstr("--device cpu"), Not(HasSubstr("train.batch_size")),
                              Not(HasSubstr("device.name"))));
+}
+
+// The host allocator's failure is an OutOfMemoryError too (a model too wide for the machine, on the CPU):
+// the advice names the same keys, says host memory, and suggests no GPU.
+TEST(OutOfMemoryAdvice, HostMemoryIsNamedAsSuchWithTheSameKeys) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer aborts on an allocation this large instead of returning null";
+#else
+  const Config config = sized_config();
+  try {
+    advise_on_out_of_memory("configs/wide.toml", config, MemoryUse::kTraining,
+                            [] { return cpu_allocator().allocate(std::size_t{1} << 62); });
+    FAIL() << "a 4 EiB host allocation succeeded";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("out of host memory allocating 4611686018427387904 bytes"),
+                                HasSubstr("\nconfigs/wide.toml: the run ran out of host memory with train.batch_size = "
+                                          "384, train.eval_batch_size = 2500, model.hidden = [1024, 512]"),
+                                Not(HasSubstr("a GPU"))));
+  }
+#endif
 }
 
 TEST(OutOfMemoryAdvice, OtherErrorsAndResultsPassUnchanged) {

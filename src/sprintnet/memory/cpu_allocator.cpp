@@ -2,6 +2,7 @@
 #include <new>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/out_of_memory_error.h"
 #include "sprintnet/memory/allocator.h"
 
 namespace sprintnet {
@@ -15,7 +16,7 @@ class CpuAllocator final : public Allocator {
     if (bytes == 0) return nullptr;
     const std::size_t rounded = (bytes + kCpuAlignmentBytes - 1) / kCpuAlignmentBytes * kCpuAlignmentBytes;
     void* ptr = std::aligned_alloc(kCpuAlignmentBytes, rounded);
-    SN_CHECK(ptr != nullptr, "out of host memory allocating {} bytes", bytes);
+    if (ptr == nullptr) SN_FAIL_OUT_OF_MEMORY("{} allocating {} bytes", kOutOfHostMemory, bytes);
     return ptr;
   }
   void deallocate(void* ptr, std::size_t /*bytes*/) noexcept override { std::free(ptr); }

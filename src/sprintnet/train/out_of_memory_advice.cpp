@@ -32,31 +32,36 @@ std::string keys_and_values(std::span<const std::string_view> names, const Confi
 
 }  // namespace
 
-std::string out_of_memory_advice(const std::filesystem::path& config_file, const Config& config, MemoryUse use) {
+std::string out_of_memory_advice(const std::filesystem::path& config_file, const Config& config, MemoryUse use,
+                                 MemoryKind kind) {
   const std::string file = config_file.string();
+  const bool host = kind == MemoryKind::kHost;
+  const std::string_view memory = host ? "host memory" : "device memory";
   switch (use) {
     case MemoryUse::kTraining:
-      return fmt::format(
-          "{}: the run ran out of device memory with {} (after any --set); {}, or set device.name to a GPU with "
-          "more free memory",
-          file, keys_and_values(kTrainingKeys, config), kLowerTraining);
+      return fmt::format("{}: the run ran out of {} with {} (after any --set); {}{}", file, memory,
+                         keys_and_values(kTrainingKeys, config), kLowerTraining,
+                         host ? "" : ", or set device.name to a GPU with more free memory");
     case MemoryUse::kSweepRun:
       return fmt::format(
-          "{}: this run of the sweep ran out of device memory with {} (after --set and the run's grid values); {}, "
-          "or train fewer runs at once on a GPU (--parallel)",
-          file, keys_and_values(kTrainingKeys, config), kLowerTraining);
+          "{}: this run of the sweep ran out of {} with {} (after --set and the run's grid values); {}, "
+          "or train fewer runs at once{} (--parallel)",
+          file, memory, keys_and_values(kTrainingKeys, config), kLowerTraining, host ? "" : " on a GPU");
     case MemoryUse::kInference:
-      return fmt::format(
-          "{}: the model ran out of device memory with {} (after any --set); lower train.eval_batch_size "
-          "(--set train.eval_batch_size=N), or run it on the CPU (--device cpu)",
-          file, keys_and_values(kInferenceKeys, config));
+      return fmt::format("{}: the model ran out of {} with {} (after any --set); lower train.eval_batch_size "
+                         "(--set train.eval_batch_size=N){}",
+                         file, memory, keys_and_values(kInferenceKeys, config),
+                         host ? "" : ", or run it on the CPU (--device cpu)");
   }
   return file;  // not reached: every MemoryUse is a case above
 }
 
 OutOfMemoryError with_out_of_memory_advice(const OutOfMemoryError& error, const std::filesystem::path& config_file,
                                            const Config& config, MemoryUse use) {
-  return OutOfMemoryError(fmt::format("{}\n{}", error.what(), out_of_memory_advice(config_file, config, use)));
+  const bool host = std::string_view(error.what()).find(kOutOfHostMemory) != std::string_view::npos;
+  return OutOfMemoryError(fmt::format("{}\n{}", error.what(),
+                                      out_of_memory_advice(config_file, config, use,
+                                                           host ? MemoryKind::kHost : MemoryKind::kDevice)));
 }
 
 }  // namespace sprintnet::train

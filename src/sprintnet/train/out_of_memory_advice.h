@@ -1,5 +1,5 @@
 #pragma once
-// What to change when a run runs out of device memory. The allocators' OutOfMemoryError names
+// What to change when a run runs out of device (or host) memory. The allocators' OutOfMemoryError names
 // the bytes and the device; only the command that built the run knows which config file and
 // keys asked for them. advise_on_out_of_memory() runs a piece of that command and rethrows such
 // an error with a line naming the file, the keys that size device memory with their values, and
@@ -20,8 +20,12 @@ enum class MemoryUse {
   kInference,   // sprintnet eval / predict: the model (train::load_model) and the evaluation batch, on --device
 };
 
+// Which memory ran out: a GPU's, or the host's (the CPU allocator's "out of host memory").
+enum class MemoryKind { kDevice, kHost };
+
 // The advice line for `config` (what `config_file` and its overrides resolved to).
-std::string out_of_memory_advice(const std::filesystem::path& config_file, const Config& config, MemoryUse use);
+std::string out_of_memory_advice(const std::filesystem::path& config_file, const Config& config, MemoryUse use,
+                                 MemoryKind kind = MemoryKind::kDevice);
 
 // `error` with the advice line after its message; still an OutOfMemoryError.
 OutOfMemoryError with_out_of_memory_advice(const OutOfMemoryError& error, const std::filesystem::path& config_file,
