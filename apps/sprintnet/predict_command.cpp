@@ -146,7 +146,7 @@ void add_predict_command(CLI::App& app) {
       ->type_name("INPUT")
       ->required();
   cmd->add_option("-k,--top-k", options->top_k, "How many of the most likely classes to list")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1 << 20))  // (CLI::PositiveNumber's message for 0 names a range that holds 0)
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "Print one JSON document instead of a table");
   cmd->add_flag("--invert", options->invert, "The images are dark ink on light paper (MNIST is light on dark)");

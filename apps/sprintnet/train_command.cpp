@@ -42,7 +42,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", options->quiet, "Print only the final summary line");
   cmd->add_option("--gpus", options->gpus,
                   "Train data-parallel on this many GPUs of this machine, one process each (over NCCL; "
-                  "train.batch_size stays the global batch)");
+                  "train.batch_size stays the global batch)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_flag("-v,--verbose", options->verbose,
                 "Also print where the wall time went (start-up, data, training, evaluation, writes)");
   cmd->callback([options] {

@@ -280,6 +280,9 @@ TEST_F(ImageTest, CorruptFilesAreErrorsNamingTheFile) {
   EXPECT_EQ(load_image_for_model(dir_ / "comment.png", options).size(), 28u * 28u);
   // 28 x 28 pixels whose image data inflates to 1 MiB (a bomb: a 2 MB file could inflate to gigabytes).
   expect_error("bomb.png", gray_png(28, 28, 8, Bytes(1 << 20, 0)), "inflates to more than");
+  // Sizes stb_image refuses without saying why: named from the IHDR chunk.
+  expect_error("empty-size.png", gray_png(0, 0, 8, Bytes{}), "a 0x0 PNG; images from 1x1");
+  expect_error("huge.png", gray_png(100000, 100000, 8, Bytes(16, 0)), "a 100000x100000 PNG; images from 1x1");
   Bytes garbage(200, 0x42);  // the PNG signature, then bytes that are no chunk
   std::copy_n(png.begin(), 8, garbage.begin());
   expect_error("garbage.png", garbage, "PNG");

@@ -45,7 +45,9 @@ TEST(Safetensors, RoundTripKeepsNamesShapesValuesAndMetadata) {
 TEST(Safetensors, RejectsInconsistentFilesNamingTheProblem) {
   EXPECT_THAT(error_of("abc"), HasSubstr("too short"));
   EXPECT_THAT(error_of(with_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4)),
-              HasSubstr("outside"));
+              HasSubstr("lies outside the 4 data bytes (the file is truncated or corrupt)"));
+  // A text file given as a checkpoint: its first 8 bytes read as an absurd header length.
+  EXPECT_THAT(error_of("[data]\ndir = \"data\"\n"), HasSubstr("not a safetensors file, or a truncated one"));
   EXPECT_THAT(error_of(with_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8)),
               HasSubstr("spans 8 bytes"));
   EXPECT_THAT(error_of(with_header("{\"a\":{\"dtype\":\"X9\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8)),

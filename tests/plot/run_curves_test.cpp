@@ -69,17 +69,36 @@ TEST(RunCurves, NamesTheDirectoryWithoutMetrics) {
   EXPECT_FALSE(std::filesystem::exists(empty / "x.png"));
 }
 
-TEST(RunCurves, AMatplotlibFailureIsAnErrorNamingTheOutput) {
-  if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed";
+// An output whose folder is missing or is a file is named with the reason before matplotlib starts (whose
+// own reason stays in its silenced output).
+TEST(RunCurves, AnOutputFolderThatCannotHoldThePictureIsNamedWithTheReason) {
   const std::filesystem::path run = fake_run("plot-broken", 1.0);
-  const std::filesystem::path output = run / "absent" / "c.png";  // savefig cannot create the folder
-  try {
-    draw_curves({run}, output);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("c.png"), std::string::npos) << e.what();
+  std::ofstream(run / "a-file") << "x";
+  for (const auto& [folder, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"absent", "does not exist"}, {"a-file", "is not a directory"}}) {
+    const std::filesystem::path output = run / folder / "c.png";
+    try {
+      draw_curves({run}, output);
+      FAIL() << "expected an error for " << folder;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot write '" + output.string() + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+    }
   }
   EXPECT_FALSE(std::filesystem::exists(run / "absent"));
+}
+
+// A run killed before its first epoch ended has an empty metrics.jsonl: an error, not an empty picture.
+TEST(RunCurves, ARunWithoutAnEpochIsRefused) {
+  const std::filesystem::path run = test::temp_dir("plot-no-epoch");
+  std::ofstream(run / "metrics.jsonl") << "";
+  try {
+    draw_curves({run}, run / "c.png");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds no epoch yet"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(run / "c.png"));
 }
 
 // Rows matplotlib would choke on are named with their file and line before it starts (its own failure

@@ -303,6 +303,9 @@ TEST(Checkpoint, ResumingFailsCleanlyWithoutACheckpointToResume) {
               ThrowsMessage<Error>(HasSubstr((out / "no-such-run").string() + " does not exist")));
   fs::create_directories(out / "empty-run");
   EXPECT_THAT([&] { plan_resume(out / "empty-run", {}, {}); }, ThrowsMessage<Error>(HasSubstr("no checkpoint")));
+  std::ofstream(out / "a-file.toml") << "seed = 1\n";  // a config given to --resume by mistake
+  EXPECT_THAT([&] { plan_resume(out / "a-file.toml", {}, {}); },
+              ThrowsMessage<Error>(HasSubstr((out / "a-file.toml").string() + " is not a directory")));
 
   const fs::path run = train_until_killed(tiny_config(out, "run", {"train.epochs=2"}), 2);
   EXPECT_THAT([&] { plan_resume(run, {}, {}); },

@@ -127,7 +127,7 @@ std::string to_csv(const Field& field) {
 
 }  // namespace
 
-void check_metrics_jsonl(const std::filesystem::path& path) {
+std::size_t check_metrics_jsonl(const std::filesystem::path& path) {
   SN_CHECK(std::filesystem::is_regular_file(path), "no metrics file '{}'", path.string());
   const std::vector<std::string> lines = read_lines(path);
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -143,6 +143,7 @@ void check_metrics_jsonl(const std::filesystem::path& path) {
       if (!row[column].is_number() && !row[column].is_null()) fail(fmt::format("'{}' is not a number", column));
     }
   }
+  return lines.size();
 }
 
 MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv)

@@ -32,7 +32,8 @@ inline constexpr const char* kMetricsColumns[] = {"step",          "epoch",     
 // Checks that every complete row of a metrics.jsonl (a cut-off last line, a killed write, is not one)
 // is a JSON object with every column: an integer epoch, numbers or null for the rest; throws
 // sprintnet::Error naming the file, the line and what is wrong. What readers of the file run first.
-void check_metrics_jsonl(const std::filesystem::path& path);
+// Returns how many complete rows it holds.
+std::size_t check_metrics_jsonl(const std::filesystem::path& path);
 
 class MetricsWriter {
  public:

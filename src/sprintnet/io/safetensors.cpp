@@ -71,7 +71,9 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view origi
     header_size |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
   }
   SN_CHECK(header_size <= kMaxHeaderBytes && header_size <= bytes.size() - kHeaderLengthBytes,
-           "{}: header length {} does not fit in a file of {} bytes", origin, header_size, bytes.size());
+           "{}: not a safetensors file, or a truncated one (its first 8 bytes give a header of {} bytes, which does not "
+           "fit in the file's {})",
+           origin, header_size, bytes.size());
   const std::string_view data = bytes.substr(kHeaderLengthBytes + header_size);
 
   nlohmann::json header;
@@ -115,7 +117,8 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view origi
     SN_CHECK(offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(),
              "{}: tensor '{}' data_offsets are not non-negative integers", origin, name);
     const auto begin = offsets[0].get<std::uint64_t>(), end = offsets[1].get<std::uint64_t>();
-    SN_CHECK(begin <= end && end <= data.size(), "{}: tensor '{}' data [{}, {}) lies outside the {} data bytes", origin,
+    SN_CHECK(begin <= end && end <= data.size(),
+             "{}: tensor '{}' data [{}, {}) lies outside the {} data bytes (the file is truncated or corrupt)", origin,
              name, begin, end, data.size());
     std::uint64_t span_bytes = 0;
     SN_CHECK(!__builtin_mul_overflow(numel, dtype_size(dtype), &span_bytes) && end - begin == span_bytes,

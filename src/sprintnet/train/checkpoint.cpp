@@ -195,7 +195,9 @@ std::vector<fs::path> list_checkpoints(const fs::path& run_dir) {
 
 fs::path latest_checkpoint(const fs::path& run_dir) {
   std::error_code error;
-  SN_CHECK(fs::is_directory(run_dir, error), "run directory {} does not exist", run_dir.string());
+  SN_CHECK(fs::is_directory(run_dir, error), "run directory {} {}", run_dir.string(),
+           fs::exists(run_dir, error) ? "is not a directory (--resume takes the run's folder, which holds checkpoints/)"
+                                      : "does not exist");
   const fs::path latest = run_dir / kCheckpointsDirName / kLatestFileName;
   SN_CHECK(fs::is_regular_file(latest, error),
            "run directory {} has no checkpoint to resume from ({} does not exist; a run writes one every "

@@ -54,7 +54,11 @@ ResumePlan plan_resume(const std::filesystem::path& run_dir, const std::filesyst
   SN_CHECK(changes.empty(),
            "cannot resume from {}: {} changes {}; these keys shape what the run computes, so only {} may change "
            "when resuming",
-           dir.string(), config_path.empty() ? std::string("--set") : config_path.string(), fmt::join(changes, ", "),
+           dir.string(),
+           config_path.empty() ? std::string("--set")
+           : overrides.empty() ? config_path.string()
+                               : fmt::format("{} with --set", config_path.string()),
+           fmt::join(changes, ", "),
            fmt::join(kResumableKeys, ", "));
 
   const std::int64_t done = plan.checkpoint.epoch;
