@@ -114,6 +114,17 @@ TEST(Trainer, DivergenceIsReportedWithTheKeyToChange) {
     FAIL() << "training with lr 1e30 should diverge";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("optim.lr"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at a learning rate of 1e+30"), std::string::npos) << e.what();
+  }
+  // A schedule that raises the rate (gamma > 1) is named too: the lr the run started with was not the culprit.
+  Trainer raised(small_mnist_config("diverge-schedule", {"train.epochs=3", "data.train_limit=1024", "optim.lr=0.05",
+                                                         "optim.momentum=0.0", "schedule.type=\"step\"",
+                                                         "schedule.step_size=1", "schedule.gamma=1e30"}));
+  try {
+    raised.fit();
+    FAIL() << "training with an lr raised 1e30-fold each epoch should diverge";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("schedule.type is \"step\""), std::string::npos) << e.what();
   }
 }
 

@@ -480,9 +480,15 @@ TrainSummary Trainer::fit() {
     line += fmt::format(", {:.2f} s, {:.0f} samples/s", record.epoch_time_s, record.samples_per_s);
     if (!quiet_ && primary) progress.finish_epoch(line);
     summary.epochs.push_back(record);
+    // The epoch's last learning rate too: a schedule (schedule.gamma > 1, onecycle's peak) can raise it.
     SN_CHECK(std::isfinite(record.train_loss),
-             "training diverged: the train loss of epoch {} is {} (try a lower optim.lr); metrics so far are in {}",
-             epoch, record.train_loss, summary.run_dir.string());
+             "training diverged: the train loss of epoch {} is {} at a learning rate of {:g} (try a lower optim.lr{}); "
+             "metrics so far are in {}",
+             epoch, record.train_loss, record.lr,
+             config_.schedule.type == "constant"
+                 ? ""
+                 : fmt::format(", or schedule settings that keep it lower: schedule.type is \"{}\"", config_.schedule.type),
+             summary.run_dir.string());
     const std::int64_t every = config_.checkpoint.every_epochs;
     const bool checkpoint = last || (every > 0 && epoch % every == 0);
     phase.emplace(phases_, "weights and optimizer state from the engine");
