@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
 #include "sprintnet/core/tensor.h"
 #include "support/test_util.h"
 
@@ -25,6 +29,17 @@ TEST(Tensor, AnUndefinedTensorHasNoElements) {
   EXPECT_EQ(t.numel(), 0);
   EXPECT_EQ(t.nbytes(), 0u);
   EXPECT_EQ(Tensor::zeros({}, DType::kF32).numel(), 1);  // a defined scalar has one
+}
+
+// Conversions that cannot hold a value are errors, not the undefined behaviour of a cast (300 as uint8 was 44).
+TEST(Tensor, ConversionsRefuseValuesTheTargetCannotHoldAndUndefinedTensors) {
+  const Tensor x = Tensor::from_vector(std::vector<float>{300.0f, -1.0f}, {2});
+  EXPECT_THROW(x.to_vector<std::uint8_t>(), Error);
+  EXPECT_THROW(x.to(DType::kU8), Error);
+  EXPECT_THROW(Tensor::from_vector(std::vector<float>{std::nanf(""), 1.0f}, {2}).to(DType::kI32), Error);
+  EXPECT_EQ(Tensor::from_vector(std::vector<float>{2.5f, -3.0f}, {2}).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{2, -3}));  // in range: truncated, as before
+  EXPECT_THROW(Tensor().to(DType::kF64), Error);
 }
 
 TEST(Tensor, ViewAndSliceShareStorage) {

@@ -223,6 +223,13 @@ TEST(Normalization, RejectsConstantPixelsAndUnknownModes) {
   EXPECT_DOUBLE_EQ(make_normalization(flat, "unit").scale, 1.0 / 255);
   EXPECT_THAT(error_message([&] { make_normalization(flat, "zscore"); }),
               AllOf(HasSubstr("data.normalize"), HasSubstr("\"zscore\""), HasSubstr("unit, standard")));
+  // No pixels, or pixels that are not bytes: named before anything reads them.
+  Dataset empty;
+  empty.name = "nothing";
+  EXPECT_THAT(error_message([&] { make_normalization(empty, "standard"); }), HasSubstr("'nothing' has no pixels"));
+  Dataset floats = flat;
+  floats.images = flat.images.to(DType::kF32);
+  EXPECT_THAT(error_message([&] { make_normalization(floats, "standard"); }), HasSubstr("images are fp32"));
 }
 
 }  // namespace

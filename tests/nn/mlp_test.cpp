@@ -20,6 +20,17 @@ std::vector<std::string> parameter_names(nn::Module& module) {
   return names;
 }
 
+// Misuse named, not a crash or a foreign exception: an index past the end, parameters in a dtype the modules
+// do not compute in, a loss given no logits.
+TEST(Modules, MisuseIsANamedError) {
+  nn::Sequential empty;
+  EXPECT_THROW(empty[3], Error);
+  EXPECT_THROW(nn::Linear(4, 2, true, Device::cpu(), DType::kBF16), Error);
+  EXPECT_THROW(nn::Linear(4, 2, true, Device::cpu(), DType::kI32), Error);
+  nn::CrossEntropyLoss loss;
+  EXPECT_THROW(loss.forward(Tensor(), Tensor::zeros({2}, DType::kI32)), Error);
+}
+
 TEST(MakeMlp, LayersAndPyTorchSequentialNames) {
   Generator gen(test::test_seed());
   const nn::MlpSpec spec{.inputs = 6, .hidden = {5, 4}, .outputs = 3, .activation = Activation::kTanh};

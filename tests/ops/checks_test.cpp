@@ -20,6 +20,12 @@ TEST(OpChecks, GemmNamesTheOperand) {
   EXPECT_TRUE(test::throws_error_containing(
       [] { ops::gemm(f32({2, 3}), false, Tensor::zeros({3, 5}, DType::kF64), false, f32({2, 5})); },
       "gemm: dtypes differ"));
+  // The output overlapping an input would be read while written (a silent wrong result before).
+  const Tensor square = f32({2, 2}), other = f32({2, 2});
+  EXPECT_TRUE(test::throws_error_containing([&] { ops::gemm(square, false, other, false, square); },
+                                            "gemm: the output c overlaps the input a"));
+  EXPECT_TRUE(test::throws_error_containing([&] { ops::gemm(other, false, square, false, square); },
+                                            "gemm: the output c overlaps the input b"));
 }
 
 TEST(OpChecks, ElementwiseNamesTheOperand) {

@@ -166,3 +166,18 @@ TEST(MakeOptimizer, BuildsEachTypeFromTheConfig) {
 
 }  // namespace
 }  // namespace sprintnet
+
+namespace sprintnet {
+namespace {
+
+// As PyTorch: an empty list, a null parameter or one listed twice (updated twice a step) is refused, named.
+TEST(Optimizer, RefusesAnEmptyANullOrARepeatedParameter) {
+  Generator gen(test::test_seed());
+  nn::Parameter p = random_parameter({3}, gen);
+  EXPECT_THAT(test::error_message([] { optim::SGD({}, {.lr = 0.1}); }), HasSubstr("empty parameter list"));
+  EXPECT_THAT(test::error_message([&] { optim::SGD({&p, nullptr}, {.lr = 0.1}); }), HasSubstr("parameter 1 is null"));
+  EXPECT_THAT(test::error_message([&] { optim::Adam({&p, &p}, {}); }), HasSubstr("parameter 1 appears twice"));
+}
+
+}  // namespace
+}  // namespace sprintnet

@@ -27,6 +27,19 @@ Dataset indexed_dataset(std::int64_t n, std::int64_t features) {
   return d;
 }
 
+// A data set whose shapes disagree is named before anything reads it (10 images with 5 labels once trained on 5).
+TEST(BatchLoader, RefusesImagesAndLabelsThatDoNotPair) {
+  const Normalization norm{1.0, 0.0};
+  const LoaderOptions options{4, false, false, 0};
+  Dataset fewer_labels = indexed_dataset(10, 3);
+  fewer_labels.labels = fewer_labels.labels.slice_rows(0, 5).clone();
+  EXPECT_THROW(BatchLoader(fewer_labels, norm, options, Device::cpu()), Error);
+  EXPECT_THROW(BatchLoader(Dataset{}, norm, options, Device::cpu()), Error);
+  Dataset flat = indexed_dataset(10, 3);
+  flat.images = flat.images.view({30});
+  EXPECT_THROW(BatchLoader(flat, norm, options, Device::cpu()), Error);
+}
+
 TEST(BatchLoader, EveryEpochVisitsEachSampleOnceInANewOrder) {
   const Dataset data = indexed_dataset(100, 4);
   BatchLoader loader(data, Normalization{1.0, 0.0}, {.batch_size = 10, .shuffle = true, .drop_last = true, .seed = 3},

@@ -22,7 +22,10 @@
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/optim/optimizer.h"
+#include "sprintnet/train/batch_loader.h"
 #include "sprintnet/train/checkpoint.h"
+#include "sprintnet/train/evaluate.h"
+#include "sprintnet/train/model_io.h"
 #include "sprintnet/train/resume.h"
 #include "sprintnet/train/trainer.h"
 #include "support/test_util.h"
@@ -375,6 +378,33 @@ TEST(Checkpoint, WeightsOrStateOfAnotherModelOrOptimizerAreRejectedNamingTheFile
   EXPECT_THAT([&] { Trainer trainer(other_optimizer); },
               ThrowsMessage<Error>(AllOf(HasSubstr(state_file), HasSubstr("'adamw'"))));
   EXPECT_NO_THROW(Trainer trainer(plan));
+}
+
+// Weights are checked as the optimizer's state is: all before any is copied, so a file whose last tensor is
+// wrong leaves the model as it was (the first ones had been overwritten).
+TEST(Checkpoint, ModelWeightsLoadChecksEveryTensorBeforeChangingAnything) {
+  Generator gen(test::test_seed());
+  nn::MlpSpec spec;
+  spec.inputs = 6;
+  spec.hidden = {4};
+  spec.outputs = 3;
+  auto model = nn::make_mlp(spec, gen, Device::cpu(), DType::kF32);
+  const TensorList before = host_copy(model_weights(*model));
+  TensorList offered;
+  for (const auto& [name, tensor] : before) offered.emplace_back(name, test::random_uniform(tensor.shape(), DType::kF32, gen));
+  offered.back().second = Tensor::zeros({7}, DType::kF32);  // the last tensor of the wrong shape
+  EXPECT_THAT([&] { load_model_weights(*model, offered, "w.safetensors"); },
+              ThrowsMessage<Error>(HasSubstr("has shape [7]")));
+  const TensorList after = model_weights(*model);
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(after[i].second.to_vector<float>(), before[i].second.to_vector<float>()) << before[i].first;
+  }
+  // And evaluation refuses a loss it does not know rather than computing cross-entropy for it.
+  Dataset data;
+  data.images = Tensor::zeros({2, 6}, DType::kU8);
+  data.labels = Tensor::zeros({2}, DType::kI32);
+  BatchLoader loader(data, Normalization{1.0, 0.0}, LoaderOptions{2, false, false, 0}, Device::cpu());
+  EXPECT_THAT([&] { evaluate(*model, loader, "MSE"); }, ThrowsMessage<Error>(HasSubstr("unknown loss 'MSE'")));
 }
 
 TEST(Checkpoint, OptimizerStateLoadChecksNamesShapesAndCountersBeforeChangingAnything) {

@@ -128,6 +128,24 @@ TEST(Trainer, DivergenceIsReportedWithTheKeyToChange) {
   }
 }
 
+// A run too long for the per-step learning-rate table names train.epochs (it was an uncaught std::bad_alloc,
+// or a signed overflow); a batch far beyond the data set trains as one batch of it on the compiled CPU step
+// (whose buffers were sized by the batch: 313 GB asked for).
+TEST(Trainer, ExtremeLengthsAreNamedOrTakenAsTheDataAllows) {
+  try {
+    Trainer trainer(small_mnist_config("too-long", {"data.train_limit=128", "train.epochs=10000000000000"}));
+    FAIL() << "a run of 10^13 epochs was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.epochs = 10000000000000"), std::string::npos) << e.what();
+  }
+  Trainer huge_batch(small_mnist_config("huge-batch", {"data.train_limit=256", "train.epochs=1",
+                                                       "train.batch_size=100000000", "train.drop_last=false",
+                                                       "device.engine=\"compiled\""}));
+  const TrainSummary summary = huge_batch.fit();
+  EXPECT_EQ(summary.epochs.size(), 1u);
+  EXPECT_EQ(summary.epochs[0].step, 1);
+}
+
 TEST(Trainer, AskingForCudaWithoutAGpuNamesTheKey) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
   try {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "sprintnet/core/half.h"
 #include "sprintnet/memory/allocator.h"
@@ -124,14 +126,24 @@ double load_as_double(const void* base, DType dtype, std::size_t i) {
   return 0.0;
 }
 
+// An integer element from a double: out of the type's range (or NaN) is an error naming the value, not the
+// undefined behaviour of a plain cast (which wraps 300 to 44 as uint8).
+template <typename I>
+I checked_integer(double v, std::size_t i) {
+  SN_CHECK(v >= static_cast<double>(std::numeric_limits<I>::min()) && v <= static_cast<double>(std::numeric_limits<I>::max()),
+           "element {} is {}, outside the range of {} ([{}, {}])", i, v, sizeof(I) == 1 ? "uint8" : "int32",
+           static_cast<std::int64_t>(std::numeric_limits<I>::min()), static_cast<std::int64_t>(std::numeric_limits<I>::max()));
+  return static_cast<I>(v);
+}
+
 void store_from_double(void* base, DType dtype, std::size_t i, double v) {
   switch (dtype) {
     case DType::kF32: static_cast<float*>(base)[i] = static_cast<float>(v); return;
     case DType::kF64: static_cast<double*>(base)[i] = v; return;
     case DType::kBF16: static_cast<std::uint16_t*>(base)[i] = float_to_bf16_bits(static_cast<float>(v)); return;
     case DType::kF16: static_cast<std::uint16_t*>(base)[i] = float_to_fp16_bits(static_cast<float>(v)); return;
-    case DType::kI32: static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(v); return;
-    case DType::kU8: static_cast<std::uint8_t*>(base)[i] = static_cast<std::uint8_t>(v); return;
+    case DType::kI32: static_cast<std::int32_t*>(base)[i] = checked_integer<std::int32_t>(v, i); return;
+    case DType::kU8: static_cast<std::uint8_t*>(base)[i] = checked_integer<std::uint8_t>(v, i); return;
   }
 }
 
@@ -139,6 +151,7 @@ void store_from_double(void* base, DType dtype, std::size_t i, double v) {
 
 Tensor Tensor::to(DType target) const {
   if (target == dtype_) return *this;
+  SN_CHECK(defined(), "to({}): the tensor is undefined", dtype_name(target));
   const Tensor host = to(Device::cpu());
   Tensor out = empty(shape_, target, Device::cpu());
   const auto n = static_cast<std::size_t>(numel());
@@ -150,7 +163,14 @@ template <typename T>
 std::vector<T> Tensor::to_vector() const {
   const Tensor host = to(Device::cpu());
   std::vector<T> out(static_cast<std::size_t>(numel()));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(load_as_double(host.raw_data(), dtype_, i));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const double v = load_as_double(host.raw_data(), dtype_, i);
+    if constexpr (std::is_integral_v<T>) {
+      out[i] = checked_integer<T>(v, i);
+    } else {
+      out[i] = static_cast<T>(v);
+    }
+  }
   return out;
 }
 template std::vector<float> Tensor::to_vector() const;

@@ -12,6 +12,9 @@ Normalization make_normalization(const Dataset& train, std::string_view mode) {
   constexpr double kPixelMax = 255.0;
   if (mode == "unit") return {1.0 / kPixelMax, 0.0};
   SN_CHECK(mode == "standard", "data.normalize = \"{}\" is not known; accepted: unit, standard", mode);
+  SN_CHECK(train.images.numel() > 0, "data set '{}' has no pixels to compute a normalization from", train.name);
+  SN_CHECK(train.images.dtype() == DType::kU8, "data set '{}': images are {}, a normalization is computed from uint8 "
+           "pixels", train.name, dtype_name(train.images.dtype()));
 
   // A histogram of the 256 byte values gives exact sums in one pass. Several
   // interleaved histograms keep runs of equal pixels from serialising on one
@@ -38,7 +41,6 @@ Normalization make_normalization(const Dataset& train, std::string_view mode) {
     for (std::size_t v = 0; v < histogram.size(); ++v) histogram[v] += lane[v];
   }
   const auto count = static_cast<double>(train.images.numel());
-  SN_CHECK(count > 0, "data set {} has no pixels to compute a normalization from", train.name);
   double mean = 0.0;
   for (std::size_t v = 0; v < histogram.size(); ++v) mean += static_cast<double>(v) / kPixelMax * static_cast<double>(histogram[v]);
   mean /= count;

@@ -26,6 +26,9 @@ double accumulate_beta(Parameter& p) {
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool bias, Device device, DType dtype)
     : in_features_(in_features), out_features_(out_features) {
   SN_CHECK(in_features >= 1 && out_features >= 1, "Linear({}, {}): features must be >= 1", in_features, out_features);
+  // The modules compute in fp32 or fp64 (16-bit training keeps fp32 parameters and converts in the engines).
+  SN_CHECK(dtype == DType::kF32 || dtype == DType::kF64, "Linear({}, {}): parameters in {} are not supported (fp32 or "
+           "fp64)", in_features, out_features, dtype_name(dtype));
   weight_ = make_parameter({out_features, in_features}, device, dtype);
   if (bias) bias_ = make_parameter({out_features}, device, dtype);
 }

@@ -14,6 +14,8 @@ CrossEntropyLoss::CrossEntropyLoss(double label_smoothing) : label_smoothing_(la
 }
 
 Tensor CrossEntropyLoss::forward(const Tensor& logits, const Tensor& labels) {
+  SN_CHECK(logits.defined() && logits.dim() == 2, "CrossEntropyLoss: logits must be [batch, classes], got {}",
+           logits.defined() ? shape_str(logits.shape()) : std::string("an undefined tensor"));
   Tensor loss = Tensor::zeros({1}, logits.dtype(), logits.device());
   grad_input_ = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
   const double inv_batch = 1.0 / static_cast<double>(std::max<std::int64_t>(logits.size(0), 1));

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "sprintnet/core/error.h"
 #include "sprintnet/nn/module.h"
 
 namespace sprintnet::nn {
@@ -30,7 +31,10 @@ class Sequential final : public Module {
   void set_input_requires_grad(bool on) override;
 
   std::size_t size() const { return children_.size(); }
-  Module& operator[](std::size_t i) { return *children_.at(i); }
+  Module& operator[](std::size_t i) {
+    SN_CHECK(i < children_.size(), "Sequential[{}]: it holds {} modules", i, children_.size());
+    return *children_[i];
+  }
 
  private:
   std::vector<std::unique_ptr<Module>> children_;

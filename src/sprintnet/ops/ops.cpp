@@ -73,6 +73,14 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Te
   const auto kb = b.size(trans_b ? 1 : 0), n = b.size(trans_b ? 0 : 1);
   SN_CHECK(k == kb, "gemm: inner dimensions differ: op(a) is [{}, {}], op(b) is [{}, {}]", m, k, kb, n);
   check_shape(c, {m, n}, "gemm: c");
+  // The product reads a and b while it writes c: an overlap gives garbage (PyTorch refuses it too).
+  const auto overlaps = [&](const Tensor& x) {
+    const auto* begin = static_cast<const char*>(x.raw_data());
+    const auto* c_begin = static_cast<const char*>(c.raw_data());
+    return begin < c_begin + c.nbytes() && c_begin < begin + x.nbytes();
+  };
+  SN_CHECK(!overlaps(a) && !overlaps(b), "gemm: the output c overlaps the input {} in memory; write to another tensor",
+           overlaps(a) ? "a" : "b");
   backend.gemm(a, trans_a, b, trans_b, c, alpha, beta);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "sprintnet/ops/ops.h"
 
@@ -73,6 +74,14 @@ void Optimizer::set_counters(const Counters& counters, std::string_view origin) 
 }
 
 Optimizer::Optimizer(std::vector<nn::Parameter*> params, double lr) : params_(std::move(params)), lr_(lr) {
+  // As PyTorch: nothing to optimize, or one tensor updated twice a step, is a mistake to name, not to run.
+  SN_CHECK(!params_.empty(), "optimizer got an empty parameter list");
+  std::set<const nn::Parameter*> seen;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    SN_CHECK(params_[i] != nullptr, "optimizer parameter {} is null", i);
+    SN_CHECK(seen.insert(params_[i]).second, "optimizer parameter {} appears twice in the list (it would be updated "
+             "twice a step)", i);
+  }
   set_lr(lr);
 }
 

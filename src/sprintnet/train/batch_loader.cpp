@@ -7,10 +7,25 @@
 #include "sprintnet/ops/ops.h"
 
 namespace sprintnet::train {
+namespace {
+
+// The data set's shapes, checked before anything reads them: [samples, features] images, one label each.
+const Dataset& checked(const Dataset& data) {
+  SN_CHECK(data.images.defined() && data.labels.defined(), "dataset '{}' has no {}", data.name,
+           data.images.defined() ? "labels" : "images");
+  SN_CHECK(data.images.dim() == 2, "dataset '{}': images must be [samples, features], got {}", data.name,
+           shape_str(data.images.shape()));
+  SN_CHECK(data.labels.dim() == 1 && data.labels.size(0) == data.images.size(0),
+           "dataset '{}' has {} images and labels of shape {}: one label an image is needed", data.name,
+           data.images.size(0), shape_str(data.labels.shape()));
+  return data;
+}
+
+}  // namespace
 
 BatchLoader::BatchLoader(const Dataset& data, const Normalization& norm, const LoaderOptions& options, Device device,
                          DType dtype)
-    : images_(data.images.to(device)), labels_(data.labels.to(device)), norm_(norm), options_(options),
+    : images_(checked(data).images.to(device)), labels_(data.labels.to(device)), norm_(norm), options_(options),
       samples_(data.size()), features_(data.images.size(1)), device_(device), dtype_(dtype) {
   SN_CHECK(options.batch_size >= 1, "batch size must be >= 1, got {}", options.batch_size);
   SN_CHECK(samples_ >= 1, "dataset '{}' is empty", data.name);

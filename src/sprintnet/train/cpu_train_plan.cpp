@@ -129,8 +129,10 @@ CpuTrainPlan::CpuTrainPlan(const TrainPlanSpec& spec) : spec_(spec) {
   SN_CHECK(train.device().is_cpu(), "the compiled CPU step needs its data on the CPU, not {}", train.device().str());
   SN_CHECK(train.features() == spec.mlp.inputs, "the data has {} features, the model takes {}", train.features(),
            spec.mlp.inputs);
-  batch_ = train.options().batch_size;
   samples_ = train.samples();
+  // No batch holds more rows than the data set (as BatchLoader): buffers sized by a batch_size beyond it would
+  // allocate for rows that never come.
+  batch_ = std::min(train.options().batch_size, samples_);
   steps_per_epoch_ = train.batches_per_epoch();
   layout_ = flat_layout(spec.mlp, kAlignment);
   master_ = Tensor::zeros({layout_.size}, DType::kF32);

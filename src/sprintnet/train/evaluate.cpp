@@ -7,6 +7,8 @@ namespace sprintnet::train {
 EvalResult evaluate(nn::Module& model, BatchLoader& loader, std::string_view loss_type, const BatchHook& on_batch) {
   const bool was_training = model.is_training();
   model.eval();
+  SN_CHECK(loss_type == "cross_entropy" || loss_type == "mse",
+           "evaluate: unknown loss '{}' (loss.type is cross_entropy or mse)", loss_type);
   loader.start_epoch(0);
   const Device device = loader.device();
   // One fp32 add per batch of a batch sum computed at higher precision: rounding stays ~1e-7 relative.

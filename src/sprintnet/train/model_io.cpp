@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "sprintnet/ops/ops.h"
 
@@ -28,7 +30,9 @@ void load_model_weights(nn::Module& model, const TensorList& weights, std::strin
   for (const auto& [name, tensor] : weights) {
     SN_CHECK(by_name.emplace(name, &tensor).second, "{}: tensor '{}' appears twice", origin, name);
   }
+  // Every tensor is checked before any is copied, so rejected weights leave the model as it was.
   const nn::NamedParameters params = model.named_parameters();
+  std::vector<std::pair<nn::Parameter*, Tensor>> copies;
   for (const auto& [name, param] : params) {
     auto it = by_name.find(name);
     SN_CHECK(it != by_name.end(), "{}: no tensor '{}' for the model's parameter of shape {}", origin, name,
@@ -45,11 +49,12 @@ void load_model_weights(nn::Module& model, const TensorList& weights, std::strin
       SN_CHECK(bad == values.end(), "{}: tensor '{}' holds a non-finite value ({} at element {})", origin, name, *bad,
                bad - values.begin());
     }
-    ops::copy(param->value, host.to(param->value.device()));
+    copies.emplace_back(param, host);
     by_name.erase(it);
   }
   SN_CHECK(by_name.empty(), "{}: tensor '{}' matches no parameter of the model", origin,
            by_name.empty() ? "" : by_name.begin()->first);
+  for (const auto& [param, host] : copies) ops::copy(param->value, host.to(param->value.device()));
 }
 
 }  // namespace sprintnet::train

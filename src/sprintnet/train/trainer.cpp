@@ -230,6 +230,13 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
   test_loader_ = std::make_unique<BatchLoader>(on_device_data.test, loaded_.norm, test_options, device_, dtype);
 
   const std::int64_t steps = train_loader_->batches_per_epoch();
+  // The compiled engines keep a learning rate a step (8 bytes each): a bound on the run, checked before the
+  // product can overflow.
+  constexpr std::int64_t kMaxRunSteps = 100'000'000;
+  SN_CHECK(config_.train.epochs <= kMaxRunSteps / std::max<std::int64_t>(steps, 1),
+           "train.epochs = {} at {} steps an epoch is more than the {} steps a run may take; lower train.epochs "
+           "(or raise train.batch_size)",
+           config_.train.epochs, steps, kMaxRunSteps);
   schedule_ = std::make_unique<optim::LrSchedule>(config_.schedule, config_.optim.lr, steps,
                                                   steps * config_.train.epochs);
   if (plan != nullptr) {
