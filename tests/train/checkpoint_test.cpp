@@ -380,15 +380,16 @@ TEST(Checkpoint, WeightsOrStateOfAnotherModelOrOptimizerAreRejectedNamingTheFile
   EXPECT_NO_THROW(Trainer trainer(plan));
 }
 
+// A 6-4-3 model, fp32 on the CPU: enough tensors for the load checks below.
+std::unique_ptr<nn::Sequential> tiny_model(Generator& gen) {
+  return nn::make_mlp({.inputs = 6, .hidden = {4}, .outputs = 3}, gen, Device::cpu(), DType::kF32);
+}
+
 // Weights are checked as the optimizer's state is: all before any is copied, so a file whose last tensor is
 // wrong leaves the model as it was (the first ones had been overwritten).
 TEST(Checkpoint, ModelWeightsLoadChecksEveryTensorBeforeChangingAnything) {
   Generator gen(test::test_seed());
-  nn::MlpSpec spec;
-  spec.inputs = 6;
-  spec.hidden = {4};
-  spec.outputs = 3;
-  auto model = nn::make_mlp(spec, gen, Device::cpu(), DType::kF32);
+  auto model = tiny_model(gen);
   const TensorList before = host_copy(model_weights(*model));
   TensorList offered;
   for (const auto& [name, tensor] : before) offered.emplace_back(name, test::random_uniform(tensor.shape(), DType::kF32, gen));
@@ -409,11 +410,7 @@ TEST(Checkpoint, ModelWeightsLoadChecksEveryTensorBeforeChangingAnything) {
 
 TEST(Checkpoint, OptimizerStateLoadChecksNamesShapesAndCountersBeforeChangingAnything) {
   Generator gen(test::test_seed());
-  nn::MlpSpec spec;
-  spec.inputs = 6;
-  spec.hidden = {4};
-  spec.outputs = 3;
-  auto model = nn::make_mlp(spec, gen, Device::cpu(), DType::kF32);
+  auto model = tiny_model(gen);
   optim::SGD sgd(model->parameters(), optim::SgdOptions{0.1, 0.9, 0.0, 0.0, false});
   optim::NamedTensors saved;
   for (const auto& [name, tensor] : sgd.state()) {
