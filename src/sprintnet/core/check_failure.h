@@ -8,7 +8,9 @@ namespace sprintnet::detail {
 
 // Throw `message` followed by "[file:line: expr]" (expr may be nullptr): as sprintnet::Error...
 [[noreturn]] void throw_check_failure(const char* file, int line, const char* expr, const std::string& message);
-// ...or as sprintnet::OutOfMemoryError (core/out_of_memory_error.h), for the device having no room.
-[[noreturn]] void throw_out_of_memory(const char* file, int line, const char* expr, const std::string& message);
+// ...or as sprintnet::OutOfMemoryError (core/out_of_memory_error.h), for the device (or, `host`, the host)
+// having no room.
+[[noreturn]] void throw_out_of_memory(const char* file, int line, const char* expr, const std::string& message,
+                                      bool host = false);
 
 }  // namespace sprintnet::detail

@@ -21,8 +21,8 @@ void throw_check_failure(const char* file, int line, const char* expr, const std
   throw Error(with_location(file, line, expr, message));
 }
 
-void throw_out_of_memory(const char* file, int line, const char* expr, const std::string& message) {
-  throw OutOfMemoryError(with_location(file, line, expr, message));
+void throw_out_of_memory(const char* file, int line, const char* expr, const std::string& message, bool host) {
+  throw OutOfMemoryError(with_location(file, line, expr, message), host ? MemoryKind::kHost : MemoryKind::kDevice);
 }
 
 }  // namespace sprintnet::detail

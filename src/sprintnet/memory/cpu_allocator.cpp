@@ -16,7 +16,7 @@ class CpuAllocator final : public Allocator {
     if (bytes == 0) return nullptr;
     const std::size_t rounded = (bytes + kCpuAlignmentBytes - 1) / kCpuAlignmentBytes * kCpuAlignmentBytes;
     void* ptr = std::aligned_alloc(kCpuAlignmentBytes, rounded);
-    if (ptr == nullptr) SN_FAIL_OUT_OF_MEMORY("{} allocating {} bytes", kOutOfHostMemory, bytes);
+    if (ptr == nullptr) SN_FAIL_OUT_OF_HOST_MEMORY("out of host memory allocating {} bytes", bytes);
     return ptr;
   }
   void deallocate(void* ptr, std::size_t /*bytes*/) noexcept override { std::free(ptr); }

@@ -58,10 +58,9 @@ std::string out_of_memory_advice(const std::filesystem::path& config_file, const
 
 OutOfMemoryError with_out_of_memory_advice(const OutOfMemoryError& error, const std::filesystem::path& config_file,
                                            const Config& config, MemoryUse use) {
-  const bool host = std::string_view(error.what()).find(kOutOfHostMemory) != std::string_view::npos;
-  return OutOfMemoryError(fmt::format("{}\n{}", error.what(),
-                                      out_of_memory_advice(config_file, config, use,
-                                                           host ? MemoryKind::kHost : MemoryKind::kDevice)));
+  return OutOfMemoryError(
+      fmt::format("{}\n{}", error.what(), out_of_memory_advice(config_file, config, use, error.kind())),
+      error.kind());
 }
 
 }  // namespace sprintnet::train

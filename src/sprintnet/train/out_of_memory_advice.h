@@ -20,9 +20,6 @@ enum class MemoryUse {
   kInference,   // sprintnet eval / predict: the model (train::load_model) and the evaluation batch, on --device
 };
 
-// Which memory ran out: a GPU's, or the host's (the CPU allocator's "out of host memory").
-enum class MemoryKind { kDevice, kHost };
-
 // The advice line for `config` (what `config_file` and its overrides resolved to).
 std::string out_of_memory_advice(const std::filesystem::path& config_file, const Config& config, MemoryUse use,
                                  MemoryKind kind = MemoryKind::kDevice);
