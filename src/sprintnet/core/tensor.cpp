@@ -130,9 +130,10 @@ double load_as_double(const void* base, DType dtype, std::size_t i) {
 // undefined behaviour of a plain cast (which wraps 300 to 44 as uint8).
 template <typename I>
 I checked_integer(double v, std::size_t i) {
-  SN_CHECK(v >= static_cast<double>(std::numeric_limits<I>::min()) && v <= static_cast<double>(std::numeric_limits<I>::max()),
-           "element {} is {}, outside the range of {} ([{}, {}])", i, v, sizeof(I) == 1 ? "uint8" : "int32",
-           static_cast<std::int64_t>(std::numeric_limits<I>::min()), static_cast<std::int64_t>(std::numeric_limits<I>::max()));
+  constexpr auto low = static_cast<std::int64_t>(std::numeric_limits<I>::min());
+  constexpr auto high = static_cast<std::int64_t>(std::numeric_limits<I>::max());
+  SN_CHECK(v >= static_cast<double>(low) && v <= static_cast<double>(high), "element {} is {}, outside the range of {} "
+           "([{}, {}])", i, v, dtype_name(DTypeOf<I>::value), low, high);
   return static_cast<I>(v);
 }
 

@@ -81,19 +81,18 @@ DecodedImage decode_png(std::span<const std::uint8_t> bytes, std::string_view or
   int width = 0;
   int height = 0;
   int channels = 0;
-  // The header first, so a corrupt or hostile size is refused before any allocation. stb_image refuses sizes
-  // it cannot decode (0 wide, or over its own 2^24 limit) without saying which: the IHDR chunk's size (bytes
-  // 16-23, after the signature and the chunk's length and type) names it in the message below.
-  if (stbi_info_from_memory(data, length, &width, &height, &channels) != 1) {
-    const bool ihdr = bytes.size() >= 24 && std::string_view(reinterpret_cast<const char*>(&bytes[12]), 4) == "IHDR";
-    const std::uint32_t w = ihdr ? big_endian32(&bytes[16]) : 1, h = ihdr ? big_endian32(&bytes[20]) : 1;
-    SN_CHECK(w >= 1 && h >= 1 && std::uint64_t{w} * h <= std::uint64_t{kMaxImagePixels},
+  // The size first, so a corrupt or hostile one is refused before any allocation, and named: stb_image refuses
+  // sizes it cannot decode (0 wide, or past its own limits) without saying which. IHDR is the first chunk; its
+  // bytes 16-23 (after the signature and the chunk's length and type) hold the width and height, which are
+  // what stb_image reads too (it refuses a file whose first chunk is not IHDR).
+  if (bytes.size() >= 24 && std::string_view(reinterpret_cast<const char*>(&bytes[12]), 4) == "IHDR") {
+    const std::uint64_t w = big_endian32(&bytes[16]), h = big_endian32(&bytes[20]);
+    SN_CHECK(w >= 1 && h >= 1 && w * h <= std::uint64_t{kMaxImagePixels},
              "{}: a {}x{} PNG; images from 1x1 to {} pixels are accepted", origin, w, h, kMaxImagePixels);
-    SN_FAIL("{}: not a readable PNG ({})", origin, failure_reason());
   }
+  SN_CHECK(stbi_info_from_memory(data, length, &width, &height, &channels) == 1, "{}: not a readable PNG ({})", origin,
+           failure_reason());
   const std::int64_t pixels = std::int64_t{width} * height;
-  SN_CHECK(width >= 1 && height >= 1 && pixels <= kMaxImagePixels,
-           "{}: a {}x{} PNG is larger than the {} pixels accepted", origin, width, height, kMaxImagePixels);
 
   check_chunks(bytes, origin, width, height);
 

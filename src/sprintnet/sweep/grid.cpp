@@ -164,9 +164,7 @@ void validate(const std::filesystem::path& config_path, const std::vector<std::s
   for (const SweepRun& run : runs) {
     std::vector<ConfigOverride> overrides;
     for (const std::string& text : extra) overrides.push_back({text});
-    for (std::size_t i = 0; i < run.overrides.size(); ++i) {
-      overrides.push_back({run.overrides[i], i < run.origins.size() ? run.origins[i] : "--set"});
-    }
+    for (std::size_t i = 0; i < run.overrides.size(); ++i) overrides.push_back({run.overrides[i], run.origins[i]});
     load_config_with_origins(config_path, overrides);
   }
 }

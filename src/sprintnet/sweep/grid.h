@@ -24,7 +24,7 @@ struct SweepRun {
   std::string name;                    // run folder: key=value pairs and the seed, e.g. "optim.lr=0.1,seed=0"
   std::string point;                   // the grid point without the seed (runs with equal points are averaged)
   std::vector<std::string> overrides;  // "key=value" for load_config, the seed's last
-  std::vector<std::string> origins;    // where each override came from (GridAxis::origin, seeds_origin)
+  std::vector<std::string> origins;    // where each override came from, one each (GridAxis::origin, seeds_origin)
 };
 
 // "optim.lr=0.1,0.05" → {optim.lr, [0.1, 0.05]}; commas inside [] or quotes do not split.

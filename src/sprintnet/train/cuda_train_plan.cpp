@@ -570,8 +570,8 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
     // The first layer's weight gradient is the last product of the step: nothing to overlap it with.
     cudaStream_t wgrad = l == 0 || !wgrad_on_side_ ? main : side;
     if (wgrad == side) after(side, main);
-    // Recorded right after the input-gradient product, the last reader of W: the update need not wait
-    // for the activation's gradient applied after it.
+    // Recorded right after the input-gradient product (l > 0), the last reader of W: the update need not
+    // wait for the activation's gradient applied after it.
     cudaEvent_t w_read = nullptr;
     if (skinny_ && l + 1 == layers_.size()) {
       // The output layer: dW and the bias gradient from the fp32 logits gradient in one kernel, which
@@ -638,7 +638,7 @@ void CudaTrainPlan::enqueue_step(cudaStream_t main, std::int64_t rows) {
       } else if (spec_.world > 1) {
         enqueue_all_reduce(begin, end - begin, update);
       }
-      if (wgrad == side) SN_CUDA_CHECK(cudaStreamWaitEvent(update, w_read != nullptr ? w_read : record(main), 0));
+      if (wgrad == side) SN_CUDA_CHECK(cudaStreamWaitEvent(update, w_read, 0));  // side: l > 0, so recorded
       enqueue_range_update(optimizer, {begin, end}, /*advance=*/l == 0, update);
     }
   }
