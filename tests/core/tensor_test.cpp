@@ -40,6 +40,7 @@ TEST(Tensor, ConversionsRefuseValuesTheTargetCannotHoldAndUndefinedTensors) {
   EXPECT_EQ(Tensor::from_vector(std::vector<float>{2.5f, -3.0f}, {2}).to_vector<std::int32_t>(),
             (std::vector<std::int32_t>{2, -3}));  // in range: truncated, as before
   EXPECT_THROW(Tensor().to(DType::kF64), Error);
+  EXPECT_THROW((void)Tensor().to_vector<float>(), Error);
 }
 
 TEST(Tensor, ViewAndSliceShareStorage) {

@@ -61,6 +61,10 @@ TEST(GatherLabels, SelectsByIndex) {
   EXPECT_TRUE(test::throws_error_containing(
       [&] { ops::gather_labels(labels, Tensor::from_vector<std::int32_t>({-3}, {1}), Tensor::zeros({1}, DType::kI32)); },
       "index -3 outside [0, 30)"));
+  // A matrix of labels would be read as one flat vector: refused, naming the shapes.
+  EXPECT_TRUE(test::throws_error_containing(
+      [&] { ops::gather_labels(labels.view({3, 10}), indices, test::poisoned({17}, DType::kI32)); },
+      "labels and indices must be vectors, have shapes [3, 10] and [17]"));
 }
 
 }  // namespace

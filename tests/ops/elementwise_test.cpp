@@ -2,6 +2,8 @@
 // agree to rounding (1e-14); fp32 ones within a stated number of roundings.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ops_test_util.h"
 #include "sprintnet/ops/ops.h"
 #include "support/test_util.h"
@@ -79,6 +81,25 @@ TEST(Fill, EveryDtype) {
     ops::fill(t, 3.0);
     EXPECT_EQ(test::values(t), std::vector<double>(5, 3.0)) << dtype_name(dtype);
   }
+}
+
+// An integer tensor cannot hold NaN, 300 as uint8 or 3e9 as int32: errors, where a cast's undefined behaviour
+// used to write whatever the compiler made of it. Floats keep a cast's meaning (1e300 as fp32 is inf).
+TEST(Fill, RefusesValuesAnIntegerDtypeCannotHold) {
+  const Tensor u8 = Tensor::zeros({3}, DType::kU8), i32 = Tensor::zeros({3}, DType::kI32);
+  EXPECT_TRUE(test::throws_error_containing([&] { ops::fill(u8, 300.0); }, "fill: 300 is outside the range of uint8 ([0, 255])"));
+  EXPECT_THROW(ops::fill(u8, -1.0), Error);
+  EXPECT_THROW(ops::fill(i32, std::nan("")), Error);
+  EXPECT_THROW(ops::fill(i32, 3e9), Error);
+  EXPECT_THROW(Tensor::full({2}, 256.0, DType::kU8), Error);
+  EXPECT_EQ(test::values(u8), std::vector<double>(3, 0.0));  // untouched by the refused fills
+  ops::fill(u8, 255.0);
+  ops::fill(i32, -2147483648.0);
+  EXPECT_EQ(test::values(u8), std::vector<double>(3, 255.0));
+  EXPECT_EQ(test::values(i32), std::vector<double>(3, -2147483648.0));
+  const Tensor f32 = Tensor::zeros({1}, DType::kF32);
+  ops::fill(f32, 1e300);
+  EXPECT_TRUE(std::isinf(test::values(f32)[0]));
 }
 
 }  // namespace

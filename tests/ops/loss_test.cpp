@@ -153,6 +153,14 @@ TEST(CountCorrect, FirstMaximumWinsTies) {
   EXPECT_EQ(correct.item(), 14);
 }
 
+// As `(logits.argmax(1) == y).sum()`: a label no class can equal is a miss, not an error or a hit.
+TEST(CountCorrect, ALabelOutsideTheClassesIsAMiss) {
+  const Tensor logits = Tensor::from_vector<float>({0, 1, 1, 0, 1, 0}, {3, 2});  // argmax 1, 0, 0
+  const Tensor correct = Tensor::zeros({1}, DType::kI32);
+  ops::count_correct(logits, Tensor::from_vector<std::int32_t>({-1, 2, 0}, {3}), correct);
+  EXPECT_EQ(correct.item(), 1);
+}
+
 TEST(CountCorrect, MatchesNaiveArgmaxOnRandomTies) {
   Generator gen(test::test_seed());
   const std::int64_t rows = 200, classes = 5;

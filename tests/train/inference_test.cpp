@@ -236,6 +236,10 @@ TEST(ConfusionMatrix, CountsCellsAndClassAccuracy) {
   EXPECT_DOUBLE_EQ(confusion.class_accuracy(0), 0.5);
   EXPECT_TRUE(std::isnan(confusion.class_accuracy(1)));  // no sample of class 1
   EXPECT_THROW(confusion.add(3, 0), Error);
+  // A negative count of classes used to size the cells from its square (-5 -> 25); too many would overflow it.
+  EXPECT_THAT(test::error_message([] { ConfusionMatrix(-5); }), HasSubstr("0 to 65536 classes, got -5"));
+  EXPECT_THROW(ConfusionMatrix(kMaxClasses + 1), Error);
+  EXPECT_EQ(ConfusionMatrix().total(), 0);
 }
 
 }  // namespace

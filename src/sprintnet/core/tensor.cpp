@@ -52,6 +52,7 @@ Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
 Tensor Tensor::zeros(Shape shape, DType dtype, Device device) { return full(std::move(shape), 0.0, dtype, device); }
 
 Tensor Tensor::full(Shape shape, double value, DType dtype, Device device) {
+  check_fill_value(dtype, value, "Tensor::full");
   Tensor t = empty(std::move(shape), dtype, device);
   backend_for(device).fill(t, value);
   return t;
@@ -162,6 +163,7 @@ Tensor Tensor::to(DType target) const {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  SN_CHECK(defined(), "to_vector: the tensor is undefined");
   const Tensor host = to(Device::cpu());
   std::vector<T> out(static_cast<std::size_t>(numel()));
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -182,6 +184,17 @@ template std::vector<std::uint8_t> Tensor::to_vector() const;
 double Tensor::item() const {
   SN_CHECK(numel() == 1, "item() needs one element, the tensor has shape {}", shape_str(shape_));
   return to_vector<double>()[0];
+}
+
+void check_fill_value(DType dtype, double value, std::string_view op) {
+  double low = 0.0, high = 0.0;
+  switch (dtype) {
+    case DType::kI32: low = std::numeric_limits<std::int32_t>::min(), high = std::numeric_limits<std::int32_t>::max(); break;
+    case DType::kU8: low = 0.0, high = 255.0; break;
+    default: return;
+  }
+  SN_CHECK(value >= low && value <= high, "{}: {} is outside the range of {} ([{}, {}])", op, value, dtype_name(dtype),
+           low, high);
 }
 
 void check_shape(const Tensor& t, const Shape& expected, std::string_view what) {

@@ -97,5 +97,8 @@ class Tensor {
 
 // Throws a message naming `what` when the tensor's shape is not `expected`.
 void check_shape(const Tensor& t, const Shape& expected, std::string_view what);
+// A fill value an integer dtype cannot hold (NaN, or outside its range) is an error naming `op`, not the
+// undefined behaviour of a plain cast. Floating dtypes take any value (out of range rounds to inf, as a cast).
+void check_fill_value(DType dtype, double value, std::string_view op);
 
 }  // namespace sprintnet

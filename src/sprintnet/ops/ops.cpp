@@ -50,6 +50,7 @@ void copy(const Tensor& dst, const Tensor& src) {
 
 void fill(const Tensor& t, double value) {
   check_defined(t, "fill", "tensor");
+  check_fill_value(t.dtype(), value, "fill");
   backend_for(t.device()).fill(t, value);
 }
 
@@ -200,6 +201,8 @@ void gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& ds
   Backend& backend = common_backend("gather_labels", {&labels, &indices, &dst});
   SN_CHECK(labels.dtype() == DType::kI32 && indices.dtype() == DType::kI32 && dst.dtype() == DType::kI32,
            "gather_labels: labels, indices and dst must be int32");
+  SN_CHECK(labels.dim() == 1 && indices.dim() == 1, "gather_labels: labels and indices must be vectors, have shapes {} "
+           "and {}", shape_str(labels.shape()), shape_str(indices.shape()));
   check_shape(dst, indices.shape(), "gather_labels: dst");
   backend.gather_labels(labels, indices, dst);
 }

@@ -227,8 +227,11 @@ std::string model_summary(LoadedModel& model) {
                      model.model->parameter_count());
 }
 
-ConfusionMatrix::ConfusionMatrix(std::int64_t num_classes)
-    : classes(num_classes), counts(static_cast<std::size_t>(num_classes * num_classes), 0) {}
+ConfusionMatrix::ConfusionMatrix(std::int64_t num_classes) : classes(num_classes) {
+  SN_CHECK(num_classes >= 0 && num_classes <= kMaxClasses, "a confusion matrix holds 0 to {} classes, got {}", kMaxClasses,
+           num_classes);
+  counts.assign(static_cast<std::size_t>(num_classes * num_classes), 0);
+}
 
 std::int64_t ConfusionMatrix::at(std::int64_t truth, std::int64_t predicted) const {
   SN_CHECK(truth >= 0 && truth < classes && predicted >= 0 && predicted < classes,
