@@ -203,6 +203,10 @@ TEST_F(InferenceTest, AnotherArchitectureIsRejectedNamingTheTensor) {
         ::testing::AllOf(HasSubstr("2 linear layer(s)"), HasSubstr("2.weight [10, 32]"), HasSubstr("model.hidden")))
         << hidden;
   }
+  // model.classes other than 0 (inferred) must be the output layer's width; it used to be ignored.
+  EXPECT_THAT(test::error_message([&] { load_model(run(), on_cpu({"model.classes=5"})); }),
+              ::testing::AllOf(HasSubstr("2.weight"), HasSubstr("has 10 classes"), HasSubstr("model.classes = 5")));
+  EXPECT_EQ(load_model(run(), on_cpu({"model.classes=10"})).num_classes(), 10);
 }
 
 TEST_F(InferenceTest, MissingFilesAreNamed) {

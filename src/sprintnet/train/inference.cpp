@@ -87,6 +87,11 @@ std::int64_t output_width(const SafetensorsFile& weights, const ModelConfig& mod
     if (tensor_name != name) continue;
     SN_CHECK(tensor.dim() == 2 && tensor.size(0) >= 1, "{}: tensor '{}' has shape {}, expected [classes, inputs]",
              origin, name, shape_str(tensor.shape()));
+    // model.classes = 0 means "as the training labels said"; any other value must be what the weights hold,
+    // so that a `--set model.classes=...` is never silently ignored.
+    SN_CHECK(model.classes == 0 || model.classes == tensor.size(0),
+             "{}: the output layer '{}' {} has {} classes but the config's model.classes = {}; were they trained "
+             "with another config?", origin, name, shape_str(tensor.shape()), tensor.size(0), model.classes);
     return tensor.size(0);
   }
   SN_FAIL("{}: no tensor '{}' for the output layer (the weights hold {})", origin, name, fmt::join(layers, ", "));
