@@ -27,6 +27,7 @@
 #include "sprintnet/train/evaluate.h"
 #include "sprintnet/train/model_io.h"
 #include "sprintnet/train/resume.h"
+#include "sprintnet/train/run_directory.h"
 #include "sprintnet/train/trainer.h"
 #include "support/test_util.h"
 
@@ -314,6 +315,36 @@ TEST(Checkpoint, ResumingFailsCleanlyWithoutACheckpointToResume) {
   EXPECT_THAT([&] { plan_resume(run, {}, {}); },
               ThrowsMessage<Error>(HasSubstr("--set train.epochs=N with N > 2")));
   EXPECT_THAT([&] { plan_resume(run, {}, {"train.epochs=1"}); }, ThrowsMessage<Error>(HasSubstr("fewer than")));
+}
+
+// Two processes resuming one run (a requeued job beside the one still running) used to both succeed, one's
+// metrics rows silently replacing the other's. The second now fails before it rewrites anything.
+TEST(Checkpoint, ARunDirectoryInUseIsNotResumedTwice) {
+  const fs::path out = test::temp_dir("checkpoint-in-use");
+  const fs::path run = train_until_killed(tiny_config(out, "run"), 2);
+  const std::string rows = read_file(run / "metrics.jsonl");
+  {
+    const RunDirectoryLock other_process(run);  // a separate open file description: flock sees another holder
+    EXPECT_THAT([&] { resume(run); },
+                ThrowsMessage<Error>(AllOf(HasSubstr(run.string()), HasSubstr("in use by another sprintnet process"))));
+    EXPECT_THAT([&] { RunDirectoryLock again(run); }, ThrowsMessage<Error>(HasSubstr("in use")));
+  }
+  EXPECT_EQ(read_file(run / "metrics.jsonl"), rows);  // the refused resume changed nothing
+  EXPECT_EQ(resume(run).epochs.size(), static_cast<std::size_t>(kEpochs - 2));  // released: it resumes
+  const RunDirectoryLock after_the_run(run);  // and fit() let go of it when it returned
+}
+
+// data.dir = "data" is relative: a run resumed from another working directory, or after its data moved, needs
+// --set data.dir, which used to be refused as a change of what the run computes.
+TEST(Checkpoint, TheDataPathsMayChangeOnResume) {
+  const fs::path out = test::temp_dir("checkpoint-data-moved");
+  const fs::path run = train_until_killed(tiny_config(out, "run"), 2);
+  const fs::path moved = out / "moved-data";
+  fs::create_directory_symlink(fs::absolute(test::data_dir()), moved);
+  const TrainSummary resumed = resume(run, {fmt::format("data.dir=\"{}\"", moved.string())});
+  EXPECT_EQ(resumed.epochs.size(), static_cast<std::size_t>(kEpochs - 2));
+  EXPECT_THAT([&] { plan_resume(run, {}, {"data.train_limit=1000"}); },
+              ThrowsMessage<Error>(HasSubstr("data.train_limit (2000 in the checkpoint, 1000 now)")));
 }
 
 TEST(Checkpoint, ConfigsThatChangeWhatTheRunComputesAreRefusedNamingTheKey) {

@@ -13,10 +13,15 @@ namespace {
 // They say how long the run goes on, where it computes and what it shows, not what the epochs
 // up to the checkpoint computed. output.dir and output.name are ignored: a resumed run stays in
 // RUN_DIR. (Bit-exact continuation needs the same device and thread count as before.)
+// The data paths say where the bytes are, not what is computed: a run started in another working directory
+// (data.dir = "data" is relative) or whose data set moved resumes with --set data.dir=... A different data set
+// of another size is still refused, by the checkpoint's step count.
 constexpr std::string_view kResumableKeys[] = {
     "train.epochs",       "train.eval_every",         "train.eval_batch_size", "train.log_every",
     "device.name",        "device.allocator",         "device.threads",        "output.dir",
     "output.name",        "output.progress",          "checkpoint.every_epochs", "checkpoint.keep_last",
+    "data.dir",           "data.train_images",        "data.train_labels",     "data.test_images",
+    "data.test_labels",
 };
 
 bool is_resumable(std::string_view key) {

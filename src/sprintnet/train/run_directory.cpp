@@ -1,6 +1,13 @@
 #include "sprintnet/train/run_directory.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <ctime>
+#include <utility>
 
 #include <fmt/chrono.h>
 
@@ -24,6 +31,25 @@ std::filesystem::path create_run_directory(const Config& config) {
     SN_CHECK(!ec, "cannot create run directory {}: {}", candidate.string(), ec.message());
   }
   SN_FAIL("cannot find a free run directory name next to {}", base.string());
+}
+
+RunDirectoryLock::RunDirectoryLock(const std::filesystem::path& run_dir)
+    : fd_(::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+  SN_CHECK(fd_ >= 0, "cannot open run directory {}: {}", run_dir.string(), std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  const int error = errno;
+  ::close(fd_);
+  SN_CHECK(error != EWOULDBLOCK,
+           "run directory {} is in use by another sprintnet process (a training or a resume of this run that is "
+           "still running); wait for it to end, or stop it, before resuming",
+           run_dir.string());
+  SN_FAIL("cannot lock run directory {}: {}", run_dir.string(), std::strerror(error));
+}
+
+RunDirectoryLock::RunDirectoryLock(RunDirectoryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+RunDirectoryLock::~RunDirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the lock
 }
 
 }  // namespace sprintnet::train

@@ -11,4 +11,21 @@ namespace sprintnet::train {
 
 std::filesystem::path create_run_directory(const Config& config);
 
+// An exclusive advisory lock (flock) on a run directory, held while a process writes it: a second
+// `train --resume` of a run that is still training (or resuming) fails at once, naming the directory,
+// instead of interleaving its metrics, event files and checkpoints with the first's. The kernel drops
+// the lock when the process dies, so a killed run never leaves its directory locked.
+class RunDirectoryLock {
+ public:
+  explicit RunDirectoryLock(const std::filesystem::path& run_dir);
+  ~RunDirectoryLock();
+  RunDirectoryLock(RunDirectoryLock&& other) noexcept;
+  RunDirectoryLock(const RunDirectoryLock&) = delete;
+  RunDirectoryLock& operator=(const RunDirectoryLock&) = delete;
+  RunDirectoryLock& operator=(RunDirectoryLock&&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace sprintnet::train

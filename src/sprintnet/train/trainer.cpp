@@ -434,11 +434,13 @@ TrainSummary Trainer::fit() {
   // Data parallel: rank 0 alone writes the run (directory, metrics, checkpoints, weights) and
   // evaluates; the other ranks train in step with it.
   const bool primary = rank_.primary();
+  std::optional<RunDirectoryLock> lock;  // held until fit returns, the writes waited for
   std::optional<MetricsWriter> metrics;
   std::optional<ScopedPhase> phase(std::in_place, phases_, "run directory, config.toml, metrics files");
   if (primary) {
     summary.run_dir = resumed ? resume_run_dir_ : create_run_directory(config_);
     try {
+      lock.emplace(summary.run_dir);  // before anything in it is rewritten
       // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
       write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
       metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_)
