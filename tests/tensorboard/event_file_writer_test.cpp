@@ -128,10 +128,19 @@ TEST(EventFile, EveryMetricsRowIsAnEventWithItsScalars) {
   EXPECT_EQ(events[2].step(), 938);
   EXPECT_EQ(events[2].summary().value_size(), 4);  // no test numbers in this row
   EXPECT_FLOAT_EQ(events[2].summary().value(1).simple_value(), 0.01f);
-  // A resumed run's writer adds a second file beside the first, never truncating it.
-  { MetricsWriter::resume(run, false, 2); }
-  EXPECT_EQ(event_files(run).size(), 2u);
+  // A resumed run's writer adds a second file beside the first, never truncating it. Resumed after epoch 1 (a
+  // run killed after logging epoch 2 but before its checkpoint), the new file's first event after the version
+  // is a session START at the step after the checkpoint's: TensorBoard's purge of the orphaned step 938.
+  { MetricsWriter::resume(run, false, 1, 470); }
+  const std::vector<std::filesystem::path> both = event_files(run);
+  ASSERT_EQ(both.size(), 2u);
   EXPECT_EQ(read_events(files[0]).size(), 3u);
+  const std::vector<proto::Event> resumed = read_events(both[0] == files[0] ? both[1] : both[0]);
+  ASSERT_EQ(resumed.size(), 2u);
+  EXPECT_EQ(resumed[0].file_version(), "brain.Event:2");
+  ASSERT_TRUE(resumed[1].has_session_log());
+  EXPECT_EQ(resumed[1].session_log().status(), proto::SessionLog::START);
+  EXPECT_EQ(resumed[1].step(), 470);
 }
 
 TEST(EventFile, AnUnwritableDirectoryIsAnErrorNamingTheFile) {

@@ -487,7 +487,7 @@ TEST(Checkpoint, ResumedMetricsKeepEarlierRowsByteForByte) {
   const auto jsonl = read_lines(dir / "metrics.jsonl");
   const auto csv = read_lines(dir / "metrics.csv");
   {
-    MetricsWriter writer = MetricsWriter::resume(dir, true, 2);
+    MetricsWriter writer = MetricsWriter::resume(dir, true, 2, 939);
     MetricsRow row;
     row.epoch = 3;
     row.step = 30;
@@ -504,7 +504,7 @@ TEST(Checkpoint, ResumedMetricsKeepEarlierRowsByteForByte) {
             std::vector<std::string>(csv.begin(), csv.begin() + 3));
 
   std::ofstream(dir / "metrics.csv", std::ios::trunc) << "epoch,loss\n1,2\n";
-  EXPECT_THAT([&] { MetricsWriter::resume(dir, true, 2); },
+  EXPECT_THAT([&] { MetricsWriter::resume(dir, true, 2, 939); },
               ThrowsMessage<Error>(AllOf(HasSubstr((dir / "metrics.csv").string()), HasSubstr("header"))));
 }
 
@@ -533,7 +533,7 @@ TEST(Checkpoint, AResumeMeetingAnUnreadableMetricsRowNamesItAndChangesNothing) {
       for (const auto& line : lines) out << line << '\n';
     }
     const auto jsonl = read_lines(bad / "metrics.jsonl"), csv = read_lines(bad / "metrics.csv");
-    EXPECT_THAT([&] { MetricsWriter::resume(bad, true, 2); },
+    EXPECT_THAT([&] { MetricsWriter::resume(bad, true, 2, 939); },
                 ThrowsMessage<Error>(AllOf(HasSubstr((bad / file).string()),
                                            HasSubstr(fmt::format("line {}", first_row + 1)))));
     EXPECT_EQ(read_lines(bad / "metrics.jsonl"), jsonl) << file;

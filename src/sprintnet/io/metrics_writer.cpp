@@ -180,7 +180,8 @@ MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv, Ope
   }
 }
 
-MetricsWriter MetricsWriter::resume(const std::filesystem::path& run_dir, bool csv, std::int64_t last_epoch) {
+MetricsWriter MetricsWriter::resume(const std::filesystem::path& run_dir, bool csv, std::int64_t last_epoch,
+                                    std::int64_t first_new_step) {
   // Both files checked before either is rewritten.
   const std::filesystem::path jsonl_path = run_dir / "metrics.jsonl", csv_path = run_dir / "metrics.csv";
   const std::string jsonl_rows = rows_up_to(jsonl_path, 0, last_epoch, jsonl_row_epoch);
@@ -197,7 +198,9 @@ MetricsWriter MetricsWriter::resume(const std::filesystem::path& run_dir, bool c
   }
   write_text_file_atomically(jsonl_path, jsonl_rows);
   if (csv) write_text_file_atomically(csv_path, csv_rows);
-  return MetricsWriter(run_dir, csv, OpenMode::kAppend);
+  MetricsWriter writer(run_dir, csv, OpenMode::kAppend);
+  writer.events_->add_session_start(first_new_step);
+  return writer;
 }
 
 void MetricsWriter::write(const MetricsRow& row) {

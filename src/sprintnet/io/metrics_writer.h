@@ -46,8 +46,11 @@ class MetricsWriter {
   // are kept byte for byte, later rows (written by a run that died after its last checkpoint)
   // and a partial last line are dropped, and new rows are appended. A missing file starts
   // empty (the CSV with its header); a CSV with another header is an error naming the file.
-  // A failure removes only the new event file: the metrics files keep their rows.
-  static MetricsWriter resume(const std::filesystem::path& run_dir, bool csv, std::int64_t last_epoch);
+  // A failure removes only the new event file: the metrics files keep their rows. The new event
+  // file starts with a session START at `first_new_step`, so TensorBoard drops what the older files
+  // logged from that step on, as the metrics files drop the rows past `last_epoch`.
+  static MetricsWriter resume(const std::filesystem::path& run_dir, bool csv, std::int64_t last_epoch,
+                              std::int64_t first_new_step);
 
   // Appends one row to each file and flushes. Missing values are JSON null and
   // empty CSV fields; doubles are written in the shortest form that reads back

@@ -83,6 +83,14 @@ void EventFileWriter::add_scalars(std::int64_t step, const std::vector<std::pair
   write_record(event.SerializeAsString());
 }
 
+void EventFileWriter::add_session_start(std::int64_t step) {
+  proto::Event event;
+  event.set_wall_time(unix_seconds());
+  event.set_step(step);
+  event.mutable_session_log()->set_status(proto::SessionLog::START);
+  write_record(event.SerializeAsString());
+}
+
 void EventFileWriter::write_record(const std::string& data) {
   const std::string length = little_endian<std::uint64_t>(data.size());
   out_ << length << little_endian<std::uint32_t>(masked_crc32c(length)) << data

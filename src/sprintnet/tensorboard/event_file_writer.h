@@ -28,6 +28,9 @@ class EventFileWriter {
   explicit EventFileWriter(const std::filesystem::path& dir);
   // One event with every (tag, value) of this step.
   void add_scalars(std::int64_t step, const std::vector<std::pair<std::string, double>>& scalars);
+  // A session START at `step`: TensorBoard then discards what the folder's earlier files logged at steps >=
+  // `step` (a run resumed after a crash re-does those epochs), as PyTorch's SummaryWriter(purge_step=step).
+  void add_session_start(std::int64_t step);
   const std::filesystem::path& path() const { return path_; }
 
  private:

@@ -443,7 +443,7 @@ TrainSummary Trainer::fit() {
       lock.emplace(summary.run_dir);  // before anything in it is rewritten
       // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
       write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
-      metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_)
+      metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_, step_ + 1)
                         : MetricsWriter(summary.run_dir, config_.output.csv);
     } catch (const Error&) {
       // A new run that cannot start (a full disk, a directory that is not writable) leaves no run
