@@ -170,9 +170,11 @@ void add_predict_command(CLI::App& app) {
     pixels.reserve(inputs.size() * static_cast<std::size_t>(model.spec.inputs));
     for (const Input& input : inputs) pixels.insert(pixels.end(), input.pixels.begin(), input.pixels.end());
     const Tensor images = Tensor::from_vector(pixels, {static_cast<std::int64_t>(inputs.size()), model.spec.inputs});
+    std::vector<std::string> input_names;
+    for (const Input& input : inputs) input_names.push_back(input_name(input));
     const std::vector<train::Prediction> predictions =
         train::advise_on_out_of_memory(model.files.config, model.config, train::MemoryUse::kInference,
-                                       [&] { return train::predict(model, images, options->top_k); });
+                                       [&] { return train::predict(model, images, options->top_k, input_names); });
     const std::vector<std::string> names = train::class_names(model.config.data.dataset, model.num_classes());
     if (options->json) {
       print_json(model, inputs, predictions, names);

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "sprintnet/dist/device_connections.h"
 #include "sprintnet/dist/launcher.h"
+#include "sprintnet/io/progress_format.h"
 #include "sprintnet/io/config.h"
 #include "sprintnet/ops/backend.h"
 #include "sprintnet/plot/run_curves.h"
@@ -89,9 +90,10 @@ void add_train_command(CLI::App& app) {
     const train::TrainSummary summary = train::advise_on_out_of_memory(
         config_file, trainer->config(), train::MemoryUse::kTraining, [&] { return trainer->fit(); });
     if (!primary) return;
-    std::printf("sprintnet: %lld epochs in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
-                static_cast<long long>(summary.epochs.size()), summary.wall_time_s, summary.train_time_s,
-                100.0 * summary.final_test.accuracy, summary.final_test.loss, summary.run_dir.string().c_str());
+    std::printf("sprintnet: %zu epoch%s in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
+                summary.epochs.size(), summary.epochs.size() == 1 ? "" : "s", summary.wall_time_s,
+                summary.train_time_s, 100.0 * summary.final_test.accuracy, unsigned_nan(summary.final_test.loss),
+                summary.run_dir.string().c_str());
     if (options->verbose) std::printf("%s\n", summary.phases.format(summary.wall_time_s).c_str());
     const plot::PlotOutcome curves = plot::draw_run_curves_in_background(summary.run_dir);
     if (!options->quiet) std::printf("%s\n", curves.message.c_str());

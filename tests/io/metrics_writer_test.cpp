@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -88,6 +89,29 @@ TEST(MetricsWriter, JsonlAndCsvReadBackExactly) {
   EXPECT_EQ(std::strtod(fields[2].c_str(), nullptr), second.train_loss);
   EXPECT_EQ(std::strtod(fields[4].c_str(), nullptr), *second.test_accuracy);
   EXPECT_EQ(std::strtod(fields[7].c_str(), nullptr), second.lr);
+}
+
+// A diverged loss: null in JSON (which has no NaN), and in CSV "nan" whatever the NaN's sign (fmt wrote a
+// negative one as "-nan", which R and spreadsheets read as text); infinities keep their sign.
+TEST(MetricsWriter, NotANumberIsNullInJsonAndUnsignedNanInCsv) {
+  const auto dir = test::temp_dir("metrics-nan");
+  {
+    MetricsWriter writer(dir, true);
+    MetricsRow row;
+    row.step = 7;
+    row.epoch = 1;
+    row.train_loss = -std::numeric_limits<double>::quiet_NaN();
+    row.test_loss = std::numeric_limits<double>::quiet_NaN();
+    row.test_accuracy = 0.085;
+    row.lr = -std::numeric_limits<double>::infinity();
+    writer.write(row);
+  }
+  const auto json = nlohmann::json::parse(read_lines(dir / "metrics.jsonl").at(0));
+  EXPECT_TRUE(json["train_loss"].is_null());
+  EXPECT_TRUE(json["test_loss"].is_null());
+  EXPECT_EQ(json["test_accuracy"].get<double>(), 0.085);
+  EXPECT_THAT(read_lines(dir / "metrics.csv").at(1), HasSubstr("7,1,nan,nan,0.085,"));
+  EXPECT_THAT(read_lines(dir / "metrics.csv").at(1), HasSubstr(",-inf"));
 }
 
 TEST(MetricsWriter, CsvIsOptional) {

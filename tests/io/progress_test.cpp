@@ -51,6 +51,9 @@ TEST(ProgressFormat, BarAndLines) {
             "epoch 3/10 [##########..........] 234/468 loss 0.1234 52.1k samples/s ETA 0:07");
   EXPECT_EQ(format_progress_line(snapshot, false), "epoch 3/10 step 234/468 loss 0.1234 52.1k samples/s ETA 0:07");
   EXPECT_THAT(format_progress_line(ProgressSnapshot{}, false), HasSubstr("ETA --:--"));
+  ProgressSnapshot diverged;
+  diverged.loss = -std::numeric_limits<double>::quiet_NaN();  // a NaN's sign means nothing: "nan", not "-nan"
+  EXPECT_THAT(format_progress_line(diverged, false), HasSubstr("loss nan "));
 }
 
 TEST(ProgressBar, PlainModePrintsOneLinePerUpdateWithTheRunEta) {
@@ -61,6 +64,7 @@ TEST(ProgressBar, PlainModePrintsOneLinePerUpdateWithTheRunEta) {
   bar.update(1, 50, 0.25, 52100.0);  // 50 steps in 10 s; 150 to go -> 30 s
   clock.now += 10s;
   bar.update(1, 100, 0.125, 1.5e6);  // 100 steps in 20 s; 100 to go -> 20 s
+  bar.update(1, 100, 0.125, 1.5e6);  // the epoch's end reporting the step a log_every line just showed
   bar.finish_epoch("epoch 1: test accuracy 0.9");
   EXPECT_EQ(out.str(),
             "epoch 1/2 step 50/100 loss 0.2500 52.1k samples/s ETA 0:30\n"

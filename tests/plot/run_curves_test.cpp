@@ -44,6 +44,18 @@ TEST(RunCurves, DrawsSeveralRunsIntoOnePng) {
   EXPECT_FALSE(std::filesystem::exists(a / "overlay.png.tmp.png"));  // written to a temporary, then renamed
 }
 
+// A run that diverged in its only epoch: both losses null (NaN), the accuracy a number. The script draws it
+// (accuracy points are chosen by the accuracy, not the test loss, which hid them) with no legend to fill.
+TEST(RunCurves, DrawsARunThatDivergedInItsFirstEpoch) {
+  if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
+  const std::filesystem::path dir = test::temp_dir("plot-diverged");
+  std::ofstream(dir / "metrics.jsonl") << "{\"step\":7,\"epoch\":1,\"train_loss\":null,\"test_loss\":null,"
+                                          "\"test_accuracy\":0.085,\"epoch_time_s\":0.1,\"samples_per_s\":1000,\"lr\":1e6}\n";
+  const PlotOutcome outcome = draw_curves({dir}, dir / "curves.png");
+  EXPECT_TRUE(outcome.drawn) << outcome.message;
+  EXPECT_GT(test::file_bytes(dir / "curves.png").size(), 1000u);
+}
+
 TEST(RunCurves, DrawsARunsCurvesInTheBackground) {
   if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
   const std::filesystem::path run = fake_run("plot-background", 1.0);

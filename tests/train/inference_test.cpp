@@ -14,6 +14,7 @@
 #include <numeric>
 
 #include "sprintnet/io/safetensors.h"
+#include "sprintnet/ops/ops.h"
 #include "sprintnet/train/trainer.h"
 #include "support/error_message.h"
 #include "support/test_util.h"
@@ -191,6 +192,26 @@ TEST_F(InferenceTest, PredictionsAreSoftmaxOfTheLogits) {
   EXPECT_EQ(correct, evaluation.result.correct);
   // top_k beyond the number of classes lists every class.
   EXPECT_EQ(predict(model, data.images.slice_rows(0, 2), 50)[1].top.size(), 10u);
+}
+
+// Weights whose outputs overflow (finite, so the loader takes them): eval used to print a NaN loss and an
+// accuracy from argmax of NaN with exit 0, while predict refused naming "input 1". Both refuse now, naming
+// the weights file or the input.
+TEST_F(InferenceTest, OutputsThatAreNotFiniteAreRefusedNamingTheWeightsOrTheInput) {
+  LoadedModel model = load_model(run(), on_cpu());
+  for (auto& [name, parameter] : model.model->named_parameters()) {
+    std::vector<float> huge(static_cast<std::size_t>(parameter->value.numel()));
+    for (std::size_t i = 0; i < huge.size(); ++i) huge[i] = i % 2 == 0 ? 1e30f : -1e30f;
+    ops::copy(parameter->value, Tensor::from_vector(huge, parameter->value.shape()));
+  }
+  const Dataset data = load_split(model, "test");
+  EXPECT_THAT(test::error_message([&] { evaluate_dataset(model, data); }),
+              ::testing::AllOf(HasSubstr(model.files.weights.string()), HasSubstr("loss on mnist/test is not finite")));
+  const std::vector<std::string> names = {"digits.idx[0]", "digits.idx[1]"};
+  EXPECT_THAT(test::error_message([&] { predict(model, data.images.slice_rows(0, 2), 1, names); }),
+              ::testing::ContainsRegex("output for digits\\.idx\\[[01]\\] is not finite"));
+  EXPECT_THAT(test::error_message([&] { predict(model, data.images.slice_rows(0, 2), 1); }),
+              ::testing::ContainsRegex("output for input [01] \\(from 0\\) is not finite"));
 }
 
 TEST_F(InferenceTest, AnotherArchitectureIsRejectedNamingTheTensor) {

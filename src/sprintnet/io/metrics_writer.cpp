@@ -13,6 +13,7 @@
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/io/atomic_file.h"
+#include "sprintnet/io/progress_format.h"
 #include "sprintnet/io/read_file.h"
 
 namespace sprintnet {
@@ -122,7 +123,7 @@ nlohmann::ordered_json to_json(const Field& field) {
 std::string to_csv(const Field& field) {
   if (const auto* integer = std::get_if<std::int64_t>(&field)) return fmt::format("{}", *integer);
   const auto& number = std::get<std::optional<double>>(field);
-  return number ? fmt::format("{}", *number) : std::string();
+  return number ? fmt::format("{}", unsigned_nan(*number)) : std::string();
 }
 
 }  // namespace

@@ -53,6 +53,9 @@ void ProgressBar::update(std::int64_t epoch, std::int64_t step_in_epoch, double 
       epoch, epochs_, step_in_epoch, steps_per_epoch_, loss, samples_per_s, eta_seconds(steps_done, now)};
   latest_drawn_ = false;
   if (mode_ == ProgressMode::kPlain) {
+    // The end of an epoch reports its last step, which a log_every line may have shown just before.
+    if (last_plain_line_ == std::pair{epoch, step_in_epoch}) return;
+    last_plain_line_ = {epoch, step_in_epoch};
     out_ << format_progress_line(latest_, false) << '\n';
     out_.flush();
     latest_drawn_ = true;

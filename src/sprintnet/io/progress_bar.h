@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string_view>
+#include <utility>
 
 #include "sprintnet/io/progress_format.h"
 
@@ -53,6 +54,8 @@ class ProgressBar {
   std::optional<std::chrono::steady_clock::time_point> last_draw_;
   ProgressSnapshot latest_;
   bool latest_drawn_ = true;
+  // Plain mode: the (epoch, step) of the last line, which the end of an epoch may report again.
+  std::optional<std::pair<std::int64_t, std::int64_t>> last_plain_line_;
   bool bar_on_screen_ = false;  // the cursor is at the end of a bar line
 };
 

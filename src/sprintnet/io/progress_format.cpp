@@ -8,8 +8,10 @@
 
 namespace sprintnet {
 
+double unsigned_nan(double v) { return std::isnan(v) ? std::fabs(v) : v; }
+
 std::string format_si(double value) {
-  if (!std::isfinite(value)) return fmt::format("{}", value);
+  if (!std::isfinite(value)) return fmt::format("{}", unsigned_nan(value));
   struct Unit {
     double scale;
     const char* suffix;
@@ -53,7 +55,7 @@ std::string format_progress_line(const ProgressSnapshot& s, bool with_bar) {
                                         kProgressBarWidthChars),
                              s.step_in_epoch, s.steps_per_epoch)
                : fmt::format("step {}/{}", s.step_in_epoch, s.steps_per_epoch);
-  return fmt::format("epoch {}/{} {} loss {:.4f} {} samples/s ETA {}", s.epoch, s.epochs, position, s.loss,
+  return fmt::format("epoch {}/{} {} loss {:.4f} {} samples/s ETA {}", s.epoch, s.epochs, position, unsigned_nan(s.loss),
                      format_si(s.samples_per_s), s.eta_s ? format_duration(*s.eta_s) : "--:--");
 }
 

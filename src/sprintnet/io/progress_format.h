@@ -7,6 +7,9 @@
 
 namespace sprintnet {
 
+// `v` with a NaN's sign cleared: fmt and printf write a negative NaN as "-nan", a sign that means
+// nothing (and that R or a spreadsheet reads as text). For the losses of a diverged run.
+double unsigned_nan(double v);
 // Three significant digits with an SI suffix: 523, 52.1k, 1.23M, 4.00G.
 std::string format_si(double value);
 // Rounded to whole seconds: "0:07", "12:34", "1:02:03"; "--:--" when not finite.

@@ -26,10 +26,11 @@ for i, run in enumerate(runs):
     colour = f"C{i % 10}"
     epochs = [r["epoch"] for r in rows]
     loss_ax.plot(epochs, [nan_for_none(r["train_loss"]) for r in rows], color=colour, marker=".", label=f"{name} train")
-    tested = [r for r in rows if r.get("test_loss") is not None]
+    # Evaluated epochs: an accuracy. (A diverged test loss is null too, and its accuracy still counts.)
+    tested = [r for r in rows if r.get("test_accuracy") is not None]
     if tested:
-        loss_ax.plot([r["epoch"] for r in tested], [r["test_loss"] for r in tested], color=colour, marker=".",
-                     linestyle="--", label=f"{name} test")
+        loss_ax.plot([r["epoch"] for r in tested], [nan_for_none(r["test_loss"]) for r in tested], color=colour,
+                     marker=".", linestyle="--", label=f"{name} test")
         acc_ax.plot([r["epoch"] for r in tested], [100 * r["test_accuracy"] for r in tested], color=colour,
                     marker=".", label=name)
     lr_ax.plot(epochs, [r["lr"] for r in rows], color=colour, marker=".", label=name)
@@ -38,7 +39,8 @@ acc_ax.set(xlabel="epoch", ylabel="test accuracy %", title="test accuracy")
 lr_ax.set(xlabel="epoch", ylabel="learning rate (last step of the epoch)", title="learning rate")
 for ax in (loss_ax, acc_ax, lr_ax):
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:  # (an empty legend is a warning and an empty box)
+        ax.legend(fontsize=7)
 fig.tight_layout()
 tmp = out + ".tmp.png"
 try:

@@ -295,7 +295,12 @@ Evaluation evaluate_dataset(LoadedModel& model, const Dataset& data) {
   check_matches_model(data, model);
   const LoaderOptions options{eval_batch_size(model, data.size()), false, false, 0};
   BatchLoader loader(data, model.normalization, options, model.device, DType::kF32);
-  return evaluate_with_confusion(*model.model, loader, model.config.loss.type, model.num_classes());
+  Evaluation evaluation = evaluate_with_confusion(*model.model, loader, model.config.loss.type, model.num_classes());
+  // Non-finite outputs make the accuracy an artefact (argmax of NaN); predict refuses them too.
+  SN_CHECK(std::isfinite(evaluation.result.loss),
+           "{}: the model's {} loss on {} is not finite: its outputs are not finite for some samples (are the "
+           "weights?)", model.files.weights.string(), model.config.loss.type, data.name);
+  return evaluation;
 }
 
 Dataset load_split(const LoadedModel& model, std::string_view split) {
@@ -328,13 +333,16 @@ std::vector<std::string> class_names(std::string_view dataset, std::int64_t clas
   return {};
 }
 
-std::vector<Prediction> predict(LoadedModel& model, const Tensor& images, std::int64_t top_k) {
+std::vector<Prediction> predict(LoadedModel& model, const Tensor& images, std::int64_t top_k,
+                                std::span<const std::string> input_names) {
   SN_CHECK(top_k >= 1, "top-k must be at least 1, got {}", top_k);
   SN_CHECK(images.dtype() == DType::kU8 && images.dim() == 2, "predict takes uint8 images [N, D], got {} {}",
            dtype_name(images.dtype()), shape_str(images.shape()));
   SN_CHECK(images.size(1) == model.spec.inputs, "predict: images of {} values, the model takes {} inputs",
            images.size(1), model.spec.inputs);
   const std::int64_t n = images.size(0);
+  SN_CHECK(input_names.empty() || std::ssize(input_names) == n, "predict: {} input names for {} images",
+           input_names.size(), n);
   if (n == 0) return {};
   const std::int64_t classes = model.num_classes();
   const auto k = static_cast<std::size_t>(std::min(top_k, classes));
@@ -353,7 +361,8 @@ std::vector<Prediction> predict(LoadedModel& model, const Tensor& images, std::i
     for (std::int64_t r = 0; r < batch.inputs.size(0); ++r) {
       const float* row = &logits[static_cast<std::size_t>(r * classes)];
       SN_CHECK(std::all_of(row, row + classes, [](float v) { return std::isfinite(v); }),
-               "the model's output for input {} is not finite (are the weights?)", out.size());
+               "the model's output for {} is not finite (are the weights?)",
+               input_names.empty() ? fmt::format("input {} (from 0)", out.size()) : input_names[out.size()]);
       // Ranked by logit (equal logits: lower class first, as the argmax); the probabilities follow the same order.
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(), [row](std::int64_t a, std::int64_t c) { return row[a] > row[c]; });

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,7 +128,9 @@ struct Prediction {
 std::vector<std::string> class_names(std::string_view dataset, std::int64_t classes);
 
 // images: uint8 [N, D] raw pixels (as data sets hold them), D = product of
-// sample_shape; normalised like the training data and run in batches.
-std::vector<Prediction> predict(LoadedModel& model, const Tensor& images, std::int64_t top_k);
+// sample_shape; normalised like the training data and run in batches. An output that is not finite
+// is an error naming the input: input_names[i] where given (a file), else its position.
+std::vector<Prediction> predict(LoadedModel& model, const Tensor& images, std::int64_t top_k,
+                                std::span<const std::string> input_names = {});
 
 }  // namespace sprintnet::train

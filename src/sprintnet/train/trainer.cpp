@@ -482,9 +482,11 @@ TrainSummary Trainer::fit() {
     phase.emplace(phases_, "metrics rows and epoch lines");
     if (metrics) metrics->write({record.step, record.epoch, record.train_loss, record.test_loss, record.test_accuracy,
                    record.epoch_time_s, record.samples_per_s, record.lr});
-    std::string line = fmt::format("epoch {}/{}: train loss {:.4f}", epoch, config_.train.epochs, record.train_loss);
+    std::string line =
+        fmt::format("epoch {}/{}: train loss {:.4f}", epoch, config_.train.epochs, unsigned_nan(record.train_loss));
     if (record.test_accuracy) {
-      line += fmt::format(", test loss {:.4f}, test accuracy {:.2f} %", *record.test_loss, 100.0 * *record.test_accuracy);
+      line += fmt::format(", test loss {:.4f}, test accuracy {:.2f} %", unsigned_nan(*record.test_loss),
+                          100.0 * *record.test_accuracy);
     }
     line += fmt::format(", {:.2f} s, {:.0f} samples/s", record.epoch_time_s, record.samples_per_s);
     if (!quiet_ && primary) progress.finish_epoch(line);
@@ -493,7 +495,7 @@ TrainSummary Trainer::fit() {
     SN_CHECK(std::isfinite(record.train_loss),
              "training diverged: the train loss of epoch {} is {} at a learning rate of {:g} (try a lower optim.lr{}); "
              "metrics so far are in {}",
-             epoch, record.train_loss, record.lr,
+             epoch, unsigned_nan(record.train_loss), record.lr,
              config_.schedule.type == "constant"
                  ? ""
                  : fmt::format(", or schedule settings that keep it lower: schedule.type is \"{}\"", config_.schedule.type),
