@@ -2,6 +2,7 @@
 // sprintnet sweep --resume DIR
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -22,15 +23,33 @@ void report(const sweep::RunResult& run, const sweep::SweepProgress& p) {
   static bool workers_shown = false;
   if (!workers_shown) {
     std::fprintf(stderr, "sweep: %s\n", p.workers.c_str());
+    if (p.finished_earlier > 0) std::fprintf(stderr, "sweep: %zu of %zu runs finished earlier\n", p.finished_earlier, p.total);
     workers_shown = true;
   }
-  const double eta =
-      p.finished > 0 ? p.elapsed_s / static_cast<double>(p.finished) * static_cast<double>(p.total - p.finished) : 0;
+  // From the runs this process trained: a resumed sweep's earlier runs took none of its time.
+  const std::size_t trained_here = p.finished - p.finished_earlier;
+  const double eta = trained_here > 0 ? p.elapsed_s / static_cast<double>(trained_here) *
+                                            static_cast<double>(p.total - p.finished)
+                                      : 0;
   const std::string what = run.status == "done" ? fmt::format("test accuracy {:.2f} %, {:.1f} s", 100 * run.final_accuracy,
                                                               run.wall_s)
                                                 : fmt::format("FAILED: {}", run.error);
   std::fprintf(stderr, "sweep [%zu/%zu done, %zu running, %zu failed, ETA %.0f s] %s: %s\n", p.finished, p.total,
                p.running, p.failed, eta, run.name.c_str(), what.c_str());
+}
+
+// runs/sweep-DATE-TIME, created here: two sweeps started in the same second get two folders (-1, -2, ...).
+std::string fresh_default_folder() {
+  const std::string base = fmt::format("runs/sweep-{:%Y%m%d-%H%M%S}", fmt::gmtime(std::time(nullptr)));
+  std::error_code ec;
+  std::filesystem::create_directories("runs", ec);
+  SN_CHECK(!ec, "cannot create runs/ for the sweep: {}", ec.message());
+  for (int suffix = 0; suffix < 1000; ++suffix) {
+    const std::string candidate = suffix == 0 ? base : fmt::format("{}-{}", base, suffix);
+    if (std::filesystem::create_directory(candidate, ec)) return candidate;
+    SN_CHECK(!ec, "cannot create the sweep's folder {}: {}", candidate, ec.message());
+  }
+  SN_FAIL("cannot find a free folder name next to {}", base);
 }
 
 }  // namespace
@@ -44,16 +63,24 @@ void add_sweep_command(CLI::App& app) {
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("sweep", "Train a config over a grid of values and seeds, with a summary table "
                                               "and pictures at the end");
-  cmd->add_option("config", options->config_path, "TOML config file; its [sweep] table may hold the grid and seeds");
-  cmd->add_option("--grid", options->grid, "KEY=V1,V2,... (repeatable): the values a config key takes");
+  CLI::Option* config =
+      cmd->add_option("config", options->config_path, "TOML config file; its [sweep] table may hold the grid and seeds");
+  CLI::Option* grid = cmd->add_option("--grid", options->grid, "KEY=V1,V2,... (repeatable): the values a config key takes");
   CLI::Option* seeds = cmd->add_option("--seeds", options->seeds, "seeds every grid point runs with, e.g. 0,1,2");
-  cmd->add_option("--out", options->out_dir, "the sweep's folder (default runs/sweep-DATE-TIME)");
-  cmd->add_option("--set", options->overrides, "override a config key for every run (repeatable)");
-  cmd->add_option("--resume", options->resume_dir, "continue the sweep in this folder, skipping finished runs");
+  CLI::Option* out = cmd->add_option("--out", options->out_dir, "the sweep's folder (default runs/sweep-DATE-TIME)");
+  CLI::Option* set = cmd->add_option("--set", options->overrides, "override a config key for every run (repeatable)");
+  // A resume continues the sweep as it began: anything that would change it is refused, not ignored.
+  cmd->add_option("--resume", options->resume_dir,
+                  "continue the sweep in this folder, skipping finished runs (with its config, grid and seeds)")
+      ->excludes(config)
+      ->excludes(grid)
+      ->excludes(seeds)
+      ->excludes(out)
+      ->excludes(set);
   cmd->add_option("--parallel", options->parallel,
                   "runs training at once, spread over the GPUs (0 = auto: as many as fill each GPU; on the CPU one a "
                   "core, within memory)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 16));
   cmd->callback([options, seeds] {
     const bool seeds_given = seeds->count() > 0;  // --seeds "" too: an error, not the config's seed
     std::vector<sweep::RunResult> results;
@@ -79,12 +106,19 @@ void add_sweep_command(CLI::App& app) {
       SN_CHECK(!o.spec.axes.empty() || !o.spec.seeds.empty(),
                "sweep: nothing to sweep: give --grid KEY=V1,V2 or --seeds, or a [sweep] table in {}",
                options->config_path);
-      dir = options->out_dir.empty() ? fmt::format("runs/sweep-{:%Y%m%d-%H%M%S}", fmt::gmtime(std::time(nullptr)))
-                                     : options->out_dir;
+      const std::vector<sweep::SweepRun> runs = sweep::expand(o.spec);
+      sweep::validate(o.config_path, o.overrides, runs);  // (run_sweep checks too) before the banner
+      dir = options->out_dir.empty() ? fresh_default_folder() : options->out_dir;
       o.out_dir = dir;
       o.parallel = options->parallel;
-      std::fprintf(stderr, "sweep: %zu runs into %s\n", sweep::expand(o.spec).size(), dir.c_str());
-      results = sweep::run_sweep(o, report);
+      std::fprintf(stderr, "sweep: %zu run%s into %s\n", runs.size(), runs.size() == 1 ? "" : "s", dir.c_str());
+      try {
+        results = sweep::run_sweep(o, report);
+      } catch (const Error&) {
+        std::error_code ignored;  // a default folder the sweep never wrote goes again (a setup error)
+        if (options->out_dir.empty() && std::filesystem::is_empty(dir, ignored)) std::filesystem::remove(dir, ignored);
+        throw;
+      }
     }
     std::size_t failed = 0;
     for (const sweep::RunResult& r : results) failed += r.status == "failed" ? 1 : 0;

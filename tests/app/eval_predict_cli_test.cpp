@@ -235,6 +235,15 @@ TEST(SweepCli, AFailedRunEndsTheSweepNonZeroAfterItsSummary) {
   EXPECT_THAT(result.out, HasSubstr("2 runs, 1 failed"));
   EXPECT_THAT(result.err, HasSubstr("1 of 2 runs failed"));
   EXPECT_THAT(read_file(out / "summary.md"), HasSubstr("failed: training diverged"));
+  // A resume continues the sweep as it began: options that would change it are refused, not silently ignored.
+  const std::vector<std::string> changes = {"--grid optim.lr=0.3", "--seeds 7", "--set train.epochs=2",
+                                            "--out elsewhere", fmt::format("'{}'", config.string())};
+  for (const std::string& extra : changes) {
+    const CliResult refused = run_cli(fmt::format("sweep --resume '{}' {}", out.string(), extra), dir);
+    EXPECT_NE(refused.exit_code, 0) << extra;
+    EXPECT_THAT(refused.err, HasSubstr("excludes")) << extra;
+  }
+  EXPECT_FALSE(fs::exists(dir / "elsewhere"));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "sprintnet/sweep/grid.h"
 #include "sprintnet/sweep/summary.h"
 #include "sprintnet/sweep/sweep_runner.h"
+#include "sprintnet/train/run_directory.h"
 #include "same_runs.h"
 #include "support/error_message.h"
 #include "support/test_util.h"
@@ -114,13 +115,19 @@ TEST(SweepRunner, AFailingRunIsRecordedAndTheKilledSweepResumesSkippingFinishedR
 
 constexpr const char* kLrGrid = "[sweep]\ngrid = { \"optim.lr\" = [0.1, 0.2] }\n";
 
+// A sweep of the config's [sweep] `table` into dir/out_name, not started.
+SweepOptions new_sweep(const std::filesystem::path& dir, const std::string& table, const std::string& out_name = "out") {
+  SweepOptions o;
+  o.config_path = write_config(dir, table);
+  o.spec = read_sweep_table(o.config_path);
+  o.out_dir = dir / out_name;
+  return o;
+}
+
 // A sweep over two learning rates in `dir`, killed after its first run (a callback that throws
 // stands in for the kill), to be resumed.
 SweepOptions sweep_killed_after_one_run(const std::filesystem::path& dir) {
-  SweepOptions o;
-  o.config_path = write_config(dir, kLrGrid);
-  o.spec = read_sweep_table(o.config_path);
-  o.out_dir = dir / "out";
+  SweepOptions o = new_sweep(dir, kLrGrid);
   o.parallel = 1;  // one run at a time: the kill after the first leaves exactly one finished
   struct Killed {};
   EXPECT_THROW(run_sweep(o, [](const RunResult&, const SweepProgress&) { throw Killed{}; }), Killed);
@@ -214,6 +221,107 @@ TEST(SweepGrid, AValueOrSeedListedTwiceIsRefused) {
   spec.seeds = {0, 1};
   EXPECT_EQ(expand(spec).size(), 4u);
   EXPECT_THAT(test::error_message([] { parse_seeds(""); }), HasSubstr("no seeds"));
+}
+
+// Grids that could not do what they say: seeds from the grid that --seeds would override (two runs of one
+// seed under two names), a key the sweep sets for every run, a name no folder may have.
+TEST(SweepGrid, AGridTheRunsWouldNotFollowIsRefusedNamingTheOptions) {
+  SweepSpec spec;
+  spec.axes = {{"seed", {"1", "2"}}};
+  spec.seeds = {0, 1};
+  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("--grid: seed and --seeds both give the seeds"));
+  spec.seeds = {};
+  EXPECT_EQ(expand(spec).size(), 2u);  // the grid alone gives them
+  spec.axes = {{"output.dir", {"\"a\"", "\"b\""}}};
+  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("output.dir cannot be swept"));
+  spec.axes = {};
+  for (int i = 0; i < 12; ++i) spec.axes.push_back({fmt::format("key.number_{:02}", i), {"0.000123456789"}});
+  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("longer than the 255 a folder name may have"));
+}
+
+// A second process on a sweep's folder (a resume while the sweep runs, another sweep given the same --out)
+// deleted the runs the first was writing: refused at once now, naming the folder.
+TEST(SweepRunner, ASecondProcessOnASweepsFolderIsRefused) {
+  const std::filesystem::path dir = test::temp_dir("sweep-locked");
+  const SweepOptions o = sweep_killed_after_one_run(dir);
+  {
+    const train::RunDirectoryLock other_process(o.out_dir);
+    EXPECT_THAT(test::error_message([&] { resume_sweep(o.out_dir, 0); }),
+                AllOf(HasSubstr(o.out_dir.string()), HasSubstr("in use by another sprintnet process (a sweep")));
+    SweepOptions another = o;
+    EXPECT_THAT(test::error_message([&] { run_sweep(another); }), HasSubstr("in use by another sprintnet process"));
+  }
+  EXPECT_EQ(read_state(o.out_dir).size(), 1u);  // untouched by the refused ones
+  EXPECT_EQ(resume_sweep(o.out_dir, 0).size(), 2u);
+}
+
+// --out at a folder that holds something else: its files would be overwritten, a folder of a run's name deleted.
+TEST(SweepRunner, ANewSweepNeedsANewOrEmptyFolder) {
+  const std::filesystem::path dir = test::temp_dir("sweep-not-empty");
+  SweepOptions o = new_sweep(dir, kLrGrid, "mine");
+  std::filesystem::create_directories(o.out_dir / "optim.lr=0.1");
+  std::ofstream(o.out_dir / "optim.lr=0.1" / "precious.txt") << "keep me\n";
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("holds other files and no sweep"));
+  EXPECT_TRUE(std::filesystem::exists(o.out_dir / "optim.lr=0.1" / "precious.txt"));
+  std::filesystem::remove_all(o.out_dir);
+  std::filesystem::create_directory(o.out_dir);  // empty: fine
+  EXPECT_EQ(run_sweep(o).size(), 2u);
+}
+
+// A folder with a quote or a backslash in its name: the runs went to another folder (the path was pasted into
+// TOML text), while the summary said they were done.
+TEST(SweepRunner, RunsGoIntoTheSweepsFolderWhateverItsName) {
+  const std::filesystem::path dir = test::temp_dir("sweep-odd-name");
+  const SweepOptions o = new_sweep(dir, "[sweep]\nseeds = [0]\n", "a \"quoted\" \\b folder");
+  const std::vector<RunResult> results = run_sweep(o);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, "done") << results[0].error;
+  EXPECT_TRUE(std::filesystem::exists(o.out_dir / "seed=0" / "model.safetensors"));
+}
+
+// A resume rewrites the summary from every finished run (a kill between sweep.json and summary.csv left it
+// short for good), and trains again a done run whose folder was deleted, counting the others as earlier.
+TEST(SweepRunner, AResumeRepairsTheSummaryAndRetrainsADeletedRun) {
+  const std::filesystem::path dir = test::temp_dir("sweep-repair");
+  SweepOptions o = new_sweep(dir, kLrGrid);
+  o.parallel = 1;
+  ASSERT_EQ(run_sweep(o).size(), 2u);
+  std::filesystem::remove(o.out_dir / "summary.csv");
+  std::filesystem::remove_all(o.out_dir / "optim.lr=0.2");
+  std::vector<std::string> trained;
+  std::size_t earlier = 0;
+  EXPECT_EQ(resume_sweep(o.out_dir, 1, [&](const RunResult& r, const SweepProgress& p) {
+              trained.push_back(r.name);
+              earlier = p.finished_earlier;
+            }).size(), 2u);
+  EXPECT_EQ(trained, std::vector<std::string>{"optim.lr=0.2"});
+  EXPECT_EQ(earlier, 1u);
+  EXPECT_TRUE(std::filesystem::exists(o.out_dir / "optim.lr=0.2" / "model.safetensors"));
+  EXPECT_THAT(read_file(o.out_dir / "summary.csv"), AllOf(HasSubstr("optim.lr=0.1"), HasSubstr("optim.lr=0.2")));
+  std::filesystem::remove(o.out_dir / "summary.md");  // nothing left to train: still rewritten
+  EXPECT_EQ(resume_sweep(o.out_dir, 1).size(), 2u);
+  EXPECT_TRUE(std::filesystem::exists(o.out_dir / "summary.md"));
+}
+
+// data.dir = "data" is read from the working directory: resumed from another one, the runs left would read
+// other files than the finished ones did.
+TEST(SweepRunner, AResumeFromAnotherWorkingDirectoryWithRelativeDataIsRefused) {
+  const std::filesystem::path dir = std::filesystem::absolute(test::temp_dir("sweep-cwd"));
+  std::filesystem::create_directory_symlink(std::filesystem::absolute(test::data_dir()), dir / "data");
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  SweepOptions o = new_sweep(dir, kLrGrid);
+  o.overrides = {"data.dir=\"data\""};
+  o.parallel = 1;
+  struct Killed {};
+  EXPECT_THROW(run_sweep(o, [](const RunResult&, const SweepProgress&) { throw Killed{}; }), Killed);
+  std::filesystem::current_path(before);
+  EXPECT_THAT(test::error_message([&] { resume_sweep(o.out_dir, 0); }),
+              AllOf(HasSubstr("the sweep began in " + dir.string()), HasSubstr("data.dir = \"data\" is relative")));
+  std::filesystem::current_path(dir);
+  const std::size_t runs = resume_sweep(o.out_dir, 0).size();
+  std::filesystem::current_path(before);
+  EXPECT_EQ(runs, 2u);
 }
 
 }  // namespace

@@ -326,7 +326,7 @@ TEST(Checkpoint, ARunDirectoryInUseIsNotResumedTwice) {
   {
     const RunDirectoryLock other_process(run);  // a separate open file description: flock sees another holder
     EXPECT_THAT([&] { resume(run); },
-                ThrowsMessage<Error>(AllOf(HasSubstr(run.string()), HasSubstr("in use by another sprintnet process"))));
+                ThrowsMessage<Error>(AllOf(HasSubstr(run.string()), HasSubstr("in use by another sprintnet process (a training or a resume of this run"))));
     EXPECT_THAT([&] { RunDirectoryLock again(run); }, ThrowsMessage<Error>(HasSubstr("in use")));
   }
   EXPECT_EQ(read_file(run / "metrics.jsonl"), rows);  // the refused resume changed nothing

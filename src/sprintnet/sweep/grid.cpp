@@ -2,6 +2,8 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -56,7 +58,15 @@ std::string toml_text(const toml::node& node) {
   return out.str();
 }
 
+// Linux's NAME_MAX: the longest name one folder may have, in bytes.
+constexpr std::size_t kMaxFolderNameBytes = 255;
+
+constexpr std::string_view kKeysSetPerRun[] = {"checkpoint.every_epochs", "output.dir", "output.name",
+                                               "output.progress"};
+
 }  // namespace
+
+std::span<const std::string_view> keys_set_per_run() { return kKeysSetPerRun; }
 
 GridAxis parse_grid_option(const std::string& text) {
   const auto equals = text.find('=');
@@ -121,6 +131,13 @@ SweepSpec read_sweep_table(const std::filesystem::path& config_path) {
 }
 
 std::vector<SweepRun> expand(const SweepSpec& spec) {
+  for (const GridAxis& axis : spec.axes) {
+    SN_CHECK(std::find(std::begin(kKeysSetPerRun), std::end(kKeysSetPerRun), axis.key) == std::end(kKeysSetPerRun),
+             "{}: {} cannot be swept: the sweep sets it for every run itself", axis.origin, axis.key);
+    SN_CHECK(axis.key != "seed" || spec.seeds.empty(),
+             "{}: seed and {} both give the seeds, and the seeds would override the grid's: give them once",
+             axis.origin, spec.seeds_origin);
+  }
   std::vector<SweepRun> points(1);
   for (const GridAxis& axis : spec.axes) {
     std::vector<SweepRun> next;
@@ -155,6 +172,9 @@ std::vector<SweepRun> expand(const SweepSpec& spec) {
   for (const SweepRun& r : runs) {
     SN_CHECK(names.insert(r.name).second,
              "sweep: two runs would be named '{}' and write one folder: a grid value or seed is listed twice", r.name);
+    SN_CHECK(r.name.size() <= kMaxFolderNameBytes,
+             "sweep: run '{}' has a name of {} bytes, longer than the {} a folder name may have: sweep fewer keys, or "
+             "set the ones that do not vary with --set", r.name, r.name.size(), kMaxFolderNameBytes);
   }
   return runs;
 }

@@ -3,7 +3,9 @@
 // [sweep] table), times seeds, expanded into named runs. Every combination is checked against the
 // config schema before anything trains, so a bad key or value fails the sweep at once, named.
 #include <filesystem>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sprintnet::sweep {
@@ -34,8 +36,11 @@ std::vector<std::int64_t> parse_seeds(const std::string& text);
 // The [sweep] table of a config file (`grid = { "optim.lr" = [0.1, 0.05] }`, `seeds = [0, 1]`),
 // empty when the file has none. Errors name the file and the key.
 SweepSpec read_sweep_table(const std::filesystem::path& config_path);
-// Every combination (the first axis varies slowest), each with every seed. Two runs of one name (a value or
-// seed listed twice) would write one folder: an error naming it.
+// The keys the sweep sets for every run itself (sweep_runner.cpp): a grid over one would never reach a run.
+std::span<const std::string_view> keys_set_per_run();
+// Every combination (the first axis varies slowest), each with every seed. Errors, naming the option: two runs
+// of one name (a value or seed listed twice) would write one folder; a grid over a key the sweep sets itself,
+// or over `seed` when seeds are given too (they would override it); a run name longer than a folder name may be.
 std::vector<SweepRun> expand(const SweepSpec& spec);
 // Loads the config of every run (base file + extra overrides + the run's): the first bad key or
 // value throws, naming it and where it was given (--set, --grid, --seeds or the [sweep] table), before

@@ -16,6 +16,7 @@
 #include "sprintnet/sweep/sweep_spec.h"
 #include "sprintnet/sweep/worker_plan.h"
 #include "sprintnet/train/out_of_memory_advice.h"
+#include "sprintnet/train/run_directory.h"
 #include "sprintnet/train/sm_turns.h"
 #include "sprintnet/train/trainer.h"
 
@@ -31,9 +32,10 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
   result.point = run.point;
   result.overrides = run.overrides;
   const auto start = std::chrono::steady_clock::now();
-  std::error_code ec;
-  std::filesystem::remove_all(o.out_dir / run.name, ec);  // an unfinished attempt starts over
   try {
+    std::error_code ec;
+    std::filesystem::remove_all(o.out_dir / run.name, ec);  // an unfinished attempt starts over
+    SN_CHECK(!ec, "cannot remove the unfinished attempt {}: {}", (o.out_dir / run.name).string(), ec.message());
     // A run that did not finish starts over when the sweep resumes, so its checkpoints before the
     // last would never be read: only the last is written, unless --set asks for more. (The keys
     // set here for every run are left out of the resume's config check: sweep_spec.cpp.)
@@ -41,10 +43,11 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
     overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
     overrides.insert(overrides.end(), placement.begin(), placement.end());
     overrides.insert(overrides.end(), run.overrides.begin(), run.overrides.end());
-    overrides.push_back(fmt::format("output.dir=\"{}\"", o.out_dir.string()));
-    overrides.push_back(fmt::format("output.name=\"{}\"", run.name));
-    overrides.push_back("output.progress=\"none\"");
-    const Config config = load_config(o.config_path, overrides);
+    Config config = load_config(o.config_path, overrides);
+    // Set, not written as TOML text: a folder with a quote or a backslash in its name stays that folder.
+    config.output.dir = o.out_dir.string();
+    config.output.name = run.name;
+    config.output.progress = "none";
     const train::TrainSummary summary =
         train::advise_on_out_of_memory(o.config_path, config, train::MemoryUse::kSweepRun, [&] {
           train::Trainer trainer(config);
@@ -87,20 +90,24 @@ class Ledger {
     return next_++;
   }
 
-  // A run that finished: trained now (`trained`: it was taken, and the files are rewritten), or in
-  // an earlier attempt (already in the state file read on resume; nothing to rewrite).
-  void record(std::size_t index, RunResult result, bool trained) {
+  // A run that finished in an earlier attempt (in the state file read on resume, its files there):
+  // counted, not reported again.
+  void record_earlier(std::size_t index, RunResult result) {
     std::lock_guard lock(mutex_);
-    if (trained) --progress_.running;
+    progress_.finished += 1;
+    progress_.finished_earlier += 1;
+    slots_[index] = std::move(result);
+  }
+
+  // A run trained now: the state file and the summary are rewritten, then it is reported.
+  void record(std::size_t index, RunResult result) {
+    std::lock_guard lock(mutex_);
+    --progress_.running;
     if (stopped_) return;  // the sweep is stopping: what finishes now is trained again on resume
     progress_.finished += 1;
     progress_.failed += result.status == "failed" ? 1 : 0;
     slots_[index] = std::move(result);
-    if (trained) {
-      const std::vector<RunResult> finished = results();
-      write_state(o_.out_dir, finished);
-      write_summary(o_.out_dir, finished);
-    }
+    write_files();
     if (!on_run_) return;
     progress_.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     try {
@@ -120,6 +127,14 @@ class Ledger {
     stop(std::move(error));
   }
   std::exception_ptr error() const { return error_; }
+
+  // sweep.json, then summary.csv/.md, from every finished run: also at the end of a sweep, so that a
+  // process killed between the two writes (or a resume with nothing left to train) leaves them agreeing.
+  void write_files() const {
+    const std::vector<RunResult> finished = results();
+    write_state(o_.out_dir, finished);
+    write_summary(o_.out_dir, finished);
+  }
 
   std::vector<RunResult> results() const {
     std::vector<RunResult> out;
@@ -152,19 +167,37 @@ void work(const SweepOptions& o, const std::vector<SweepRun>& runs, const std::s
     std::vector<std::string> placement = {fmt::format("device.name=\"{}\"", device)};
     if (cpu_threads > 0) placement.push_back(fmt::format("device.threads={}", cpu_threads));
     while (const std::optional<std::size_t> index = ledger.take()) {
-      ledger.record(*index, train_one(o, runs[*index], placement, shares_device ? &turns : nullptr), true);
+      ledger.record(*index, train_one(o, runs[*index], placement, shares_device ? &turns : nullptr));
     }
   } catch (...) {
     ledger.stop_locked(std::current_exception());  // the device itself failed: nothing more can train
   }
 }
 
+// A run an earlier attempt recorded as done still counts when its folder holds what it wrote (its weights and
+// metrics); one whose folder was deleted or emptied since trains again.
+bool finished_earlier(const SweepOptions& o, const std::vector<RunResult>& previous, const std::string& name) {
+  const bool done = std::any_of(previous.begin(), previous.end(),
+                                [&](const RunResult& r) { return r.name == name && r.status == "done"; });
+  std::error_code ec;
+  const std::filesystem::path run = o.out_dir / name;
+  return done && std::filesystem::is_regular_file(run / "model.safetensors", ec) &&
+         std::filesystem::file_size(run / "metrics.jsonl", ec) > 0 && !ec;
+}
+
+WorkerPlan plan_for(const SweepOptions& o, std::size_t runs) {
+  return plan_workers(load_config(o.config_path, o.overrides), runs, o.parallel, cuda_device_count(),
+                      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), available_host_memory());
+}
+
 std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResult>& previous, const RunCallback& on_run) {
   const std::vector<SweepRun> runs = expand(o.spec);
   const Config base = load_config(o.config_path, o.overrides);
-  const WorkerPlan plan = plan_workers(base, runs.size(), o.parallel, cuda_device_count(),
-                                       static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-                                       available_host_memory());
+  std::vector<bool> earlier(runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) earlier[i] = finished_earlier(o, previous, runs[i].name);
+  // Workers for the runs left (a lone run left takes every core).
+  const auto left = static_cast<std::size_t>(std::count(earlier.begin(), earlier.end(), false));
+  const WorkerPlan plan = plan_for(o, std::max<std::size_t>(left, 1));
   // The data set loads while the workers start their devices (the runs then share this one copy).
   std::future<void> data = std::async(std::launch::async, [&base] {
     try {
@@ -175,9 +208,9 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
   });
   Ledger ledger(o, runs.size(), plan.reason, on_run);
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const auto done = std::find_if(previous.begin(), previous.end(),
-                                   [&](const RunResult& r) { return r.name == runs[i].name && r.status == "done"; });
-    if (done != previous.end()) ledger.record(i, *done, false);
+    if (!earlier[i]) continue;
+    ledger.record_earlier(i, *std::find_if(previous.begin(), previous.end(),
+                                           [&](const RunResult& r) { return r.name == runs[i].name; }));
   }
   const auto shares = [&](const std::string& device) {
     return std::count(plan.devices.begin(), plan.devices.end(), device) > 1;
@@ -192,25 +225,39 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
     }
   }
   if (ledger.error()) std::rethrow_exception(ledger.error());
+  ledger.write_files();
   return ledger.results();
 }
 
 }  // namespace
 
+namespace {
+constexpr std::string_view kSweepHolder = "a sweep, or a resume of it";
+}  // namespace
+
 std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback& on_run) {
   const std::vector<SweepRun> runs = expand(options.spec);
   validate(options.config_path, options.overrides, runs);  // every key and value, before anything trains
+  plan_for(options, runs.size());  // and where they would train (a device that is not there), before the folder
   std::error_code ec;
   std::filesystem::create_directories(options.out_dir, ec);
   SN_CHECK(!ec, "--out {}: cannot create it: {}", options.out_dir.string(), ec.message());
+  // Held for the whole sweep: a second process on this folder (another sweep given the same --out, a
+  // resume of this one) is refused at once, and the checks below cannot race one.
+  const train::RunDirectoryLock lock(options.out_dir, kSweepHolder);
   SN_CHECK(!has_sweep_spec(options.out_dir),
            "--out {} holds a sweep already: continue it with `sprintnet sweep --resume {}` or choose another folder",
            options.out_dir.string(), options.out_dir.string());
+  SN_CHECK(std::filesystem::is_empty(options.out_dir, ec) && !ec,
+           "--out {} holds other files and no sweep: a sweep writes its runs' folders and summary there, so give it "
+           "a new or empty folder", options.out_dir.string());
   write_sweep_spec(options);
   return execute(options, {}, on_run);
 }
 
 std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel, const RunCallback& on_run) {
+  SN_CHECK(std::filesystem::is_directory(dir), "{}: no sweep here (not a folder)", dir.string());
+  const train::RunDirectoryLock lock(dir, kSweepHolder);
   SweepOptions options = read_sweep_spec(dir);
   options.parallel = parallel;
   validate(options.config_path, options.overrides, expand(options.spec));

@@ -25,6 +25,7 @@ struct SweepOptions {
 
 struct SweepProgress {
   std::size_t finished = 0, running = 0, failed = 0, total = 0;
+  std::size_t finished_earlier = 0;  // of `finished`: by an earlier attempt of a resumed sweep (not reported again)
   double elapsed_s = 0.0;  // since the sweep started
   std::string workers;     // how the runs are spread (WorkerPlan::reason)
 };
@@ -33,7 +34,8 @@ struct SweepProgress {
 // the sweep: no new run starts, the ones running finish, and run_sweep rethrows it.
 using RunCallback = std::function<void(const RunResult& run, const SweepProgress& progress)>;
 
-// A new sweep in options.out_dir (which must not hold one already).
+// A new sweep in options.out_dir (new, or empty). The folder is locked while the sweep runs: a second
+// process on it (another sweep, a resume) fails at once, naming it.
 std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback& on_run = {});
 // Continues the sweep in `dir` with the config, overrides and grid it was started with; `parallel`
 // as in SweepOptions.

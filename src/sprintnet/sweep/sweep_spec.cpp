@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -24,13 +25,10 @@ namespace {
 
 constexpr const char* kSpecFile = "sweep-spec.json";
 
-// The keys train_one (sweep_runner.cpp) sets for every run after the config file's values.
-constexpr std::string_view kKeysSetPerRun[] = {"checkpoint.every_epochs", "output.dir", "output.name",
-                                               "output.progress"};
-
 // Whether the config file's value of `key` reaches a run: not when every run sets the key itself.
 bool reaches_runs(std::string_view key, const SweepSpec& spec) {
-  if (std::find(std::begin(kKeysSetPerRun), std::end(kKeysSetPerRun), key) != std::end(kKeysSetPerRun)) return false;
+  const std::span<const std::string_view> set_per_run = keys_set_per_run();
+  if (std::find(set_per_run.begin(), set_per_run.end(), key) != set_per_run.end()) return false;
   if (key == "seed" && !spec.seeds.empty()) return false;
   return std::none_of(spec.axes.begin(), spec.axes.end(), [&](const GridAxis& a) { return a.key == key; });
 }
@@ -64,6 +62,22 @@ void check_config_unchanged(const std::filesystem::path& dir, const SweepOptions
            dir.string(), file, fmt::join(changes, ", "));
 }
 
+// Relative data paths are read from the working directory: resumed from another one, the runs still to train
+// would read other files (or none) than the finished ones did.
+void check_working_directory(const std::filesystem::path& dir, const SweepOptions& o, const std::string& began_in) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(began_in, std::filesystem::current_path(), ec)) return;
+  const DataConfig data = load_config(o.config_path, o.overrides).data;
+  for (const auto& [key, path] : {std::pair<std::string_view, std::string>{"data.dir", data.dir},
+                                  {"data.train_images", data.train_images}, {"data.train_labels", data.train_labels},
+                                  {"data.test_images", data.test_images}, {"data.test_labels", data.test_labels}}) {
+    SN_CHECK(path.empty() || std::filesystem::path(path).is_absolute(),
+             "{}: cannot resume here: the sweep began in {} and its {} = \"{}\" is relative to the working directory, "
+             "so the runs still to train would read other files: resume it from {}",
+             dir.string(), began_in, key, path, began_in);
+  }
+}
+
 }  // namespace
 
 void write_sweep_spec(const SweepOptions& o) {
@@ -73,7 +87,8 @@ void write_sweep_spec(const SweepOptions& o) {
                                {"config_text", read_file(o.config_path, "config file")},
                                {"overrides", o.overrides},
                                {"axes", axes},
-                               {"seeds", o.spec.seeds}};
+                               {"seeds", o.spec.seeds},
+                               {"cwd", std::filesystem::current_path().string()}};
   write_text_file_atomically(o.out_dir / kSpecFile, spec.dump(1) + "\n");
 }
 
@@ -83,7 +98,7 @@ SweepOptions read_sweep_spec(const std::filesystem::path& dir) {
   std::ifstream in(path);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   SweepOptions o;
-  std::optional<std::string> config_text;
+  std::optional<std::string> config_text, began_in;
   try {
     SN_CHECK(!j.is_discarded(), "not JSON");
     o.config_path = j.at("config").get<std::string>();
@@ -93,10 +108,12 @@ SweepOptions read_sweep_spec(const std::filesystem::path& dir) {
     }
     o.spec.seeds = j.at("seeds").get<std::vector<std::int64_t>>();
     if (j.contains("config_text")) config_text = j.at("config_text").get<std::string>();
+    if (j.contains("cwd")) began_in = j.at("cwd").get<std::string>();
   } catch (const std::exception& e) {
     SN_FAIL("{}: malformed sweep spec: {}", path.string(), e.what());
   }
   if (config_text) check_config_unchanged(dir, o, *config_text);
+  if (began_in) check_working_directory(dir, o, *began_in);
   o.out_dir = dir;
   return o;
 }

@@ -18,7 +18,8 @@ void write_sweep_spec(const SweepOptions& options);
 // and how a value is written do not matter), leaving out the keys no run takes from the file
 // (the grid's, the seed when the grid has seeds, and those the sweep sets for each run); a
 // difference is an error naming each key with both values. Specs written before the text was
-// kept are taken as they are.
+// kept are taken as they are. Resumed from another working directory than the sweep began in, a
+// relative data path (data.dir = "data", the default) is an error naming it and that directory.
 SweepOptions read_sweep_spec(const std::filesystem::path& dir);
 
 }  // namespace sprintnet::sweep

@@ -33,16 +33,15 @@ std::filesystem::path create_run_directory(const Config& config) {
   SN_FAIL("cannot find a free run directory name next to {}", base.string());
 }
 
-RunDirectoryLock::RunDirectoryLock(const std::filesystem::path& run_dir)
+RunDirectoryLock::RunDirectoryLock(const std::filesystem::path& run_dir, std::string_view holder)
     : fd_(::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
   SN_CHECK(fd_ >= 0, "cannot open run directory {}: {}", run_dir.string(), std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
   const int error = errno;
   ::close(fd_);
   SN_CHECK(error != EWOULDBLOCK,
-           "run directory {} is in use by another sprintnet process (a training or a resume of this run that is "
-           "still running); wait for it to end, or stop it, before resuming",
-           run_dir.string());
+           "{} is in use by another sprintnet process ({} that is still running); wait for it to end, or stop it, "
+           "first", run_dir.string(), holder);
   SN_FAIL("cannot lock run directory {}: {}", run_dir.string(), std::strerror(error));
 }
 

@@ -4,6 +4,7 @@
 // suffix is added), so one run can't overwrite another's results.
 // A new run that cannot write its first files removes the directory again (Trainer::fit).
 #include <filesystem>
+#include <string_view>
 
 #include "sprintnet/io/config.h"
 
@@ -11,13 +12,15 @@ namespace sprintnet::train {
 
 std::filesystem::path create_run_directory(const Config& config);
 
-// An exclusive advisory lock (flock) on a run directory, held while a process writes it: a second
-// `train --resume` of a run that is still training (or resuming) fails at once, naming the directory,
-// instead of interleaving its metrics, event files and checkpoints with the first's. The kernel drops
-// the lock when the process dies, so a killed run never leaves its directory locked.
+// An exclusive advisory lock (flock) on a run's (or a sweep's) directory, held while a process writes
+// it: a second `train --resume` of a run that is still training (or resuming) fails at once, naming the
+// directory and `holder` (what the other process is doing), instead of interleaving its metrics, event
+// files and checkpoints with the first's. The kernel drops the lock when the process dies, so a killed
+// run never leaves its directory locked.
 class RunDirectoryLock {
  public:
-  explicit RunDirectoryLock(const std::filesystem::path& run_dir);
+  explicit RunDirectoryLock(const std::filesystem::path& run_dir,
+                            std::string_view holder = "a training or a resume of this run");
   ~RunDirectoryLock();
   RunDirectoryLock(RunDirectoryLock&& other) noexcept;
   RunDirectoryLock(const RunDirectoryLock&) = delete;
