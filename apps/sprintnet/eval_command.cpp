@@ -84,6 +84,7 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--csv", options->csv_path, "Also write the confusion matrix as CSV to FILE")->type_name("FILE");
   cmd->callback([options] {
+    if (!options->csv_path.empty()) check_output_file(options->csv_path, "eval --csv");  // before the evaluation
     dist::prefer_few_device_connections();  // before the first CUDA call
     train::LoadedModel model = load_checkpoint(*options);
     const Dataset data = options->data.empty() ? train::load_split(model, options->split)

@@ -27,6 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr std::int64_t kTestSamples = 500;
 constexpr std::int64_t kIdxImages = 5;
@@ -198,6 +199,20 @@ TEST_F(EvalPredictCli, PredictPrintsATableAndRejectsBadInputs) {
   EXPECT_THAT(result.err, HasSubstr("absent.png"));
   result = run_cli(fmt::format("predict '{}' '{}' --top-k 0", run_->string(), pgm.string()), *dir_);
   EXPECT_NE(result.exit_code, 0);
+}
+
+// eval --csv to a folder that is not there, or to a directory: named before the evaluation, not after it with
+// the name of an internal temporary file.
+TEST_F(EvalPredictCli, ACsvDestinationThatCannotBeWrittenIsNamedFirst) {
+  const std::vector<std::pair<fs::path, std::string>> cases = {{*dir_ / "absent" / "c.csv", "does not exist"},
+                                                                {*dir_, "is a directory"}};
+  for (const auto& [destination, reason] : cases) {
+    const CliResult result =
+        run_cli(fmt::format("eval '{}' --device cpu --csv '{}'", run_->string(), destination.string()), *dir_);
+    EXPECT_EQ(result.exit_code, 1) << destination;
+    EXPECT_THAT(result.err, AllOf(HasSubstr("eval --csv"), HasSubstr(reason), Not(HasSubstr(".tmp"))));
+    EXPECT_THAT(result.out, Not(HasSubstr("accuracy"))) << "refused before the evaluation";
+  }
 }
 
 // A model too big for the GPU gets the out-of-memory advice while it loads, before any batch:

@@ -326,7 +326,8 @@ TEST(Checkpoint, ARunDirectoryInUseIsNotResumedTwice) {
   {
     const RunDirectoryLock other_process(run);  // a separate open file description: flock sees another holder
     EXPECT_THAT([&] { resume(run); },
-                ThrowsMessage<Error>(AllOf(HasSubstr(run.string()), HasSubstr("in use by another sprintnet process (a training or a resume of this run"))));
+                ThrowsMessage<Error>(AllOf(HasSubstr(run.string()),
+                                           HasSubstr("in use by another sprintnet process (a training or a resume"))));
     EXPECT_THAT([&] { RunDirectoryLock again(run); }, ThrowsMessage<Error>(HasSubstr("in use")));
   }
   EXPECT_EQ(read_file(run / "metrics.jsonl"), rows);  // the refused resume changed nothing
@@ -409,6 +410,40 @@ TEST(Checkpoint, WeightsOrStateOfAnotherModelOrOptimizerAreRejectedNamingTheFile
   EXPECT_THAT([&] { Trainer trainer(other_optimizer); },
               ThrowsMessage<Error>(AllOf(HasSubstr(state_file), HasSubstr("'adamw'"))));
   EXPECT_NO_THROW(Trainer trainer(plan));
+}
+
+// Optimizer state no training writes: a NaN momentum, a negative second moment, Adam counters that differ
+// (every parameter is updated at every step). Resumed, they gave a run NaN weights (ReLU hid them from the loss)
+// or a message naming neither the file nor the counter that was off.
+TEST(Checkpoint, OptimizerStateNoTrainingWritesIsRejectedNamingTheFile) {
+  const fs::path out = test::temp_dir("checkpoint-bad-state");
+  const fs::path sgd_run = train_until_killed(tiny_config(out, "sgd"), 2);
+  const ResumePlan sgd = plan_resume(sgd_run, {}, {});
+  const std::string sgd_state = (sgd.checkpoint.dir / kCheckpointStateFileName).string();
+  ResumePlan nan_momentum = sgd;
+  Tensor& momentum = nan_momentum.checkpoint.optimizer_state[0].second;
+  momentum = momentum.clone();
+  momentum.span<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THAT([&] { Trainer trainer(nan_momentum); },
+              ThrowsMessage<Error>(AllOf(HasSubstr(sgd_state), HasSubstr("nan at element 5"),
+                                         HasSubstr(nan_momentum.checkpoint.optimizer_state[0].first))));
+
+  const fs::path adam_run = train_until_killed(tiny_config(out, "adam", {"optim.type=\"adam\"", "optim.lr=0.001"}), 2);
+  const ResumePlan adam = plan_resume(adam_run, {}, {});
+  const std::string adam_state = (adam.checkpoint.dir / kCheckpointStateFileName).string();
+  ResumePlan negative = adam;
+  for (auto& [name, tensor] : negative.checkpoint.optimizer_state) {
+    if (name != "1.exp_avg_sq") continue;
+    tensor = tensor.clone();
+    tensor.span<float>()[0] = -1.0f;
+  }
+  EXPECT_THAT([&] { Trainer trainer(negative); },
+              ThrowsMessage<Error>(AllOf(HasSubstr(adam_state), HasSubstr("'1.exp_avg_sq' holds -1 at element 0"))));
+  ResumePlan counters = adam;
+  counters.checkpoint.optimizer_counters["0.step"] = 7;
+  EXPECT_THAT([&] { Trainer trainer(counters); },
+              ThrowsMessage<Error>(AllOf(HasSubstr(adam_state), HasSubstr("'0.step' (7) and '1.step'"))));
+  EXPECT_NO_THROW(Trainer trainer(adam));
 }
 
 // A 6-4-3 model, fp32 on the CPU: enough tensors for the load checks below.

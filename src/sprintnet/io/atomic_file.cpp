@@ -78,4 +78,12 @@ void write_text_file_atomically(const std::filesystem::path& path, std::string_v
   }
 }
 
+void check_output_file(const std::filesystem::path& path, std::string_view what) {
+  SN_CHECK(!std::filesystem::is_directory(path), "{}: the output '{}' is a directory; give a file name", what,
+           path.string());
+  const std::filesystem::path folder = path.parent_path().empty() ? "." : path.parent_path();
+  SN_CHECK(std::filesystem::is_directory(folder), "{}: cannot write '{}': '{}' {}", what, path.string(), folder.string(),
+           std::filesystem::exists(folder) ? "is not a directory" : "does not exist");
+}
+
 }  // namespace sprintnet

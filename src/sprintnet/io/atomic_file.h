@@ -11,4 +11,9 @@ namespace sprintnet {
 // sprintnet::Error naming the path on any failure, and leaves no temporary behind.
 void write_text_file_atomically(const std::filesystem::path& path, std::string_view contents);
 
+// A file a command will write at its end, checked before the work: not a directory, in a folder that exists.
+// The errors begin with `what` ("plot", "eval --csv") and name the path, instead of a temporary file's name
+// after the work is done.
+void check_output_file(const std::filesystem::path& path, std::string_view what);
+
 }  // namespace sprintnet

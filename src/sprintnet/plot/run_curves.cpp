@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/plot/python_job.h"
 
@@ -81,12 +82,8 @@ PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const st
              "{}: metrics.jsonl holds no epoch yet (the run stopped before its first epoch ended): nothing to plot",
              run.string());
   }
-  SN_CHECK(!std::filesystem::is_directory(output), "plot: the output '{}' is a directory; give a .png file name",
-           output.string());
   // Named here too: matplotlib's own reason for a file it cannot write stays in its silenced output.
-  const std::filesystem::path folder = output.parent_path().empty() ? "." : output.parent_path();
-  SN_CHECK(std::filesystem::is_directory(folder), "plot: cannot write '{}': '{}' {}", output.string(), folder.string(),
-           std::filesystem::exists(folder) ? "is not a directory" : "does not exist");
+  check_output_file(output, "plot");
   const std::string python = find_python_with_matplotlib();
   if (python.empty()) return {false, fmt::format("no picture: {}; then run {}", kInstallHint, redraw_hint(runs))};
   SN_CHECK(run_quietly(plot_command(python, runs, output)) == 0, "plot: matplotlib could not draw {} from {}", output.string(),

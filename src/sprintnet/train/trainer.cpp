@@ -289,6 +289,15 @@ void Trainer::restore(const Checkpoint& checkpoint) {
            "{}: the optimizer took {} steps, the run {}", state_file, optimizer_steps->second, checkpoint.step);
   load_model_weights(*model_, checkpoint.weights, weights_file);
   optimizer_->load_state(checkpoint.optimizer_state, checkpoint.optimizer_counters, state_file);
+  // Every parameter is updated at every step, so Adam's per-parameter counters are alike in any checkpoint a run
+  // writes (and the compiled step and fused engine keep one for all): a difference is damage, named here.
+  if (const auto first = checkpoint.optimizer_counters.find("0.step"); first != checkpoint.optimizer_counters.end()) {
+    for (const auto& [name, value] : checkpoint.optimizer_counters) {
+      SN_CHECK(!name.ends_with(".step") || value == first->second,
+               "{}: optimizer counters '0.step' ({}) and '{}' ({}) differ, where every parameter is updated at every "
+               "step", state_file, first->second, name, value);
+    }
+  }
   step_ = checkpoint.step;
   start_epoch_ = checkpoint.epoch;
 }
