@@ -29,6 +29,7 @@
 #include "sprintnet/train/resume.h"
 #include "sprintnet/train/run_directory.h"
 #include "sprintnet/train/trainer.h"
+#include "support/error_message.h"
 #include "support/test_util.h"
 
 namespace sprintnet::train {
@@ -444,6 +445,19 @@ TEST(Checkpoint, OptimizerStateNoTrainingWritesIsRejectedNamingTheFile) {
   EXPECT_THAT([&] { Trainer trainer(counters); },
               ThrowsMessage<Error>(AllOf(HasSubstr(adam_state), HasSubstr("'0.step' (7) and '1.step'"))));
   EXPECT_NO_THROW(Trainer trainer(adam));
+}
+
+// A NaN weight whose loss stays finite (the compiled steps' ReLU maps a NaN pre-activation to 0) used to end the
+// run with exit 0 and a final model and checkpoint that eval, predict and resume refuse. The trainer checks each
+// snapshot it writes with first_non_finite, the loader's own check.
+TEST(Checkpoint, ANonFiniteWeightIsNamedWithWhereItIs) {
+  const Tensor finite = Tensor::from_vector<float>({1, 2, 3}, {3});
+  EXPECT_EQ(first_non_finite({{"0.weight", finite}, {"0.bias", finite}}), std::nullopt);
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+    const Tensor poisoned = Tensor::from_vector<float>({1, 2, bad}, {3});
+    EXPECT_THAT(first_non_finite({{"0.weight", finite}, {"0.bias", poisoned}}).value_or(""),
+                HasSubstr(fmt::format("tensor '0.bias' holds a non-finite value ({} at element 2)", bad)));
+  }
 }
 
 // A 6-4-3 model, fp32 on the CPU: enough tensors for the load checks below.

@@ -1,6 +1,10 @@
 #include "sprintnet/sweep/sweep_runner.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <exception>
 #include <future>
@@ -258,6 +262,9 @@ std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback&
 std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel, const RunCallback& on_run) {
   SN_CHECK(std::filesystem::is_directory(dir), "{}: no sweep here (not a folder)", dir.string());
   const train::RunDirectoryLock lock(dir, kSweepHolder);
+  // Before any unfinished run's folder is cleared for its new attempt: the state file could not be written after.
+  SN_CHECK(::access(dir.c_str(), W_OK) == 0, "{}: cannot resume: the folder is not writable ({})", dir.string(),
+           std::strerror(errno));
   SweepOptions options = read_sweep_spec(dir);
   options.parallel = parallel;
   validate(options.config_path, options.overrides, expand(options.spec));

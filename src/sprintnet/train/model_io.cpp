@@ -25,6 +25,18 @@ TensorList host_copy(const TensorList& tensors) {
   return out;
 }
 
+std::optional<std::string> first_non_finite(const TensorList& host_tensors) {
+  for (const auto& [name, tensor] : host_tensors) {
+    if (tensor.dtype() != DType::kF32) continue;
+    const auto values = tensor.span<float>();
+    const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != values.end()) {
+      return fmt::format("tensor '{}' holds a non-finite value ({} at element {})", name, *bad, bad - values.begin());
+    }
+  }
+  return std::nullopt;
+}
+
 void load_model_weights(nn::Module& model, const TensorList& weights, std::string_view origin) {
   std::map<std::string, const Tensor*> by_name;
   for (const auto& [name, tensor] : weights) {
@@ -43,12 +55,9 @@ void load_model_weights(nn::Module& model, const TensorList& weights, std::strin
     SN_CHECK(source.dtype() == param->value.dtype(), "{}: tensor '{}' is {}, the model expects {}", origin, name,
              dtype_name(source.dtype()), dtype_name(param->value.dtype()));
     const Tensor host = source.device().is_cpu() ? source : source.to(Device::cpu());
-    if (host.dtype() == DType::kF32) {  // a NaN or inf weight would train or predict NaN, naming nothing
-      const auto values = host.span<float>();
-      const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
-      SN_CHECK(bad == values.end(), "{}: tensor '{}' holds a non-finite value ({} at element {})", origin, name, *bad,
-               bad - values.begin());
-    }
+    // A NaN or inf weight would train or predict NaN, naming nothing.
+    const std::optional<std::string> bad = first_non_finite({{name, host}});
+    SN_CHECK(!bad, "{}: {}", origin, *bad);
     copies.emplace_back(param, host);
     by_name.erase(it);
   }

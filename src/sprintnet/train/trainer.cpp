@@ -308,6 +308,11 @@ void Trainer::write_in_background(const std::filesystem::path& run_dir, std::int
                                   bool checkpoint) {
   // The snapshot is taken now, on this thread; the writer owns it while training goes on.
   TensorList snapshot = host_copy(model_weights(*model_));
+  // A NaN weight whose loss stayed finite (ReLU maps a NaN pre-activation to 0) is a divergence too: written,
+  // it would make a final model and a checkpoint that eval, predict and resume refuse.
+  const std::optional<std::string> bad = first_non_finite(snapshot);
+  SN_CHECK(!bad, "training diverged: after epoch {} at a learning rate of {:g}, {} (try a lower optim.lr); metrics "
+           "so far are in {}", epoch, schedule_->lr_at(step_ - 1), bad.value_or(""), run_dir.string());
   std::optional<Checkpoint> state;
   if (checkpoint) {
     state.emplace();
