@@ -105,6 +105,7 @@ TEST(SweepRunner, AFailingRunIsRecordedAndTheKilledSweepResumesSkippingFinishedR
   EXPECT_GT(results[0].final_accuracy, 0.3);
   EXPECT_EQ(results[2].status, "failed");  // lr = 1e30 diverges
   EXPECT_THAT(results[2].error, HasSubstr("diverged"));
+  EXPECT_EQ(results[2].epochs, 1);  // the epoch it diverged in (its metrics row), not 0
   EXPECT_TRUE(std::filesystem::exists(o.out_dir / results[0].name / "model.safetensors"));
   const std::string summary = read_file(o.out_dir / "summary.md");
   EXPECT_THAT(summary, HasSubstr("| optim.lr=0.1 | 2 | 0 |"));

@@ -16,6 +16,7 @@
 #include "sprintnet/core/error.h"
 #include "sprintnet/data/dataset_cache.h"
 #include "sprintnet/io/config.h"
+#include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/ops/backend.h"
 #include "sprintnet/sweep/sweep_spec.h"
 #include "sprintnet/sweep/worker_plan.h"
@@ -70,6 +71,11 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
   } catch (const std::exception& e) {
     result.status = "failed";
     result.error = e.what();
+    // A run that diverged trained up to the epoch that failed, whose metrics rows say how many (none: 0).
+    try {
+      result.epochs = static_cast<std::int64_t>(check_metrics_jsonl(o.out_dir / run.name / "metrics.jsonl"));
+    } catch (const Error&) {
+    }
   }
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
