@@ -215,13 +215,21 @@ TEST(SweepRunner, ABadValueIsNamedWhereItWasGiven) {
 TEST(SweepGrid, AValueOrSeedListedTwiceIsRefused) {
   SweepSpec spec;
   spec.axes = {{"optim.lr", {"0.1", "0.1"}}};
-  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("two runs would be named 'optim.lr=0.1'"));
+  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("optim.lr lists one value twice (0.1 and 0.1)"));
   spec.axes = {{"optim.lr", {"0.1", "0.2"}}};
   spec.seeds = {0, 0};
   EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("two runs would be named 'optim.lr=0.1,seed=0'"));
   spec.seeds = {0, 1};
   EXPECT_EQ(expand(spec).size(), 4u);
   EXPECT_THAT(test::error_message([] { parse_seeds(""); }), HasSubstr("no seeds"));
+  // One value written two ways trained twice under two names; two values that name one folder were "listed twice".
+  spec.axes = {{"optim.lr", {"0.1", "1e-1"}}};
+  EXPECT_THAT(test::error_message([&] { expand(spec); }),
+              HasSubstr("--grid: optim.lr lists one value twice (0.1 and 1e-1)"));
+  spec.axes = {{"data.dir", {"\"a/b\"", "\"a_b\""}}};
+  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("would name one run folder ('data.dir=a_b')"));
+  spec.axes = {{"model.hidden", {"[128, 64]", "[128,64]"}}};
+  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("lists one value twice"));
 }
 
 // Grids that could not do what they say: seeds from the grid that --seeds would override (two runs of one

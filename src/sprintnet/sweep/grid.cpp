@@ -64,6 +64,31 @@ constexpr std::size_t kMaxFolderNameBytes = 255;
 constexpr std::string_view kKeysSetPerRun[] = {"checkpoint.every_epochs", "output.dir", "output.name",
                                                "output.progress"};
 
+// A value's TOML text in one form (1e-1 and 0.10 are 0.1; "a" and 'a' are "a"), to find a value listed twice
+// however it is written; text that is not a TOML value stays as it is (validate() names it).
+std::string canonical(const std::string& value) {
+  try {
+    const toml::table table = toml::parse("v = " + value);
+    if (const toml::node* node = table.get("v")) return toml_text(*node);
+  } catch (const toml::parse_error&) {
+  }
+  return value;
+}
+
+// Two values of one axis that are one value, or that would name one folder: refused before anything trains.
+void check_distinct(const GridAxis& axis) {
+  for (std::size_t i = 0; i < axis.values.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const std::string& a = axis.values[j];
+      const std::string& b = axis.values[i];
+      SN_CHECK(canonical(a) != canonical(b), "{}: {} lists one value twice ({} and {})", axis.origin, axis.key, a, b);
+      SN_CHECK(name_part(a) != name_part(b),
+               "{}: {} values {} and {} would name one run folder ('{}={}'); give values that differ in more than "
+               "quotes, brackets, spaces or '/' against '_'", axis.origin, axis.key, a, b, axis.key, name_part(a));
+    }
+  }
+}
+
 }  // namespace
 
 std::span<const std::string_view> keys_set_per_run() { return kKeysSetPerRun; }
@@ -137,6 +162,7 @@ std::vector<SweepRun> expand(const SweepSpec& spec) {
     SN_CHECK(axis.key != "seed" || spec.seeds.empty(),
              "{}: seed and {} both give the seeds, and the seeds would override the grid's: give them once",
              axis.origin, spec.seeds_origin);
+    check_distinct(axis);
   }
   std::vector<SweepRun> points(1);
   for (const GridAxis& axis : spec.axes) {
