@@ -308,8 +308,10 @@ TEST(SweepRunner, AResumeRepairsTheSummaryAndRetrainsADeletedRun) {
   EXPECT_TRUE(std::filesystem::exists(o.out_dir / "optim.lr=0.2" / "model.safetensors"));
   EXPECT_THAT(read_file(o.out_dir / "summary.csv"), AllOf(HasSubstr("optim.lr=0.1"), HasSubstr("optim.lr=0.2")));
   std::filesystem::remove(o.out_dir / "summary.md");  // nothing left to train: still rewritten
+  std::ofstream(o.out_dir / ".sweep.json.tmp.12414.15") << "{";  // a write a SIGKILL cut short
   EXPECT_EQ(resume_sweep(o.out_dir, 1).size(), 2u);
   EXPECT_TRUE(std::filesystem::exists(o.out_dir / "summary.md"));
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir / ".sweep.json.tmp.12414.15"));
 }
 
 // data.dir = "data" is read from the working directory: resumed from another one, the runs left would read
