@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/dist/rank_info.h"
 #include "sprintnet/sweep/sweep_plot.h"
 #include "sprintnet/sweep/sweep_runner.h"
 
@@ -82,6 +83,12 @@ void add_sweep_command(CLI::App& app) {
                   "core, within memory)")
       ->check(CLI::Range(0, 1 << 16));
   cmd->callback([options, seeds] {
+    // Every run of a sweep trains in this one process: under a launcher's job of several ranks, each run would try
+    // to join that job (or fail one by one after the folder is written). Refused before anything starts.
+    const dist::RankInfo launched = dist::rank_info_from(dist::process_environment());
+    SN_CHECK(!launched.distributed(), "sweep: this process is rank {} of {} started by {} (its variables are set); a "
+             "sweep trains its runs in one process and spreads them over the GPUs itself: run it outside the launcher",
+             launched.rank, launched.world, launched.launcher);
     const bool seeds_given = seeds->count() > 0;  // --seeds "" too: an error, not the config's seed
     std::vector<sweep::RunResult> results;
     std::string dir;

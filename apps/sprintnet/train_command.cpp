@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "sprintnet/dist/device_connections.h"
 #include "sprintnet/dist/launcher.h"
+#include "sprintnet/dist/rank_info.h"
 #include "sprintnet/io/progress_format.h"
 #include "sprintnet/io/config.h"
 #include "sprintnet/ops/backend.h"
@@ -50,13 +51,22 @@ void add_train_command(CLI::App& app) {
   cmd->callback([options] {
     const double before_trainer_s = train::process_age_s();
     const bool multi_node = std::getenv("NNODES") != nullptr && std::string_view(std::getenv("NNODES")) != "1";
-    const bool starts_ranks = (options->gpus > 1 || multi_node) && std::getenv("RANK") == nullptr;
+    // Under a launcher's job of several ranks (torchrun, srun, mpirun, or --gpus for its own ranks) this process is
+    // one rank already: --gpus would start a separate job of its own in every rank, on the same GPUs. (One task
+    // of srun, a job of one, may start its ranks with --gpus.)
+    const dist::RankInfo launched = dist::rank_info_from(dist::process_environment());
+    SN_CHECK(options->gpus == 0 || !launched.distributed(),
+             "--gpus {}: this process is rank {} of {} started by {} (its variables are set), which starts the ranks "
+             "itself: leave --gpus out", options->gpus, launched.rank, launched.world, launched.launcher);
+    const bool starts_ranks = (options->gpus > 1 || multi_node) && !launched.distributed();
     dist::prefer_few_device_connections(starts_ranks);  // before the first CUDA call
-    if (starts_ranks) {
-      options->gpus = std::max(options->gpus, 1);
+    if (options->gpus >= 1) {  // --gpus 1 too: it asks for a GPU, not for whatever device.name finds
       const int available = cuda_device_count();
       SN_CHECK(options->gpus <= available, "--gpus {}: this machine has {} GPU(s){}", options->gpus, available,
                available == 0 ? fmt::format(" ({})", cuda_unavailable_reason()) : "");
+    }
+    if (starts_ranks) {
+      options->gpus = std::max(options->gpus, 1);
       // The same command line without --gpus, once per rank (dist/launcher.h).
       std::vector<std::string> args = {"train"};
       if (!options->config_path.empty()) args.push_back(options->config_path);
@@ -83,6 +93,9 @@ void add_train_command(CLI::App& app) {
       trainer = train::advise_on_out_of_memory(config_file, plan.config, train::MemoryUse::kTraining,
                                                [&] { return std::make_unique<train::Trainer>(plan); });
     }
+    SN_CHECK(options->gpus == 0 || trainer->device().is_cuda(), "--gpus {}: the run's device.name says {}; --gpus "
+             "trains on GPUs (set device.name = \"auto\" or \"cuda\", or leave --gpus out)", options->gpus,
+             trainer->config().device.name);
     trainer->count_time_before(before_trainer_s);
     const bool primary = trainer->rank().primary();  // data parallel: rank 0 speaks for the job
     if (!options->quiet && primary) std::printf("%s\n", trainer->describe().c_str());

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <map>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -233,6 +234,27 @@ TEST_F(EvalPredictCli, OutOfDeviceMemoryWhileLoadingNamesTheConfigAndItsKeys) {
                                   HasSubstr("--device cpu")))
         << command;
   }
+}
+
+// Under a launcher's job of several ranks this process is one rank already: --gpus started a separate job in
+// every rank (on the same GPUs), and a sweep's runs each failed or joined the job. Both are refused up front.
+TEST(LauncherCli, GpusAndSweepsInsideALaunchersJobAreRefused) {
+  const fs::path dir = test::temp_dir("launcher-cli");
+  const fs::path config = dir / "tiny.toml";
+  std::ofstream(config) << fmt::format("[data]\ndir = \"{}\"\ntrain_limit = 600\n[device]\nname = \"cpu\"\n",
+                                       test::data_dir().string());
+  const std::map<std::string, std::string> job = {
+      {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}};
+  for (const auto& [name, value] : job) setenv(name.c_str(), value.c_str(), 1);
+  const CliResult gpus = run_cli(fmt::format("train '{}' --gpus 2", config.string()), dir);
+  const CliResult sweep =
+      run_cli(fmt::format("sweep '{}' --seeds 0,1 --out '{}'", config.string(), (dir / "s").string()), dir);
+  for (const auto& [name, value] : job) unsetenv(name.c_str());
+  EXPECT_EQ(gpus.exit_code, 1);
+  EXPECT_THAT(gpus.err, AllOf(HasSubstr("rank 1 of 2 started by torchrun"), HasSubstr("leave --gpus out")));
+  EXPECT_EQ(sweep.exit_code, 1);
+  EXPECT_THAT(sweep.err, HasSubstr("a sweep trains its runs in one process"));
+  EXPECT_FALSE(fs::exists(dir / "s"));
 }
 
 // A sweep goes on past a failed run, then exits non-zero so that a script sees it.

@@ -64,6 +64,18 @@ TEST(RankInfo, WrongValuesAreNamed) {
               HasSubstr("RANK and WORLD_SIZE must both be set"));
 }
 
+// NNODES and NODE_RANK were read with atoi: "abc" or "" was node 0 (two node 0s in one job), "1x" was 1.
+TEST(RankInfo, CountsAndRanksAreReadStrictly) {
+  EXPECT_EQ(env_integer(env({{"NODE_RANK", "3"}}), "NODE_RANK"), 3);
+  for (const char* bad : {"abc", "", "1x", "-1"}) {
+    EXPECT_THAT(test::error_message([&] { env_integer(env({{"NODE_RANK", bad}}), "NODE_RANK"); }),
+                HasSubstr(fmt::format("NODE_RANK='{}'", bad)))
+        << bad;
+  }
+  EXPECT_THAT(test::error_message([] { env_integer(env({{"NNODES", "99999999999999999999"}}), "NNODES"); }),
+              HasSubstr("is not a rank or a count (0 to 1048575)"));
+}
+
 TEST(Launcher, AFreePortIsAPort) {
   const int port = free_port();
   EXPECT_GT(port, 0);

@@ -2,17 +2,20 @@
 
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/dist/rank_info.h"
 
 namespace sprintnet::dist {
 
@@ -35,12 +38,12 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
   SN_CHECK(gpus >= 1, "--gpus {}: at least one", gpus);
   // Several machines: NNODES and NODE_RANK (as torchrun's --nnodes/--node_rank) place this machine's
   // ranks, and MASTER_ADDR/MASTER_PORT name node 0, where global rank 0 hosts NCCL's bootstrap.
-  const char* nnodes_env = std::getenv("NNODES");
-  const int nnodes = nnodes_env != nullptr ? std::atoi(nnodes_env) : 1;
-  const char* node_env = std::getenv("NODE_RANK");
-  const int node = node_env != nullptr ? std::atoi(node_env) : 0;
-  SN_CHECK(nnodes >= 1 && node >= 0 && node < nnodes, "NNODES={} NODE_RANK={}: NODE_RANK must be below NNODES",
-           nnodes_env != nullptr ? nnodes_env : "1", node_env != nullptr ? node_env : "0");
+  const Environment env = process_environment();
+  const int nnodes = env("NNODES") ? env_integer(env, "NNODES") : 1;  // strictly: "abc" is not node 0
+  const int node = env("NODE_RANK") ? env_integer(env, "NODE_RANK") : 0;
+  SN_CHECK(nnodes >= 1 && node < nnodes, "NNODES={} NODE_RANK={}: NODE_RANK must be below NNODES", nnodes, node);
+  SN_CHECK(static_cast<std::int64_t>(nnodes) * gpus < kMaxRanks, "NNODES={} x --gpus {}: more than the {} ranks a job "
+           "may have", nnodes, gpus, kMaxRanks - 1);
   std::string master = "127.0.0.1", port;
   if (nnodes > 1) {
     const char* addr = std::getenv("MASTER_ADDR");
@@ -53,11 +56,16 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
     port = std::to_string(free_port());
   }
   const int world = nnodes * gpus;
+  const pid_t launcher = getpid();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < gpus; ++rank) {
     const pid_t pid = fork();
     SN_CHECK(pid >= 0, "cannot start rank {}: {}", rank, std::strerror(errno));
     if (pid == 0) {
+      // A rank ends with its launcher: killed alone (a supervisor signals only its main process), the launcher
+      // would leave its ranks training on, holding their GPUs. (The check covers a launcher gone before prctl.)
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != launcher) _exit(143);
       setenv("RANK", std::to_string(node * gpus + rank).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);

@@ -5,21 +5,21 @@
 #include "sprintnet/core/error.h"
 
 namespace sprintnet::dist {
-namespace {
 
-int integer(const Environment& env, const std::string& name) {
+int env_integer(const Environment& env, const std::string& name) {
   const std::string text = env(name).value_or("");
   try {
     std::size_t used = 0;
     const long v = std::stol(text, &used);
-    SN_CHECK(used == text.size() && v >= 0 && v < (1L << 20), "{}='{}' is not a rank or a count", name, text);
+    SN_CHECK(used == text.size() && v >= 0 && v < kMaxRanks, "{}='{}' is not a rank or a count (0 to {})", name, text,
+             kMaxRanks - 1);
     return static_cast<int>(v);
+  } catch (const std::out_of_range&) {
+    SN_FAIL("{}='{}' is not a rank or a count (0 to {})", name, text, kMaxRanks - 1);
   } catch (const std::logic_error&) {
     SN_FAIL("{}='{}' is not an integer", name, text);
   }
 }
-
-}  // namespace
 
 Environment process_environment() {
   return [](const std::string& name) -> std::optional<std::string> {
@@ -46,9 +46,9 @@ RankInfo rank_info_from(const Environment& env) {
     return info;
   }
   SN_CHECK(has(rank_var) && has(world_var), "{}: {} and {} must both be set", info.launcher, rank_var, world_var);
-  info.rank = integer(env, rank_var);
-  info.world = integer(env, world_var);
-  info.local_rank = has(local_var) ? integer(env, local_var) : info.rank;
+  info.rank = env_integer(env, rank_var);
+  info.world = env_integer(env, world_var);
+  info.local_rank = has(local_var) ? env_integer(env, local_var) : info.rank;
   SN_CHECK(info.world >= 1, "{}={}: a job has at least one rank", world_var, info.world);
   SN_CHECK(info.rank < info.world, "{}={} is not below {}={}", rank_var, info.rank, world_var, info.world);
   if (info.world > 1) {
@@ -57,7 +57,7 @@ RankInfo rank_info_from(const Environment& env) {
              info.world, info.launcher);
     info.master_addr = env("MASTER_ADDR").value_or("");
     SN_CHECK(!info.master_addr.empty(), "MASTER_ADDR is empty");
-    info.master_port = integer(env, "MASTER_PORT");
+    info.master_port = env_integer(env, "MASTER_PORT");
     SN_CHECK(info.master_port > 0 && info.master_port < 65536, "MASTER_PORT={} is not a port", info.master_port);
   }
   return info;

@@ -26,4 +26,8 @@ Environment process_environment();
 // The rank of this process; errors name the variable and what is wrong with it.
 RankInfo rank_info_from(const Environment& env);
 
+// A rank or a count from variable `name`: digits only, below kMaxRanks; anything else is an error naming it.
+inline constexpr int kMaxRanks = 1 << 20;
+int env_integer(const Environment& env, const std::string& name);
+
 }  // namespace sprintnet::dist

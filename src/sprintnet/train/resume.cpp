@@ -15,13 +15,14 @@ namespace {
 // RUN_DIR. (Bit-exact continuation needs the same device and thread count as before.)
 // The data paths say where the bytes are, not what is computed: a run started in another working directory
 // (data.dir = "data" is relative) or whose data set moved resumes with --set data.dir=... A different data set
-// of another size is still refused, by the checkpoint's step count.
+// of another size is still refused, by the checkpoint's step count. device.update (replicated or sharded) computes
+// the same update either way, and a sharded run resumed on a GPU count its model does not split over needs it.
 constexpr std::string_view kResumableKeys[] = {
     "train.epochs",       "train.eval_every",         "train.eval_batch_size", "train.log_every",
     "device.name",        "device.allocator",         "device.threads",        "output.dir",
     "output.name",        "output.progress",          "checkpoint.every_epochs", "checkpoint.keep_last",
     "data.dir",           "data.train_images",        "data.train_labels",     "data.test_images",
-    "data.test_labels",
+    "data.test_labels",  "device.update",
 };
 
 bool is_resumable(std::string_view key) {
