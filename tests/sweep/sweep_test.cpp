@@ -254,9 +254,9 @@ TEST(SweepRunner, ASecondProcessOnASweepsFolderIsRefused) {
   const std::filesystem::path dir = test::temp_dir("sweep-locked");
   const SweepOptions o = sweep_killed_after_one_run(dir);
   {
-    const train::RunDirectoryLock other_process(o.out_dir);
+    const train::RunDirectoryLock other_process(o.out_dir);  // a separate open file description: another holder
     EXPECT_THAT(test::error_message([&] { resume_sweep(o.out_dir, 0); }),
-                AllOf(HasSubstr(o.out_dir.string()), HasSubstr("in use by another sprintnet process (a sweep")));
+                AllOf(HasSubstr(o.out_dir.string()), HasSubstr("in use by another sprintnet process (a training, a resume or a sweep")));
     SweepOptions another = o;
     EXPECT_THAT(test::error_message([&] { run_sweep(another); }), HasSubstr("in use by another sprintnet process"));
   }

@@ -328,12 +328,12 @@ TEST(Checkpoint, ARunDirectoryInUseIsNotResumedTwice) {
     const RunDirectoryLock other_process(run);  // a separate open file description: flock sees another holder
     EXPECT_THAT([&] { resume(run); },
                 ThrowsMessage<Error>(AllOf(HasSubstr(run.string()),
-                                           HasSubstr("in use by another sprintnet process (a training or a resume"))));
+                                           HasSubstr("in use by another sprintnet process (a training, a resume or a sweep"))));
     EXPECT_THAT([&] { RunDirectoryLock again(run); }, ThrowsMessage<Error>(HasSubstr("in use")));
   }
   EXPECT_EQ(read_file(run / "metrics.jsonl"), rows);  // the refused resume changed nothing
   EXPECT_EQ(resume(run).epochs.size(), static_cast<std::size_t>(kEpochs - 2));  // released: it resumes
-  const RunDirectoryLock after_the_run(run);  // and fit() let go of it when it returned
+  const RunDirectoryLock after_the_run(run);  // released with the Trainer that held it
 }
 
 // data.dir = "data" is relative: a run resumed from another working directory, or after its data moved, needs

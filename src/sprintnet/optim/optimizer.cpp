@@ -33,17 +33,6 @@ void check_counter(const Counters& counters, const std::string& name, std::int64
            name, value, low, high);
 }
 
-// Optimizer state no training writes: a NaN or infinite value (or a negative second moment, whose square root
-// the update takes) would turn every weight it touches into NaN, which the loader of weights then refuses.
-void check_state_values(const Tensor& state, std::string_view name, std::string_view origin) {
-  const bool second_moment = name.ends_with("exp_avg_sq");
-  const std::vector<double> values = state.to_vector<double>();
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    SN_CHECK(std::isfinite(values[i]) && (!second_moment || values[i] >= 0.0),
-             "{}: optimizer state '{}' holds {} at element {}, which no training writes", origin, name, values[i], i);
-  }
-}
-
 }  // namespace
 
 void Optimizer::load_state(const NamedTensors& tensors, const Counters& counters, std::string_view origin) {
@@ -61,7 +50,6 @@ void Optimizer::load_state(const NamedTensors& tensors, const Counters& counters
     SN_CHECK(source.shape() == target.shape() && source.dtype() == target.dtype(),
              "{}: optimizer state '{}' is {} {}, {} expects {} {}", origin, name, dtype_name(source.dtype()),
              shape_str(source.shape()), describe(), dtype_name(target.dtype()), shape_str(target.shape()));
-    check_state_values(source, name, origin);
     copies.emplace_back(target, &source);
     by_name.erase(it);
   }

@@ -36,7 +36,9 @@ std::vector<std::int64_t> parse_seeds(const std::string& text);
 // The [sweep] table of a config file (`grid = { "optim.lr" = [0.1, 0.05] }`, `seeds = [0, 1]`),
 // empty when the file has none. Errors name the file and the key.
 SweepSpec read_sweep_table(const std::filesystem::path& config_path);
-// The keys the sweep sets for every run itself (sweep_runner.cpp): a grid over one would never reach a run.
+// The keys the sweep sets for every run itself (sweep_runner.cpp) where a config file's value never reaches a
+// run: checkpoint.every_epochs (before the overrides, which may set it) and output.dir/name/progress (after them:
+// a grid over one of those is refused).
 std::span<const std::string_view> keys_set_per_run();
 // Every combination (the first axis varies slowest), each with every seed. Errors, naming the option: two runs
 // of one name (a value or seed listed twice) would write one folder; a grid over a key the sweep sets itself,

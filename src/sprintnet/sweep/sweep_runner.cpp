@@ -74,7 +74,7 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
     // A run that diverged trained up to the epoch that failed, whose metrics rows say how many (none: 0).
     try {
       result.epochs = static_cast<std::int64_t>(check_metrics_jsonl(o.out_dir / run.name / "metrics.jsonl"));
-    } catch (const Error&) {
+    } catch (const std::exception&) {  // (no readable metrics: no epoch; a file system error must not stop the sweep)
     }
   }
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -205,9 +205,22 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
   const Config base = load_config(o.config_path, o.overrides);
   std::vector<bool> earlier(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) earlier[i] = finished_earlier(o, previous, runs[i].name);
+  const auto record_earlier = [&](Ledger& ledger) {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (!earlier[i]) continue;
+      ledger.record_earlier(i, *std::find_if(previous.begin(), previous.end(),
+                                             [&](const RunResult& r) { return r.name == runs[i].name; }));
+    }
+  };
   // Workers for the runs left (a lone run left takes every core).
   const auto left = static_cast<std::size_t>(std::count(earlier.begin(), earlier.end(), false));
-  const WorkerPlan plan = plan_for(o, std::max<std::size_t>(left, 1));
+  if (left == 0) {  // a finished sweep resumed: nothing to set up, its files rewritten from the records
+    Ledger ledger(o, runs.size(), "", on_run);
+    record_earlier(ledger);
+    ledger.write_files();
+    return ledger.results();
+  }
+  const WorkerPlan plan = plan_for(o, left);
   // The data set loads while the workers start their devices (the runs then share this one copy).
   std::future<void> data = std::async(std::launch::async, [&base] {
     try {
@@ -217,11 +230,7 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
     }
   });
   Ledger ledger(o, runs.size(), plan.reason, on_run);
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (!earlier[i]) continue;
-    ledger.record_earlier(i, *std::find_if(previous.begin(), previous.end(),
-                                           [&](const RunResult& r) { return r.name == runs[i].name; }));
-  }
+  record_earlier(ledger);
   const auto shares = [&](const std::string& device) {
     return std::count(plan.devices.begin(), plan.devices.end(), device) > 1;
   };
@@ -238,12 +247,6 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
   ledger.write_files();
   return ledger.results();
 }
-
-}  // namespace
-
-namespace {
-
-constexpr std::string_view kSweepHolder = "a sweep, or a resume of it";
 
 // The temporaries of atomic writes (".sweep.json.tmp.PID.N") a killed sweep left: under the folder's lock no
 // other process is writing one.
@@ -268,7 +271,7 @@ std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback&
   SN_CHECK(!ec, "--out {}: cannot create it: {}", options.out_dir.string(), ec.message());
   // Held for the whole sweep: a second process on this folder (another sweep given the same --out, a
   // resume of this one) is refused at once, and the checks below cannot race one.
-  const train::RunDirectoryLock lock(options.out_dir, kSweepHolder);
+  const train::RunDirectoryLock lock(options.out_dir);
   SN_CHECK(!has_sweep_spec(options.out_dir),
            "--out {} holds a sweep already: continue it with `sprintnet sweep --resume {}` or choose another folder",
            options.out_dir.string(), options.out_dir.string());
@@ -281,7 +284,7 @@ std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback&
 
 std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel, const RunCallback& on_run) {
   SN_CHECK(std::filesystem::is_directory(dir), "{}: no sweep here (not a folder)", dir.string());
-  const train::RunDirectoryLock lock(dir, kSweepHolder);
+  const train::RunDirectoryLock lock(dir);
   // Before any unfinished run's folder is cleared for its new attempt: the state file could not be written after.
   SN_CHECK(::access(dir.c_str(), W_OK) == 0, "{}: cannot resume: the folder is not writable ({})", dir.string(),
            std::strerror(errno));

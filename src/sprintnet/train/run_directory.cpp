@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <utility>
 
 #include <fmt/chrono.h>
 
@@ -33,19 +32,18 @@ std::filesystem::path create_run_directory(const Config& config) {
   SN_FAIL("cannot find a free run directory name next to {}", base.string());
 }
 
-RunDirectoryLock::RunDirectoryLock(const std::filesystem::path& run_dir, std::string_view holder)
+RunDirectoryLock::RunDirectoryLock(const std::filesystem::path& run_dir)
     : fd_(::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-  SN_CHECK(fd_ >= 0, "cannot open run directory {}: {}", run_dir.string(), std::strerror(errno));
+  SN_CHECK(fd_ >= 0, "cannot open {}: {}", run_dir.string(), std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
   const int error = errno;
   ::close(fd_);
+  fd_ = -1;
   SN_CHECK(error != EWOULDBLOCK,
-           "{} is in use by another sprintnet process ({} that is still running); wait for it to end, or stop it, "
-           "first", run_dir.string(), holder);
-  SN_FAIL("cannot lock run directory {}: {}", run_dir.string(), std::strerror(error));
+           "{} is in use by another sprintnet process (a training, a resume or a sweep that is still running); wait "
+           "for it to end, or stop it, first", run_dir.string());
+  // ENOLCK, EOPNOTSUPP, ...: a file system without flock. The lock is a guard, not a condition to run.
 }
-
-RunDirectoryLock::RunDirectoryLock(RunDirectoryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
 
 RunDirectoryLock::~RunDirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the lock

@@ -4,7 +4,6 @@
 // suffix is added), so one run can't overwrite another's results.
 // A new run that cannot write its first files removes the directory again (Trainer::fit).
 #include <filesystem>
-#include <string_view>
 
 #include "sprintnet/io/config.h"
 
@@ -13,19 +12,17 @@ namespace sprintnet::train {
 std::filesystem::path create_run_directory(const Config& config);
 
 // An exclusive advisory lock (flock) on a run's (or a sweep's) directory, held while a process writes
-// it: a second `train --resume` of a run that is still training (or resuming) fails at once, naming the
-// directory and `holder` (what the other process is doing), instead of interleaving its metrics, event
-// files and checkpoints with the first's. The kernel drops the lock when the process dies, so a killed
-// run never leaves its directory locked.
+// it: a second `train --resume` of a run that is still training (or resuming) fails, naming the
+// directory, before it writes anything, instead of interleaving its metrics, event files and
+// checkpoints with the first's. The kernel drops the lock when the process dies, so a killed run never
+// leaves its directory locked. It holds between processes of one machine: NFS does not carry flock on
+// directories to other clients, and where the file system has no flock at all the run goes on unlocked.
 class RunDirectoryLock {
  public:
-  explicit RunDirectoryLock(const std::filesystem::path& run_dir,
-                            std::string_view holder = "a training or a resume of this run");
+  explicit RunDirectoryLock(const std::filesystem::path& run_dir);
   ~RunDirectoryLock();
-  RunDirectoryLock(RunDirectoryLock&& other) noexcept;
   RunDirectoryLock(const RunDirectoryLock&) = delete;
   RunDirectoryLock& operator=(const RunDirectoryLock&) = delete;
-  RunDirectoryLock& operator=(RunDirectoryLock&&) = delete;
 
  private:
   int fd_ = -1;

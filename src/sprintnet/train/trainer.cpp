@@ -272,6 +272,23 @@ void Trainer::compile_plan() {
   plan_->load(*model_, *optimizer_);
 }
 
+namespace {
+
+// Optimizer state no training writes: a NaN or infinite value (or a negative second moment, whose square root the
+// update takes) would turn every weight it touches into NaN, which the loader of weights then refuses.
+void check_optimizer_state_values(const optim::NamedTensors& state, const std::string& origin) {
+  for (const auto& [name, tensor] : state) {
+    const std::vector<double> values = tensor.to_vector<double>();
+    const bool second_moment = name.ends_with("exp_avg_sq");
+    const auto bad = std::find_if(values.begin(), values.end(),
+                                  [&](double v) { return !std::isfinite(v) || (second_moment && v < 0.0); });
+    SN_CHECK(bad == values.end(), "{}: optimizer state '{}' holds {} at element {}, which no training writes", origin,
+             name, bad == values.end() ? 0.0 : *bad, bad - values.begin());
+  }
+}
+
+}  // namespace
+
 void Trainer::restore(const Checkpoint& checkpoint) {
   const std::string weights_file = (checkpoint.dir / kCheckpointModelFileName).string();
   const std::string state_file = (checkpoint.dir / kCheckpointStateFileName).string();
@@ -288,6 +305,7 @@ void Trainer::restore(const Checkpoint& checkpoint) {
   SN_CHECK(optimizer_steps == checkpoint.optimizer_counters.end() || optimizer_steps->second == checkpoint.step,
            "{}: the optimizer took {} steps, the run {}", state_file, optimizer_steps->second, checkpoint.step);
   load_model_weights(*model_, checkpoint.weights, weights_file);
+  check_optimizer_state_values(checkpoint.optimizer_state, state_file);
   optimizer_->load_state(checkpoint.optimizer_state, checkpoint.optimizer_counters, state_file);
   // Every parameter is updated at every step, so Adam's per-parameter counters are alike in any checkpoint a run
   // writes (and the compiled step and fused engine keep one for all): a difference is damage, named here.
@@ -448,13 +466,12 @@ TrainSummary Trainer::fit() {
   // Data parallel: rank 0 alone writes the run (directory, metrics, checkpoints, weights) and
   // evaluates; the other ranks train in step with it.
   const bool primary = rank_.primary();
-  std::optional<RunDirectoryLock> lock;  // held until fit returns, the writes waited for
   std::optional<MetricsWriter> metrics;
   std::optional<ScopedPhase> phase(std::in_place, phases_, "run directory, config.toml, metrics files");
   if (primary) {
     summary.run_dir = resumed ? resume_run_dir_ : create_run_directory(config_);
     try {
-      lock.emplace(summary.run_dir);  // before anything in it is rewritten
+      run_lock_.emplace(summary.run_dir);  // before anything in it is rewritten
       // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
       write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
       metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_, step_ + 1)
