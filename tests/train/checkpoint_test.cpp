@@ -347,6 +347,24 @@ TEST(Checkpoint, TheDataPathsMayChangeOnResume) {
   EXPECT_EQ(resumed.epochs.size(), static_cast<std::size_t>(kEpochs - 2));
   EXPECT_THAT([&] { plan_resume(run, {}, {"data.train_limit=1000"}); },
               ThrowsMessage<Error>(HasSubstr("data.train_limit (2000 in the checkpoint, 1000 now)")));
+  // Other files of the same size (here MNIST's test images and labels as training data): refused, by the
+  // checkpoint's fingerprint of the data, not trained on.
+  const fs::path mnist = fs::absolute(test::data_dir()) / "mnist", other = out / "other-data" / "mnist";
+  fs::create_directories(other);
+  const auto copy = [&](const std::string& source, const std::string& name) {  // raw, or gzipped as get-data may
+    const bool raw = fs::exists(mnist / source);
+    fs::copy_file(mnist / (raw ? source : source + ".gz"), other / (raw ? name : name + ".gz"));
+  };
+  copy("t10k-images-idx3-ubyte", "train-images-idx3-ubyte");
+  copy("t10k-labels-idx1-ubyte", "train-labels-idx1-ubyte");
+  copy("t10k-images-idx3-ubyte", "t10k-images-idx3-ubyte");
+  copy("t10k-labels-idx1-ubyte", "t10k-labels-idx1-ubyte");
+  const fs::path resumable = train_until_killed(tiny_config(out, "again"), 2);
+  EXPECT_THAT(test::error_message([&] {
+                resume(resumable, {fmt::format("data.dir=\"{}\"", (out / "other-data").string())});
+              }),
+              AllOf(HasSubstr("the run trained on other data (2000 samples, labels crc32"),
+                    HasSubstr("the data paths may change on resume to find the same files")));
 }
 
 TEST(Checkpoint, ConfigsThatChangeWhatTheRunComputesAreRefusedNamingTheKey) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include <boost/crc.hpp>
 #include <fmt/format.h>
 
 #include "sprintnet/core/error.h"
@@ -33,6 +34,7 @@ constexpr std::string_view kStepKey = "step";
 constexpr std::string_view kOptimizerKey = "optimizer";
 constexpr std::string_view kCounterPrefix = "optimizer.";
 constexpr std::string_view kConfigKey = "config";
+constexpr std::string_view kTrainDataKey = "train_data";
 
 std::optional<std::int64_t> parse_int(std::string_view text) {
   std::int64_t value = 0;
@@ -102,6 +104,7 @@ Metadata state_metadata(const Checkpoint& checkpoint) {
   for (const auto& [name, value] : checkpoint.optimizer_counters) {
     metadata[fmt::format("{}{}", kCounterPrefix, name)] = std::to_string(value);
   }
+  if (!checkpoint.train_data.empty()) metadata[std::string(kTrainDataKey)] = checkpoint.train_data;
   return metadata;
 }
 
@@ -243,6 +246,7 @@ Checkpoint read_checkpoint(const fs::path& dir) {
     }
   }
   checkpoint.optimizer_state = std::move(state.tensors);
+  if (const auto it = metadata.find(std::string(kTrainDataKey)); it != metadata.end()) checkpoint.train_data = it->second;
 
   const std::string dir_name = dir.filename().string();
   const auto dir_epoch = epoch_of_dir_name(dir_name);
@@ -261,6 +265,13 @@ Checkpoint read_checkpoint(const fs::path& dir) {
            "{}: epoch {} is outside the run's train.epochs = {}", state_path.string(), checkpoint.epoch,
            checkpoint.config.train.epochs);
   return checkpoint;
+}
+
+std::string training_data_fingerprint(const Dataset& train, const Normalization& norm) {
+  boost::crc_32_type crc;
+  if (train.labels.defined()) crc.process_bytes(train.labels.raw_data(), train.labels.nbytes());
+  return fmt::format("{} samples, labels crc32 {:08x}, normalization scale {} shift {}", train.size(), crc.checksum(),
+                     norm.scale, norm.shift);
 }
 
 }  // namespace sprintnet::train

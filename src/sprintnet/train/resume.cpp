@@ -14,8 +14,8 @@ namespace {
 // up to the checkpoint computed. output.dir and output.name are ignored: a resumed run stays in
 // RUN_DIR. (Bit-exact continuation needs the same device and thread count as before.)
 // The data paths say where the bytes are, not what is computed: a run started in another working directory
-// (data.dir = "data" is relative) or whose data set moved resumes with --set data.dir=... A different data set
-// of another size is still refused, by the checkpoint's step count. device.update (replicated or sharded) computes
+// (data.dir = "data" is relative) or whose data set moved resumes with --set data.dir=...; the data they find
+// must be the checkpoint's (its fingerprint, Trainer::restore). device.update (replicated or sharded) computes
 // the same update either way, and a sharded run resumed on a GPU count its model does not split over needs it.
 constexpr std::string_view kResumableKeys[] = {
     "train.epochs",       "train.eval_every",         "train.eval_batch_size", "train.log_every",

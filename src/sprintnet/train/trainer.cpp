@@ -304,6 +304,11 @@ void Trainer::restore(const Checkpoint& checkpoint) {
   const auto optimizer_steps = checkpoint.optimizer_counters.find("steps");
   SN_CHECK(optimizer_steps == checkpoint.optimizer_counters.end() || optimizer_steps->second == checkpoint.step,
            "{}: the optimizer took {} steps, the run {}", state_file, optimizer_steps->second, checkpoint.step);
+  // The data paths may change on resume (the data moved, another working directory), the data may not.
+  const std::string train_data = training_data_fingerprint(loaded_.data.train, loaded_.norm);
+  SN_CHECK(checkpoint.train_data.empty() || checkpoint.train_data == train_data,
+           "{}: the run trained on other data ({}) than data.* gives now ({}): the data paths may change on resume "
+           "to find the same files, not other ones", state_file, checkpoint.train_data, train_data);
   load_model_weights(*model_, checkpoint.weights, weights_file);
   check_optimizer_state_values(checkpoint.optimizer_state, state_file);
   optimizer_->load_state(checkpoint.optimizer_state, checkpoint.optimizer_counters, state_file);
@@ -342,6 +347,7 @@ void Trainer::write_in_background(const std::filesystem::path& run_dir, std::int
     state->optimizer_type = config_.optim.type;
     state->optimizer_state = host_copy(optimizer_->state());
     state->optimizer_counters = optimizer_->counters();
+    state->train_data = training_data_fingerprint(loaded_.data.train, loaded_.norm);
   }
   writer_.submit([run_dir, weights, snapshot = std::move(snapshot), state = std::move(state),
                   metadata = weights_metadata(), keep_last = config_.checkpoint.keep_last] {
