@@ -57,7 +57,8 @@ void add_train_command(CLI::App& app) {
     const dist::RankInfo launched = dist::rank_info_from(dist::process_environment());
     SN_CHECK(options->gpus == 0 || !launched.distributed(),
              "--gpus {}: this process is rank {} of {} started by {} (its variables are set), which starts the ranks "
-             "itself: leave --gpus out", options->gpus, launched.rank, launched.world, launched.launcher);
+             "itself: leave --gpus out (srun, mpirun and torchrun start one process a GPU; docs/DISTRIBUTED.md)",
+             options->gpus, launched.rank, launched.world, launched.launcher);
     const bool starts_ranks = (options->gpus > 1 || multi_node) && !launched.distributed();
     dist::prefer_few_device_connections(starts_ranks);  // before the first CUDA call
     if (options->gpus >= 1) {  // --gpus 1 too: it asks for a GPU, not for whatever device.name finds
