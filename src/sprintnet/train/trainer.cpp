@@ -278,12 +278,14 @@ namespace {
 // update takes) would turn every weight it touches into NaN, which the loader of weights then refuses.
 void check_optimizer_state_values(const optim::NamedTensors& state, const std::string& origin) {
   for (const auto& [name, tensor] : state) {
-    const std::vector<double> values = tensor.to_vector<double>();
     const bool second_moment = name.ends_with("exp_avg_sq");
+    // The checkpoint's fp32 host tensors, read in place (a copy as doubles of a wide model's state is gigabytes).
+    const Tensor host = tensor.to(DType::kF32).to(Device::cpu());  // (no copy when it is one already)
+    const auto values = host.span<float>();
     const auto bad = std::find_if(values.begin(), values.end(),
-                                  [&](double v) { return !std::isfinite(v) || (second_moment && v < 0.0); });
+                                  [&](float v) { return !std::isfinite(v) || (second_moment && v < 0.0f); });
     SN_CHECK(bad == values.end(), "{}: optimizer state '{}' holds {} at element {}, which no training writes", origin,
-             name, bad == values.end() ? 0.0 : *bad, bad - values.begin());
+             name, bad == values.end() ? 0.0f : *bad, bad - values.begin());
   }
 }
 
