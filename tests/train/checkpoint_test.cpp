@@ -333,7 +333,18 @@ TEST(Checkpoint, ARunDirectoryInUseIsNotResumedTwice) {
   }
   EXPECT_EQ(read_file(run / "metrics.jsonl"), rows);  // the refused resume changed nothing
   EXPECT_EQ(resume(run).epochs.size(), static_cast<std::size_t>(kEpochs - 2));  // released: it resumes
-  const RunDirectoryLock after_the_run(run);  // released with the Trainer that held it
+  const RunDirectoryLock after_the_run(run);  // and the resume let go of it when fit returned
+}
+
+// A Trainer whose fit() threw, still alive, does not hold its run: the program resumes it in the same process.
+TEST(Checkpoint, ARunWhoseFitThrewIsResumedInTheSameProcess) {
+  const fs::path out = test::temp_dir("checkpoint-in-process");
+  Trainer killed(tiny_config(out, "run"));
+  killed.on_epoch_end([](const EpochRecord& record) {
+    if (record.epoch == 2) throw SimulatedKill{};
+  });
+  EXPECT_THROW(killed.fit(), SimulatedKill);
+  EXPECT_EQ(resume(out / "run").epochs.size(), static_cast<std::size_t>(kEpochs - 2));
 }
 
 // data.dir = "data" is relative: a run resumed from another working directory, or after its data moved, needs

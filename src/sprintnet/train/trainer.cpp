@@ -474,12 +474,25 @@ TrainSummary Trainer::fit() {
   // Data parallel: rank 0 alone writes the run (directory, metrics, checkpoints, weights) and
   // evaluates; the other ranks train in step with it.
   const bool primary = rank_.primary();
+  // The run directory's lock, held while fit() runs; on any way out, `writes_finished` (destroyed first) waits for
+  // the writes in flight before the lock goes. (A Trainer whose fit threw must not keep the directory locked: a
+  // program may resume the run in the same process.)
+  std::optional<RunDirectoryLock> lock;
+  struct WritesFinished {
+    BackgroundWriter& writer;
+    ~WritesFinished() {
+      try {
+        writer.wait();
+      } catch (...) {  // an error of a write is the run's: fit rethrows it on the way out it takes otherwise
+      }
+    }
+  } writes_finished{writer_};
   std::optional<MetricsWriter> metrics;
   std::optional<ScopedPhase> phase(std::in_place, phases_, "run directory, config.toml, metrics files");
   if (primary) {
     summary.run_dir = resumed ? resume_run_dir_ : create_run_directory(config_);
     try {
-      run_lock_.emplace(summary.run_dir);  // before anything in it is rewritten
+      lock.emplace(summary.run_dir);  // before anything in it is rewritten
       // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
       write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
       metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_, step_ + 1)

@@ -31,7 +31,6 @@
 #include "sprintnet/train/batch_loader.h"
 #include "sprintnet/train/evaluate.h"
 #include "sprintnet/train/resume.h"
-#include "sprintnet/train/run_directory.h"
 #include "sprintnet/train/run_phases.h"
 #include "sprintnet/train/sm_turns.h"
 #include "sprintnet/train/train_plan.h"
@@ -152,9 +151,6 @@ class Trainer {
   SmTurns* turns_ = nullptr;
   RunPhases phases_;
   double before_trainer_s_ = 0.0;
-  // The run directory's lock from fit() on; released after writer_ (destroyed first) has finished its writes,
-  // on an error too.
-  std::optional<RunDirectoryLock> run_lock_;
   BackgroundWriter writer_;  // last member: destroyed first, waiting for its job while the rest still lives
 };
 
