@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -76,6 +78,18 @@ void write_text_file_atomically(const std::filesystem::path& path, std::string_v
     ::fsync(directory_fd);
     ::close(directory_fd);
   }
+}
+
+void remove_unfinished_atomic_writes(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> temporaries;  // collected first: removing entries while listing is unspecified
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.starts_with('.') && name.find(".tmp.") != std::string::npos) {
+      temporaries.push_back(entry.path());
+    }
+  }
+  std::error_code ignored;
+  for (const std::filesystem::path& path : temporaries) std::filesystem::remove(path, ignored);
 }
 
 void check_output_file(const std::filesystem::path& path, std::string_view what) {

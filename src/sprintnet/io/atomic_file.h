@@ -11,6 +11,10 @@ namespace sprintnet {
 // sprintnet::Error naming the path on any failure, and leaves no temporary behind.
 void write_text_file_atomically(const std::filesystem::path& path, std::string_view contents);
 
+// Removes from `dir` the temporaries write_text_file_atomically left when its process was killed mid-write
+// (".<name>.tmp.<pid>.<n>"). Only safe where no other process is writing into `dir` (its lock held).
+void remove_unfinished_atomic_writes(const std::filesystem::path& dir);
+
 // A file a command will write at its end, checked before the work: not a directory, in a folder that exists.
 // The errors begin with `what` ("plot", "eval --csv") and name the path, instead of a temporary file's name
 // after the work is done.

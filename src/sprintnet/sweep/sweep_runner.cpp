@@ -15,6 +15,7 @@
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/data/dataset_cache.h"
+#include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/config.h"
 #include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/ops/backend.h"
@@ -248,18 +249,6 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
   return ledger.results();
 }
 
-// The temporaries of atomic writes (".sweep.json.tmp.PID.N") a killed sweep left: under the folder's lock no
-// other process is writing one.
-void remove_unfinished_writes(const std::filesystem::path& dir) {
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    std::error_code ignored;
-    if (entry.is_regular_file() && name.starts_with('.') && name.find(".tmp.") != std::string::npos) {
-      std::filesystem::remove(entry.path(), ignored);
-    }
-  }
-}
-
 }  // namespace
 
 std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback& on_run) {
@@ -288,7 +277,7 @@ std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parall
   // Before any unfinished run's folder is cleared for its new attempt: the state file could not be written after.
   SN_CHECK(::access(dir.c_str(), W_OK) == 0, "{}: cannot resume: the folder is not writable ({})", dir.string(),
            std::strerror(errno));
-  remove_unfinished_writes(dir);
+  remove_unfinished_atomic_writes(dir);  // a killed sweep's (under the lock: no writer is left)
   SweepOptions options = read_sweep_spec(dir);
   options.parallel = parallel;
   validate(options.config_path, options.overrides, expand(options.spec));
