@@ -86,7 +86,7 @@ StepCounters load_optimizer_state(optim::Optimizer& optimizer, const FlatLayout&
   return step_counters(optimizer.counters());
 }
 
-StepCounters step_counters(const optim::Counters& counters) {
+StepCounters step_counters(const optim::Counters& counters, std::string_view origin) {
   StepCounters out;
   out.step = counters.at("steps");
   out.opt_steps = out.step;
@@ -94,8 +94,8 @@ StepCounters step_counters(const optim::Counters& counters) {
     out.opt_steps = it->second;  // Adam: updates per parameter (all alike in a compiled step)
     for (const auto& [name, value] : counters) {
       SN_CHECK(name == "steps" || value == out.opt_steps,
-               "optimizer counter '{}' is {}, the compiled step updates every parameter together ({})", name, value,
-               out.opt_steps);
+               "{}: optimizer counters '0.step' ({}) and '{}' ({}) differ, where every parameter is updated at every "
+               "step", origin, out.opt_steps, name, value);
     }
   } else if (const auto started = counters.find("0.momentum_started"); started != counters.end()) {
     out.opt_steps = started->second == 1 ? std::max<std::int64_t>(out.step, 1) : 0;

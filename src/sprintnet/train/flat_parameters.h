@@ -5,6 +5,7 @@
 // and the eager model and optimizer, which checkpoints, resume and the weights files use.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sprintnet/core/tensor.h"
@@ -45,8 +46,9 @@ struct StepCounters {
   std::int64_t opt_steps = 0;
 };
 
-// The counters of an eager optimizer as a compiled step keeps them.
-StepCounters step_counters(const optim::Counters& counters);
+// The counters of an eager optimizer as a compiled step keeps them. Adam's per-parameter counters must be alike
+// (every parameter is updated at every step); a difference is an error beginning with `origin` (a checkpoint's file).
+StepCounters step_counters(const optim::Counters& counters, std::string_view origin = "the optimizer");
 
 // Copies the optimizer's state tensors into state1 (momentum or exp_avg) and state2 (exp_avg_sq)
 // and returns its counters.

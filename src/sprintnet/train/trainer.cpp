@@ -19,6 +19,7 @@
 #include "sprintnet/train/checkpoint.h"
 #include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/model_io.h"
+#include "sprintnet/train/flat_parameters.h"
 #include "sprintnet/train/run_directory.h"
 
 namespace sprintnet::train {
@@ -181,6 +182,7 @@ Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(conf
     const ScopedPhase phase(phases_, "waiting for the data");
     loaded_ = data.get();
   }
+  train_data_ = training_data_fingerprint(loaded_.data.train, loaded_.norm);
   phases_.add_span("data read, conversion and normalization", data_start_s, data_end_s, true);
   std::optional<ScopedPhase> phase(std::in_place, phases_, "model and optimizer");
   spec_.inputs = loaded_.data.train.images.size(1);
@@ -307,22 +309,15 @@ void Trainer::restore(const Checkpoint& checkpoint) {
   SN_CHECK(optimizer_steps == checkpoint.optimizer_counters.end() || optimizer_steps->second == checkpoint.step,
            "{}: the optimizer took {} steps, the run {}", state_file, optimizer_steps->second, checkpoint.step);
   // The data paths may change on resume (the data moved, another working directory), the data may not.
-  const std::string train_data = training_data_fingerprint(loaded_.data.train, loaded_.norm);
-  SN_CHECK(checkpoint.train_data.empty() || checkpoint.train_data == train_data,
+  SN_CHECK(checkpoint.train_data.empty() || checkpoint.train_data == train_data_,
            "{}: the run trained on other data ({}) than data.* gives now ({}): the data paths may change on resume "
-           "to find the same files, not other ones", state_file, checkpoint.train_data, train_data);
+           "to find the same files, not other ones", state_file, checkpoint.train_data, train_data_);
   load_model_weights(*model_, checkpoint.weights, weights_file);
   check_optimizer_state_values(checkpoint.optimizer_state, state_file);
   optimizer_->load_state(checkpoint.optimizer_state, checkpoint.optimizer_counters, state_file);
-  // Every parameter is updated at every step, so Adam's per-parameter counters are alike in any checkpoint a run
-  // writes (and the compiled step and fused engine keep one for all): a difference is damage, named here.
-  if (const auto first = checkpoint.optimizer_counters.find("0.step"); first != checkpoint.optimizer_counters.end()) {
-    for (const auto& [name, value] : checkpoint.optimizer_counters) {
-      SN_CHECK(!name.ends_with(".step") || value == first->second,
-               "{}: optimizer counters '0.step' ({}) and '{}' ({}) differ, where every parameter is updated at every "
-               "step", state_file, first->second, name, value);
-    }
-  }
+  // Adam's per-parameter counters are alike in any checkpoint a run writes: a difference is damage, named here
+  // with the file, whichever engine resumes.
+  step_counters(checkpoint.optimizer_counters, state_file);
   step_ = checkpoint.step;
   start_epoch_ = checkpoint.epoch;
 }
@@ -349,7 +344,7 @@ void Trainer::write_in_background(const std::filesystem::path& run_dir, std::int
     state->optimizer_type = config_.optim.type;
     state->optimizer_state = host_copy(optimizer_->state());
     state->optimizer_counters = optimizer_->counters();
-    state->train_data = training_data_fingerprint(loaded_.data.train, loaded_.norm);
+    state->train_data = train_data_;
   }
   writer_.submit([run_dir, weights, snapshot = std::move(snapshot), state = std::move(state),
                   metadata = weights_metadata(), keep_last = config_.checkpoint.keep_last] {

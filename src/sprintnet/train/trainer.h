@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "sprintnet/data/dataset.h"
@@ -132,6 +133,7 @@ class Trainer {
   std::chrono::steady_clock::time_point start_;
   Device device_;
   LoadedData loaded_;  // the data set (shared with other runs of the process) and its normalization
+  std::string train_data_;  // training_data_fingerprint() of loaded_, which checkpoints keep and a resume compares
   nn::MlpSpec spec_;
   std::unique_ptr<nn::Sequential> model_;
   std::unique_ptr<nn::Loss> loss_;
