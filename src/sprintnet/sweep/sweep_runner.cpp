@@ -185,15 +185,18 @@ void work(const SweepOptions& o, const std::vector<SweepRun>& runs, const std::s
   }
 }
 
-// A run an earlier attempt recorded as done still counts when its folder holds what it wrote (its weights and
-// metrics); one whose folder was deleted or emptied since trains again.
-bool finished_earlier(const SweepOptions& o, const std::vector<RunResult>& previous, const std::string& name) {
-  const bool done = std::any_of(previous.begin(), previous.end(),
-                                [&](const RunResult& r) { return r.name == name && r.status == "done"; });
+// The record of run `name` an earlier attempt finished, or null: a done record counts while the run's folder
+// holds what it wrote (its weights and metrics); one whose folder was deleted or emptied since trains again.
+const RunResult* finished_earlier(const SweepOptions& o, const std::vector<RunResult>& previous,
+                                  const std::string& name) {
+  const auto done = std::find_if(previous.begin(), previous.end(),
+                                 [&](const RunResult& r) { return r.name == name && r.status == "done"; });
+  if (done == previous.end()) return nullptr;
   std::error_code ec;
   const std::filesystem::path run = o.out_dir / name;
-  return done && std::filesystem::is_regular_file(run / "model.safetensors", ec) &&
-         std::filesystem::file_size(run / "metrics.jsonl", ec) > 0 && !ec;
+  const bool kept = std::filesystem::is_regular_file(run / "model.safetensors", ec) &&
+                    std::filesystem::file_size(run / "metrics.jsonl", ec) > 0 && !ec;
+  return kept ? &*done : nullptr;
 }
 
 WorkerPlan plan_for(const SweepOptions& o, std::size_t runs) {
@@ -204,17 +207,15 @@ WorkerPlan plan_for(const SweepOptions& o, std::size_t runs) {
 std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResult>& previous, const RunCallback& on_run) {
   const std::vector<SweepRun> runs = expand(o.spec);
   const Config base = load_config(o.config_path, o.overrides);
-  std::vector<bool> earlier(runs.size());
+  std::vector<const RunResult*> earlier(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) earlier[i] = finished_earlier(o, previous, runs[i].name);
   const auto record_earlier = [&](Ledger& ledger) {
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (!earlier[i]) continue;
-      ledger.record_earlier(i, *std::find_if(previous.begin(), previous.end(),
-                                             [&](const RunResult& r) { return r.name == runs[i].name; }));
+      if (earlier[i] != nullptr) ledger.record_earlier(i, *earlier[i]);
     }
   };
   // Workers for the runs left (a lone run left takes every core).
-  const auto left = static_cast<std::size_t>(std::count(earlier.begin(), earlier.end(), false));
+  const auto left = static_cast<std::size_t>(std::count(earlier.begin(), earlier.end(), nullptr));
   if (left == 0) {  // a finished sweep resumed: nothing to set up, its files rewritten from the records
     Ledger ledger(o, runs.size(), "", on_run);
     record_earlier(ledger);
