@@ -127,15 +127,30 @@ double load_as_double(const void* base, DType dtype, std::size_t i) {
   return 0.0;
 }
 
+// Whether integer type I holds `v` (false for NaN), and its range as the messages name it.
+template <typename I>
+constexpr std::int64_t kLowest = static_cast<std::int64_t>(std::numeric_limits<I>::min());
+template <typename I>
+constexpr std::int64_t kHighest = static_cast<std::int64_t>(std::numeric_limits<I>::max());
+template <typename I>
+bool holds(double v) {
+  return v >= static_cast<double>(kLowest<I>) && v <= static_cast<double>(kHighest<I>);
+}
+
 // An integer element from a double: out of the type's range (or NaN) is an error naming the value, not the
 // undefined behaviour of a plain cast (which wraps 300 to 44 as uint8).
 template <typename I>
 I checked_integer(double v, std::size_t i) {
-  constexpr auto low = static_cast<std::int64_t>(std::numeric_limits<I>::min());
-  constexpr auto high = static_cast<std::int64_t>(std::numeric_limits<I>::max());
-  SN_CHECK(v >= static_cast<double>(low) && v <= static_cast<double>(high), "element {} is {}, outside the range of {} "
-           "([{}, {}])", i, v, dtype_name(DTypeOf<I>::value), low, high);
+  SN_CHECK(holds<I>(v), "element {} is {}, outside the range of {} ([{}, {}])", i, v, dtype_name(DTypeOf<I>::value),
+           kLowest<I>, kHighest<I>);
   return static_cast<I>(v);
+}
+
+// The same for a fill value, named by the op that takes it.
+template <typename I>
+void check_fill(double v, std::string_view op) {
+  SN_CHECK(holds<I>(v), "{}: {} is outside the range of {} ([{}, {}])", op, v, dtype_name(DTypeOf<I>::value),
+           kLowest<I>, kHighest<I>);
 }
 
 void store_from_double(void* base, DType dtype, std::size_t i, double v) {
@@ -187,14 +202,8 @@ double Tensor::item() const {
 }
 
 void check_fill_value(DType dtype, double value, std::string_view op) {
-  double low = 0.0, high = 0.0;
-  switch (dtype) {
-    case DType::kI32: low = std::numeric_limits<std::int32_t>::min(), high = std::numeric_limits<std::int32_t>::max(); break;
-    case DType::kU8: low = 0.0, high = 255.0; break;
-    default: return;
-  }
-  SN_CHECK(value >= low && value <= high, "{}: {} is outside the range of {} ([{}, {}])", op, value, dtype_name(dtype),
-           low, high);
+  if (dtype == DType::kI32) check_fill<std::int32_t>(value, op);
+  if (dtype == DType::kU8) check_fill<std::uint8_t>(value, op);
 }
 
 void check_shape(const Tensor& t, const Shape& expected, std::string_view what) {
