@@ -278,16 +278,16 @@ namespace {
 
 // Optimizer state no training writes: a NaN or infinite value (or a negative second moment, whose square root the
 // update takes) would turn every weight it touches into NaN, which the loader of weights then refuses.
+// (The checkpoint's fp32 host tensors, read in place; another dtype is load_state's to refuse, right after.)
 void check_optimizer_state_values(const optim::NamedTensors& state, const std::string& origin) {
+  const std::optional<std::string> bad = first_non_finite(state);  // the weights' check
+  SN_CHECK(!bad, "{}: optimizer state: {}, which no training writes", origin, bad.value_or(""));
   for (const auto& [name, tensor] : state) {
-    const bool second_moment = name.ends_with("exp_avg_sq");
-    // The checkpoint's fp32 host tensors, read in place (a copy as doubles of a wide model's state is gigabytes).
-    const Tensor host = tensor.to(DType::kF32).to(Device::cpu());  // (no copy when it is one already)
-    const auto values = host.span<float>();
-    const auto bad = std::find_if(values.begin(), values.end(),
-                                  [&](float v) { return !std::isfinite(v) || (second_moment && v < 0.0f); });
-    SN_CHECK(bad == values.end(), "{}: optimizer state '{}' holds {} at element {}, which no training writes", origin,
-             name, bad == values.end() ? 0.0f : *bad, bad - values.begin());
+    if (!name.ends_with("exp_avg_sq") || tensor.dtype() != DType::kF32) continue;
+    const auto values = tensor.span<float>();
+    const auto negative = std::find_if(values.begin(), values.end(), [](float v) { return v < 0.0f; });
+    SN_CHECK(negative == values.end(), "{}: optimizer state '{}' holds {} at element {}, which no training writes",
+             origin, name, negative == values.end() ? 0.0f : *negative, negative - values.begin());
   }
 }
 
