@@ -7,6 +7,12 @@
 
 namespace sprintnet::cli {
 
+// Thrown by a command whose end calls for an exit code of its own (128 + the signal, for a run stopped by one
+// after its checkpoint: core/stop_request.h); main() returns it. What to say is said before.
+struct ExitStatus {
+  int code;
+};
+
 void add_train_command(CLI::App& app);
 void add_config_command(CLI::App& app);
 void add_eval_command(CLI::App& app);

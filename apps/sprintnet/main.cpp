@@ -5,8 +5,11 @@
 
 #include "commands.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/stop_request.h"
 
 int main(int argc, char** argv) {
+  // Before any thread starts (core/stop_request.h): train and sweep then stop after an epoch on Ctrl-C.
+  sprintnet::take_signals_in_their_own_thread();
   CLI::App app{"sprintnet: fast MLP training on the GPU and the CPU", "sprintnet"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "sprintnet 0.1.0");
@@ -20,6 +23,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const sprintnet::cli::ExitStatus& status) {
+    return status.code;
   } catch (const sprintnet::Error& e) {  // raised while running the command
     std::fprintf(stderr, "sprintnet: error: %s\n", e.what());
     return 1;

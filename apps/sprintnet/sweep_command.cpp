@@ -4,6 +4,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,8 +14,10 @@
 #include "commands.h"
 #include "sprintnet/core/error.h"
 #include "sprintnet/dist/rank_info.h"
+#include "sprintnet/io/shell_word.h"
 #include "sprintnet/sweep/sweep_plot.h"
 #include "sprintnet/sweep/sweep_runner.h"
+#include "sprintnet/core/stop_request.h"
 
 namespace sprintnet::cli {
 namespace {
@@ -92,6 +95,7 @@ void add_sweep_command(CLI::App& app) {
     const bool seeds_given = seeds->count() > 0;  // --seeds "" too: an error, not the config's seed
     std::vector<sweep::RunResult> results;
     std::string dir;
+    stop_on_signals();  // Ctrl-C: the runs in flight stop after their epoch; the sweep resumes from the rest
     if (!options->resume_dir.empty()) {
       dir = options->resume_dir;
       results = sweep::resume_sweep(dir, options->parallel, report);
@@ -129,6 +133,11 @@ void add_sweep_command(CLI::App& app) {
     }
     std::size_t failed = 0;
     for (const sweep::RunResult& r : results) failed += r.status == "failed" ? 1 : 0;
+    if (const std::optional<int> stop = stop_requested()) {
+      std::fprintf(stderr, "sprintnet sweep: stopped by %s with %zu runs finished (%zu failed); continue with: sprintnet "
+                   "sweep --resume %s\n", stop_cause_name(*stop), results.size(), failed, shell_quoted(dir).c_str());
+      throw ExitStatus{*stop > 0 ? 128 + *stop : 1};
+    }
     const std::string pictures = sweep::plot_sweep_in_background(dir);
     std::printf("sprintnet sweep: %zu runs, %zu failed; %s/summary.md, %s/summary.csv; %s\n", results.size(), failed,
                 dir.c_str(), dir.c_str(), pictures.c_str());

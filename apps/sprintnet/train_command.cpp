@@ -14,10 +14,12 @@
 #include "sprintnet/dist/rank_info.h"
 #include "sprintnet/io/progress_format.h"
 #include "sprintnet/io/config.h"
+#include "sprintnet/io/shell_word.h"
 #include "sprintnet/ops/backend.h"
 #include "sprintnet/plot/run_curves.h"
 #include "sprintnet/train/out_of_memory_advice.h"
 #include "sprintnet/train/resume.h"
+#include "sprintnet/core/stop_request.h"
 #include "sprintnet/train/trainer.h"
 
 namespace sprintnet::cli {
@@ -101,9 +103,23 @@ void add_train_command(CLI::App& app) {
     const bool primary = trainer->rank().primary();  // data parallel: rank 0 speaks for the job
     if (!options->quiet && primary) std::printf("%s\n", trainer->describe().c_str());
     std::fflush(stdout);
+    // Ctrl-C or SIGTERM: the run stops after the epoch in progress and its checkpoint (not the ranks of a job, whose
+    // launcher stops them all; core/stop_request.h).
+    if (!launched.distributed()) stop_on_signals();
     const train::TrainSummary summary = train::advise_on_out_of_memory(
         config_file, trainer->config(), train::MemoryUse::kTraining, [&] { return trainer->fit(); });
     if (!primary) return;
+    if (summary.stop_signal) {
+      const std::int64_t epoch = trainer->start_epoch() + static_cast<std::int64_t>(summary.epochs.size());
+      std::fprintf(stderr,
+                   "sprintnet: stopped by %s after epoch %lld of %lld, checkpoint %s; continue with: sprintnet train "
+                   "--resume %s\n",
+                   stop_cause_name(*summary.stop_signal), static_cast<long long>(epoch),
+                   static_cast<long long>(trainer->config().train.epochs),
+                   train::latest_checkpoint(summary.run_dir).string().c_str(),
+                   shell_quoted(summary.run_dir.string()).c_str());
+      throw ExitStatus{*summary.stop_signal > 0 ? 128 + *summary.stop_signal : 1};
+    }
     std::printf("sprintnet: %zu epoch%s in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
                 summary.epochs.size(), summary.epochs.size() == 1 ? "" : "s", summary.wall_time_s,
                 summary.train_time_s, 100.0 * summary.final_test.accuracy, unsigned_nan(summary.final_test.loss),

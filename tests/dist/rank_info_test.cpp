@@ -9,6 +9,7 @@
 #include "sprintnet/dist/rank_info.h"
 #include "support/error_message.h"
 #include "support/fake_environment.h"
+#include "support/scoped_env.h"
 
 namespace sprintnet::dist {
 namespace {
@@ -74,6 +75,20 @@ TEST(RankInfo, CountsAndRanksAreReadStrictly) {
   }
   EXPECT_THAT(test::error_message([] { env_integer(env({{"NNODES", "99999999999999999999"}}), "NNODES"); }),
               HasSubstr("is not a rank or a count (0 to 1048575)"));
+}
+
+// NNODES x --gpus past what a rank variable can hold was an overflow in a forked rank; a NODE_RANK past NNODES a
+// job that never completes. Both are refused before any rank starts (no program is run).
+TEST(Launcher, ImpossibleJobsAreRefusedBeforeAnyRankStarts) {
+  {
+    const test::ScopedEnv nodes("NNODES", "600000");
+    EXPECT_THAT(test::error_message([] { launch_local_ranks(2, "/bin/false", {}); }),
+                HasSubstr("NNODES=600000 x --gpus 2: more than the 1048575 ranks a job may have"));
+  }
+  const test::ScopedEnv nodes("NNODES", "2");
+  const test::ScopedEnv node("NODE_RANK", "2");
+  EXPECT_THAT(test::error_message([] { launch_local_ranks(2, "/bin/false", {}); }),
+              HasSubstr("NODE_RANK must be below NNODES"));
 }
 
 TEST(Launcher, AFreePortIsAPort) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "sprintnet/core/stop_request.h"
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/sweep/grid.h"
 #include "sprintnet/sweep/summary.h"
@@ -133,6 +134,30 @@ SweepOptions sweep_killed_after_one_run(const std::filesystem::path& dir) {
   struct Killed {};
   EXPECT_THROW(run_sweep(o, [](const RunResult&, const SweepProgress&) { throw Killed{}; }), Killed);
   return o;
+}
+
+// A stop request (Ctrl-C in the CLI) ends a sweep resumably: no run starts after it, the runs in flight stop after
+// their epoch and are not recorded as finished, and the resume trains what is left.
+TEST(SweepRunner, AStopRequestEndsTheSweepAndItsResumeTrainsTheRest) {
+  const std::filesystem::path dir = test::temp_dir("sweep-stop");
+  SweepOptions o = new_sweep(dir, "[sweep]\ngrid = { \"optim.lr\" = [0.1, 0.2] }\nseeds = [0, 1]\n");
+  o.overrides = {"train.epochs=3"};
+  o.parallel = 2;
+  const std::vector<RunResult> stopped = run_sweep(o, [](const RunResult&, const SweepProgress&) { request_stop(); });
+  clear_stop_request();
+  ASSERT_GE(stopped.size(), 1u);
+  EXPECT_LT(stopped.size(), 4u);
+  for (const RunResult& r : stopped) {
+    EXPECT_EQ(r.status, "done") << r.name;
+    EXPECT_EQ(r.epochs, 3) << r.name;
+  }
+  EXPECT_EQ(read_state(o.out_dir).size(), stopped.size());
+  const std::vector<RunResult> resumed = resume_sweep(o.out_dir);
+  ASSERT_EQ(resumed.size(), 4u);
+  for (const RunResult& r : resumed) {
+    EXPECT_EQ(r.status, "done") << r.name;
+    EXPECT_EQ(r.epochs, 3) << r.name;
+  }
 }
 
 // A sweep resumed after its config file was edited would put runs of two models under one grid.

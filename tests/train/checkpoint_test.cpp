@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sprintnet/core/stop_request.h"
 #include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/io/safetensors.h"
@@ -221,6 +222,32 @@ TEST(Checkpoint, KeepLastAndEveryEpochsDecideWhichCheckpointsExist) {
   EXPECT_EQ(checkpoints_of("every2", {"checkpoint.every_epochs=2", "checkpoint.keep_last=0"}),
             (Names{"epoch-0002", "epoch-0004", "epoch-0005"}));
   EXPECT_EQ(checkpoints_of("end-only", {"checkpoint.every_epochs=0"}), (Names{"epoch-0005"}));
+}
+
+// A stop request (Ctrl-C in the CLI) ends the run after the epoch in progress with that epoch's checkpoint, though
+// none is due, and the resumed run ends as the uninterrupted one.
+TEST(Checkpoint, AStopRequestEndsTheRunAfterItsEpochWithACheckpointToResumeFrom) {
+  const fs::path out = test::temp_dir("checkpoint-stop");
+  const std::vector<std::string> end_only = {"checkpoint.every_epochs=0", "checkpoint.keep_last=0"};
+  const TrainSummary full = Trainer(tiny_config(out, "full", end_only)).fit();
+  Trainer trainer(tiny_config(out, "stopped", end_only));
+  trainer.on_epoch_end([](const EpochRecord& record) {
+    if (record.epoch == 2) request_stop();  // while epoch 3 would start: it trains, then the run stops
+  });
+  const TrainSummary stopped = trainer.fit();
+  clear_stop_request();
+  ASSERT_EQ(stopped.stop_signal, std::optional<int>(0));
+  EXPECT_EQ(stopped.epochs.size(), 3u);
+  EXPECT_EQ(read_lines(stopped.run_dir / "metrics.jsonl").size(), 3u);
+  EXPECT_EQ(names_of(list_checkpoints(stopped.run_dir)), std::vector<std::string>{"epoch-0003"});
+  EXPECT_FALSE(fs::exists(stopped.run_dir / "model.safetensors")) << "the final weights are the last epoch's";
+  EXPECT_FALSE(full.stop_signal);
+
+  const TrainSummary resumed = resume(stopped.run_dir);
+  EXPECT_FALSE(resumed.stop_signal);
+  EXPECT_EQ(resumed.epochs.size(), 2u);
+  EXPECT_EQ(resumed.final_test.loss, full.final_test.loss);
+  EXPECT_EQ(read_file(stopped.run_dir / "model.safetensors"), read_file(full.run_dir / "model.safetensors"));
 }
 
 TEST(Checkpoint, WeightsFileHoldsOnlyTheModelSoPyTorchLoadsItStrictly) {

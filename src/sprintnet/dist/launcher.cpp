@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/stop_request.h"
 #include "sprintnet/dist/rank_info.h"
 
 namespace sprintnet::dist {
@@ -58,10 +59,12 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
   const int world = nnodes * gpus;
   const pid_t launcher = getpid();
   std::vector<pid_t> pids;
+  const sigset_t child_mask = signal_mask_for_children();  // (this process blocks SIGINT and SIGTERM: stop_request.h)
   for (int rank = 0; rank < gpus; ++rank) {
     const pid_t pid = fork();
     SN_CHECK(pid >= 0, "cannot start rank {}: {}", rank, std::strerror(errno));
     if (pid == 0) {
+      pthread_sigmask(SIG_SETMASK, &child_mask, nullptr);
       // A rank ends with its launcher: killed alone (a supervisor signals only its main process), the launcher
       // would leave its ranks training on, holding their GPUs. (The check covers a launcher gone before prctl.)
       prctl(PR_SET_PDEATHSIG, SIGTERM);

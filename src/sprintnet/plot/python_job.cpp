@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "sprintnet/core/stop_request.h"
+
 extern char** environ;
 
 namespace sprintnet::plot {
@@ -25,9 +27,16 @@ int run_quietly(const std::vector<std::string>& args) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // The child gets the signal mask this process started with: it blocks SIGINT and SIGTERM (core/stop_request.h).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  const sigset_t mask = signal_mask_for_children();
+  posix_spawnattr_setsigmask(&attributes, &mask);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (spawned != 0) return 127;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {

@@ -24,6 +24,7 @@
 #include "sprintnet/train/out_of_memory_advice.h"
 #include "sprintnet/train/run_directory.h"
 #include "sprintnet/train/sm_turns.h"
+#include "sprintnet/core/stop_request.h"
 #include "sprintnet/train/trainer.h"
 
 namespace sprintnet::sweep {
@@ -61,7 +62,8 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
           trainer.take_turns(turns);
           return trainer.fit();
         });
-    result.status = "done";
+    // Stopped short by a signal (core/stop_request.h): not finished, so trained again when the sweep resumes.
+    result.status = summary.stop_signal ? "stopped" : "done";
     result.final_accuracy = summary.final_test.accuracy;
     result.final_loss = summary.final_test.loss;
     result.train_s = summary.train_time_s;
@@ -95,6 +97,7 @@ class Ledger {
   // The next run to train, or nullopt when none is left or the sweep stops.
   std::optional<std::size_t> take() {
     std::lock_guard lock(mutex_);
+    stopped_ = stopped_ || stop_requested().has_value();  // Ctrl-C: no run starts after it
     while (!stopped_ && next_ < slots_.size() && slots_[next_]) ++next_;  // finished in an earlier attempt
     if (stopped_ || next_ == slots_.size()) return std::nullopt;
     ++progress_.running;
@@ -114,6 +117,7 @@ class Ledger {
   void record(std::size_t index, RunResult result) {
     std::lock_guard lock(mutex_);
     --progress_.running;
+    stopped_ = stopped_ || result.status == "stopped";
     if (stopped_) return;  // the sweep is stopping: what finishes now is trained again on resume
     progress_.finished += 1;
     progress_.failed += result.status == "failed" ? 1 : 0;

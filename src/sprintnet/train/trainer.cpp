@@ -18,6 +18,7 @@
 #include "sprintnet/optim/make_optimizer.h"
 #include "sprintnet/train/checkpoint.h"
 #include "sprintnet/train/fused_fit.h"
+#include "sprintnet/core/stop_request.h"
 #include "sprintnet/train/model_io.h"
 #include "sprintnet/train/flat_parameters.h"
 #include "sprintnet/train/run_directory.h"
@@ -547,8 +548,11 @@ TrainSummary Trainer::fit() {
                  ? ""
                  : fmt::format(", or schedule settings that keep it lower: schedule.type is \"{}\"", config_.schedule.type),
              summary.run_dir.string());
+    // A stop request ends the run here, resumably: this epoch's checkpoint is written whatever the schedule.
+    // (Not in a data-parallel job: its ranks would have to agree on the epoch.)
+    const std::optional<int> stop = last || rank_.world > 1 ? std::nullopt : stop_requested();
     const std::int64_t every = config_.checkpoint.every_epochs;
-    const bool checkpoint = last || (every > 0 && epoch % every == 0);
+    const bool checkpoint = last || stop || (every > 0 && epoch % every == 0);
     phase.emplace(phases_, "weights and optimizer state from the engine");
     if (plan_ && (last || checkpoint || epoch_callback_)) {
       plan_->gather_shards();
@@ -561,6 +565,10 @@ TrainSummary Trainer::fit() {
     if (epoch_callback_) {
       writer_.wait();  // the callback is promised the epoch's files on disk
       epoch_callback_(record);
+    }
+    if (stop) {
+      summary.stop_signal = stop;
+      break;
     }
   }
   phase.emplace(phases_, "waiting for the weights and checkpoint writes");

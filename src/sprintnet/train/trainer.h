@@ -55,6 +55,9 @@ struct TrainSummary {
   double wall_time_s = 0.0;   // from construction (or count_time_before()'s start) to the end of fit()
   std::filesystem::path run_dir;
   RunPhases phases;  // where wall_time_s went; also in <run>/phases.json
+  // Set when a stop request (core/stop_request.h) ended the run after its last epoch here, short of
+  // train.epochs: the signal, or 0 from the program. That epoch's checkpoint is written.
+  std::optional<int> stop_signal;
 };
 
 // The engine a run trains on (resolve_engine()) and why.
@@ -75,7 +78,8 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Trains the epochs after start_epoch(). The summary lists only the epochs this call trained.
+  // Trains the epochs after start_epoch(). The summary lists only the epochs this call trained. A stop request
+  // (core/stop_request.h) ends it early after an epoch and that epoch's checkpoint (one rank only).
   TrainSummary fit();
   // Called after each epoch's metrics row, final weights and checkpoint are written. A callback
   // may throw to end the run there (the tests use this to stand in for a kill).

@@ -1,0 +1,96 @@
+#include "sprintnet/core/stop_request.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <cstdio>
+#include <thread>
+
+#include "sprintnet/core/error.h"
+
+namespace sprintnet {
+namespace {
+
+constexpr int kNone = -1;
+std::atomic<int> requested{kNone};
+std::atomic<bool> stopping_on_signals{false};
+std::atomic<bool> signals_taken{false};
+sigset_t mask_at_start;
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+// Ends the process by `signal` as if no thread had blocked it: its default action, from this thread.
+[[noreturn]] void end_by(int signal) {
+  std::signal(signal, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signal);
+  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+  raise(signal);
+  std::_Exit(128 + signal);  // (only if the default action had been changed to ignore it)
+}
+
+void wait_for_signals() {
+  const sigset_t set = stop_signals();
+  for (;;) {
+    int signal = 0;
+    if (sigwait(&set, &signal) != 0) continue;
+    if (!stopping_on_signals.load() || stop_requested()) end_by(signal);
+    request_stop(signal);
+    std::fprintf(stderr, "\nsprintnet: %s: stopping after the epoch in progress%s\n", stop_cause_name(signal),
+                 signal == SIGINT ? " (Ctrl-C again stops at once)" : "");
+    std::fflush(stderr);
+  }
+}
+
+}  // namespace
+
+void take_signals_in_their_own_thread() {
+  if (signals_taken.exchange(true)) return;
+  const sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, &mask_at_start);
+  std::thread(wait_for_signals).detach();
+}
+
+void stop_on_signals() {
+  SN_CHECK(signals_taken.load(), "stop_on_signals() needs take_signals_in_their_own_thread() first, in main()");
+  stopping_on_signals.store(true);
+}
+
+sigset_t signal_mask_for_children() {
+  if (signals_taken.load()) return mask_at_start;
+  sigset_t current;
+  pthread_sigmask(SIG_SETMASK, nullptr, &current);
+  return current;
+}
+
+void request_stop(int signal) {
+  int none = kNone;
+  requested.compare_exchange_strong(none, signal);  // the first request names the cause
+}
+
+std::optional<int> stop_requested() {
+  const int value = requested.load();
+  if (value == kNone) return std::nullopt;
+  return value;
+}
+
+void clear_stop_request() { requested.store(kNone); }
+
+const char* stop_cause_name(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    default: return "a stop request";
+  }
+}
+
+}  // namespace sprintnet

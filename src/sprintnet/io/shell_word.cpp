@@ -1,0 +1,18 @@
+#include "sprintnet/io/shell_word.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace sprintnet {
+
+std::string shell_quoted(std::string_view word) {
+  const auto plain = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || std::string_view("_-./+=:,@%").find(c) != std::string_view::npos;
+  };
+  if (!word.empty() && std::all_of(word.begin(), word.end(), plain)) return std::string(word);
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+}  // namespace sprintnet

@@ -1,0 +1,13 @@
+#pragma once
+// Commands the CLI prints for the user to run next ("continue with: sprintnet train --resume DIR") must
+// survive a copy and paste into a POSIX shell whatever DIR holds.
+#include <string>
+#include <string_view>
+
+namespace sprintnet {
+
+// `word` as one shell word: unchanged when it holds only characters no shell treats specially
+// (letters, digits, and _ - . / + = : , @ %), single-quoted otherwise (a ' inside as '\'').
+std::string shell_quoted(std::string_view word);
+
+}  // namespace sprintnet

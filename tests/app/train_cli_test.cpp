@@ -1,0 +1,179 @@
+// `sprintnet train` run as a user runs it, for what only the process shows: how it ends on Ctrl-C and SIGTERM
+// (after the epoch in progress and its checkpoint, exit 128 + the signal; a second signal at once), its summary
+// line, and --gpus without a GPU. Runs on a 784-32-10 model and a 2000-sample MNIST slice, one CPU thread.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "sprintnet/io/config.h"
+#include "sprintnet/io/read_file.h"
+#include "sprintnet/ops/backend.h"
+#include "sprintnet/train/checkpoint.h"
+#include "support/test_util.h"
+#include "support/tiny_run.h"
+
+namespace sprintnet::train {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A config file of the tiny run, `epochs` long, into <dir>/run.
+fs::path write_tiny_config(const fs::path& dir, std::int64_t epochs, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> overrides = {fmt::format("train.epochs={}", epochs)};
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  const Config config = parse_config(config_to_toml(test::tiny_run_config(dir, 500)), "tiny", overrides);
+  const fs::path file = dir / "tiny.toml";
+  std::ofstream(file) << config_to_toml(config);
+  return file;
+}
+
+// `sprintnet ARGS`, its stdout and stderr into `log`, started and left running.
+pid_t start_cli(const std::vector<std::string>& args, const fs::path& log) {
+  std::vector<std::string> words = {SPRINTNET_CLI_PATH};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {  // (only async-signal-safe calls until exec)
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  return status;
+}
+
+// Waits until the run has written `rows` metrics rows (false if the process ended first, or after 120 s).
+bool wait_for_rows(pid_t pid, const fs::path& metrics, std::size_t rows) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(metrics);
+    std::size_t lines = 0;
+    for (std::string line; std::getline(in, line);) lines += line.ends_with('}') ? 1 : 0;
+    if (lines >= rows) return true;
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+std::size_t metrics_rows(const fs::path& run) {
+  std::ifstream in(run / "metrics.jsonl");
+  std::size_t lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  return lines;
+}
+
+struct SignalCase {
+  int signal;
+  const char* name;
+};
+
+class TrainStopsOnSignal : public ::testing::TestWithParam<SignalCase> {};
+
+// The run ends after the epoch the signal fell in, with that epoch's checkpoint (none is due: checkpoints only at the
+// end), says where and how to continue, and exits 128 + the signal; --resume then finishes it.
+TEST_P(TrainStopsOnSignal, AfterTheEpochWithItsCheckpointThenResumes) {
+  const auto [signal, name] = GetParam();
+  const fs::path dir = test::temp_dir(fmt::format("train-cli-{}", name));
+  const fs::path config = write_tiny_config(dir, 1000, {"checkpoint.every_epochs=0"});
+  const fs::path log = dir / "log.txt";
+  const fs::path run = dir / "run";
+  const pid_t pid = start_cli({"train", config.string()}, log);
+  ASSERT_TRUE(wait_for_rows(pid, run / "metrics.jsonl", 2)) << read_file(log);
+  ASSERT_EQ(::kill(pid, signal), 0);
+  const int status = wait_for(pid);
+  const std::string out = read_file(log);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + signal) << out;
+  const std::size_t epochs = metrics_rows(run);
+  EXPECT_LT(epochs, 1000u);
+  const fs::path checkpoint = latest_checkpoint(run);
+  EXPECT_EQ(checkpoint.filename(), fmt::format("epoch-{:04}", epochs));
+  EXPECT_EQ(read_checkpoint(checkpoint).epoch, static_cast<std::int64_t>(epochs));
+  EXPECT_THAT(out, HasSubstr(fmt::format("sprintnet: {}: stopping after the epoch in progress", name)));
+  EXPECT_THAT(out, HasSubstr(fmt::format("sprintnet: stopped by {} after epoch {} of 1000, checkpoint {}; continue "
+                                         "with: sprintnet train --resume {}", name, epochs, checkpoint.string(),
+                                         run.string())));
+  EXPECT_FALSE(fs::exists(run / "model.safetensors"));
+
+  const pid_t resumed = start_cli({"train", "--resume", run.string(), "--set", fmt::format("train.epochs={}", epochs + 1),
+                                   "-q"}, log);
+  const int resumed_status = wait_for(resumed);
+  ASSERT_TRUE(WIFEXITED(resumed_status) && WEXITSTATUS(resumed_status) == 0) << read_file(log);
+  EXPECT_EQ(metrics_rows(run), epochs + 1);
+  EXPECT_TRUE(fs::exists(run / "model.safetensors"));
+}
+
+INSTANTIATE_TEST_SUITE_P(TrainCli, TrainStopsOnSignal,
+                         ::testing::Values(SignalCase{SIGINT, "SIGINT"}, SignalCase{SIGTERM, "SIGTERM"}),
+                         [](const ::testing::TestParamInfo<SignalCase>& param_info) { return std::string(param_info.param.name); });
+
+// A second Ctrl-C does not wait for the epoch: the process ends by the signal, and the checkpoint before stays valid.
+// (Epochs of 20000 samples and a 512-wide layer, so the 50 ms between the two signals fall inside one.)
+TEST(TrainCli, ASecondSignalEndsTheRunAtOnce) {
+  const fs::path dir = test::temp_dir("train-cli-twice");
+  const fs::path config = write_tiny_config(dir, 1000, {"data.train_limit=20000", "model.hidden=[512]"});
+  const fs::path log = dir / "log.txt";
+  const fs::path run = dir / "run";
+  const pid_t pid = start_cli({"train", config.string()}, log);
+  ASSERT_TRUE(wait_for_rows(pid, run / "metrics.jsonl", 1)) << read_file(log);
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  const int status = wait_for(pid);
+  const std::string out = read_file(log);
+  ASSERT_TRUE(WIFSIGNALED(status)) << out;
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  EXPECT_THAT(out, Not(HasSubstr("stopped by")));
+  const std::int64_t epoch = read_checkpoint(latest_checkpoint(run)).epoch;
+  EXPECT_GE(epoch, 1);
+  EXPECT_LE(epoch, static_cast<std::int64_t>(metrics_rows(run)));
+}
+
+TEST(TrainCli, TheSummaryLineCountsEpochsInWords) {
+  const fs::path dir = test::temp_dir("train-cli-summary");
+  const fs::path log = dir / "log.txt";
+  for (const auto& [epochs, words] : {std::pair{1, "1 epoch in"}, std::pair{2, "2 epochs in"}}) {
+    const fs::path config = write_tiny_config(dir, epochs, {fmt::format("output.name=\"run{}\"", epochs)});
+    const int status = wait_for(start_cli({"train", config.string(), "-q"}, log));
+    const std::string out = read_file(log);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+    EXPECT_THAT(out, HasSubstr(fmt::format("sprintnet: {}", words))) << out;
+  }
+}
+
+// --gpus 1 asks for a GPU: without one it is an error naming why, not a run on the CPU.
+TEST(TrainCli, GpusOneWithoutAGpuIsRefused) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
+  const fs::path dir = test::temp_dir("train-cli-gpus");
+  const fs::path config = write_tiny_config(dir, 1);
+  const fs::path log = dir / "log.txt";
+  const int status = wait_for(start_cli({"train", config.string(), "--gpus", "1"}, log));
+  const std::string out = read_file(log);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
+  EXPECT_THAT(out, HasSubstr("--gpus 1: this machine has 0 GPU(s)"));
+  EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
+}  // namespace
+}  // namespace sprintnet::train
