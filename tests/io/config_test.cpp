@@ -267,5 +267,15 @@ TEST(LoadConfig, IdxDatasetNeedsItsFourPaths) {
                              "\"c\"\ntest_labels = \"d\"\n")));
 }
 
+// mnist and fashion-mnist read their own files: a path beside them was ignored, and the run trained on MNIST.
+TEST(LoadConfig, IdxPathsBesideAnotherDatasetAreRefused) {
+  EXPECT_THAT(load_error("[data]\ndataset = \"fashion-mnist\"\ntest_labels = \"/data/mine.idx\"\n"),
+              AllOf(HasSubstr("bad.toml"),
+                    HasSubstr("data.test_labels = \"/data/mine.idx\" is read only with data.dataset = \"idx\" "
+                              "(data.dataset = \"fashion-mnist\" reads its own files from data.dir)"),
+                    Not(HasSubstr("data.train_images"))));
+  EXPECT_THAT(load_error("seed = 1\n", {"data.train_images=x"}), HasSubstr("data.train_images = \"x\""));
+}
+
 }  // namespace
 }  // namespace sprintnet

@@ -147,7 +147,7 @@ const std::vector<ConfigKey>& keys() {
       key("data.dir", &Config::data, &DataConfig::dir, "folder holding the `<dataset>/` folders scripts/get-data fills",
           non_empty()),
       key("data.train_images", &Config::data, &DataConfig::train_images,
-          "IDX file of training images; required for dataset `idx` (empty = the dataset's own file)"),
+          "IDX file of training images; required for dataset `idx`, and refused with another dataset"),
       key("data.train_labels", &Config::data, &DataConfig::train_labels,
           "IDX file of training labels; required for dataset `idx`"),
       key("data.test_images", &Config::data, &DataConfig::test_images,
@@ -328,16 +328,22 @@ std::vector<std::string> check_config_consistency(const Config& config) {
                     "dampening = {}",
                     config.optim.momentum, config.optim.dampening));
   }
-  if (config.data.dataset == "idx") {
-    const std::pair<std::string_view, const std::string*> paths[] = {
-        {"data.train_images", &config.data.train_images},
-        {"data.train_labels", &config.data.train_labels},
-        {"data.test_images", &config.data.test_images},
-        {"data.test_labels", &config.data.test_labels},
-    };
-    for (const auto& [name, path] : paths) {
-      if (path->empty())
-        problems.push_back(fmt::format("data.dataset = \"idx\" requires {} (a path to an IDX file)", name));
+  const std::pair<std::string_view, const std::string*> paths[] = {
+      {"data.train_images", &config.data.train_images},
+      {"data.train_labels", &config.data.train_labels},
+      {"data.test_images", &config.data.test_images},
+      {"data.test_labels", &config.data.test_labels},
+  };
+  for (const auto& [name, path] : paths) {
+    if (config.data.dataset == "idx" && path->empty()) {
+      problems.push_back(fmt::format("data.dataset = \"idx\" requires {} (a path to an IDX file)", name));
+    }
+    // Another data set reads its own four files: a path given beside it would be ignored, the run training on
+    // other data than the user named.
+    if (config.data.dataset != "idx" && !path->empty()) {
+      problems.push_back(fmt::format("{} = \"{}\" is read only with data.dataset = \"idx\" (data.dataset = \"{}\" "
+                                     "reads its own files from data.dir): set data.dataset = \"idx\" and the four "
+                                     "paths, or leave {} out", name, *path, config.data.dataset, name));
     }
   }
   return problems;
