@@ -1,11 +1,27 @@
 // sprintnet: train, evaluate and benchmark MLPs from TOML configs.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "commands.h"
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/stop_request.h"
+
+namespace {
+
+// A command line that does not parse (an unknown option, a missing argument, a value out of range): 2, as
+// Python's argparse and most Unix tools, where CLI11 returns 105-109 by the kind of mistake. Errors of a
+// command that parsed exit 1.
+constexpr int kUsageError = 2;
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Before any thread starts (core/stop_request.h): train and sweep then stop after an epoch on Ctrl-C.
@@ -19,10 +35,23 @@ int main(int argc, char** argv) {
   sprintnet::cli::add_config_command(app);
   sprintnet::cli::add_sweep_command(app);
   sprintnet::cli::add_plot_command(app);
+  // A misspelt command: CLI11 would say "A subcommand is required". Name it, and the commands there are.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const CLI::App* command : std::as_const(app).get_subcommands(std::function<bool(const CLI::App*)>{})) {
+      names.push_back(command->get_name());
+    }
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::fprintf(stderr, "sprintnet: error: unknown command '%s'; the commands: %s (sprintnet --help)\n", argv[1],
+                   fmt::format("{}", fmt::join(names, ", ")).c_str());
+      return kUsageError;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);  // prints the message (or the help, or the version: code 0)
+    return code == 0 ? 0 : kUsageError;
   } catch (const sprintnet::cli::ExitStatus& status) {
     return status.code;
   } catch (const sprintnet::Error& e) {  // raised while running the command

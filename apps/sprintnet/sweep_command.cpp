@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "sprintnet/core/error.h"
 #include "sprintnet/dist/rank_info.h"
+#include "sprintnet/io/progress_format.h"
 #include "sprintnet/io/shell_word.h"
 #include "sprintnet/sweep/sweep_plot.h"
 #include "sprintnet/sweep/sweep_runner.h"
@@ -134,12 +135,14 @@ void add_sweep_command(CLI::App& app) {
     std::size_t failed = 0;
     for (const sweep::RunResult& r : results) failed += r.status == "failed" ? 1 : 0;
     if (const std::optional<int> stop = stop_requested()) {
-      std::fprintf(stderr, "sprintnet sweep: stopped by %s with %zu runs finished (%zu failed); continue with: sprintnet "
-                   "sweep --resume %s\n", stop_cause_name(*stop), results.size(), failed, shell_quoted(dir).c_str());
+      std::fprintf(stderr, "sprintnet sweep: stopped by %s with %s finished (%zu failed); continue with: sprintnet "
+                   "sweep --resume %s\n", stop_cause_name(*stop), counted(static_cast<std::int64_t>(results.size()),
+                   "run").c_str(), failed, shell_quoted(dir).c_str());
       throw ExitStatus{*stop > 0 ? 128 + *stop : 1};
     }
     const std::string pictures = sweep::plot_sweep_in_background(dir);
-    std::printf("sprintnet sweep: %zu runs, %zu failed; %s/summary.md, %s/summary.csv; %s\n", results.size(), failed,
+    std::printf("sprintnet sweep: %s, %zu failed; %s/summary.md, %s/summary.csv; %s\n",
+                counted(static_cast<std::int64_t>(results.size()), "run").c_str(), failed,
                 dir.c_str(), dir.c_str(), pictures.c_str());
     // The sweep went on past its failed runs, but a script running it must see them: a non-zero exit.
     SN_CHECK(failed == 0, "sweep: {} of {} runs failed (each one's error: {}/summary.md)", failed, results.size(), dir);

@@ -43,7 +43,8 @@ void add_train_command(CLI::App& app) {
                   "(extend it with --set train.epochs=N)");
   cmd->add_option("--set", options->overrides, "Override a config key, e.g. --set optim.lr=0.1 (repeatable)")
       ->allow_extra_args(false);
-  cmd->add_flag("-q,--quiet", options->quiet, "Print only the final summary line");
+  cmd->add_flag("-q,--quiet", options->quiet,
+                "Print only the final summary line (and errors, and where a stopped run continues)");
   cmd->add_option("--gpus", options->gpus,
                   "Train data-parallel on this many GPUs of this machine, one process each (over NCCL; "
                   "train.batch_size stays the global batch)")
@@ -100,6 +101,7 @@ void add_train_command(CLI::App& app) {
              "trains on GPUs (set device.name = \"auto\" or \"cuda\", or leave --gpus out)", options->gpus,
              trainer->config().device.name);
     trainer->count_time_before(before_trainer_s);
+    trainer->set_quiet(options->quiet);  // no epoch lines either
     const bool primary = trainer->rank().primary();  // data parallel: rank 0 speaks for the job
     if (!options->quiet && primary) std::printf("%s\n", trainer->describe().c_str());
     std::fflush(stdout);
@@ -120,8 +122,8 @@ void add_train_command(CLI::App& app) {
                    shell_quoted(summary.run_dir.string()).c_str());
       throw ExitStatus{*summary.stop_signal > 0 ? 128 + *summary.stop_signal : 1};
     }
-    std::printf("sprintnet: %zu epoch%s in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
-                summary.epochs.size(), summary.epochs.size() == 1 ? "" : "s", summary.wall_time_s,
+    std::printf("sprintnet: %s in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
+                counted(static_cast<std::int64_t>(summary.epochs.size()), "epoch").c_str(), summary.wall_time_s,
                 summary.train_time_s, 100.0 * summary.final_test.accuracy, unsigned_nan(summary.final_test.loss),
                 summary.run_dir.string().c_str());
     if (options->verbose) std::printf("%s\n", summary.phases.format(summary.wall_time_s).c_str());

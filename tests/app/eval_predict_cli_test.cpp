@@ -123,7 +123,7 @@ TEST_F(EvalPredictCli, EvalErrorsExitNonZero) {
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.err, HasSubstr("no such file"));
   result = run_cli(fmt::format("eval '{}' --split validation", run_->string()), *dir_);
-  EXPECT_NE(result.exit_code, 0);  // a usage error: CLI11's own exit code
+  EXPECT_EQ(result.exit_code, 2);  // a usage error
   result = run_cli(fmt::format("eval '{}' --csv '{}'", run_->string(), (*dir_ / "no-dir" / "x.csv").string()), *dir_);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.err, HasSubstr("x.csv"));
@@ -199,7 +199,7 @@ TEST_F(EvalPredictCli, PredictPrintsATableAndRejectsBadInputs) {
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.err, HasSubstr("absent.png"));
   result = run_cli(fmt::format("predict '{}' '{}' --top-k 0", run_->string(), pgm.string()), *dir_);
-  EXPECT_NE(result.exit_code, 0);
+  EXPECT_EQ(result.exit_code, 2);  // a usage error
 }
 
 // eval --csv to a folder that is not there, or to a directory: named before the evaluation, not after it with

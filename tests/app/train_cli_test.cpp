@@ -175,5 +175,23 @@ TEST(TrainCli, GpusOneWithoutAGpuIsRefused) {
   EXPECT_FALSE(fs::exists(dir / "run"));
 }
 
+// A command line that does not parse exits 2 (as argparse), not CLI11's 105-109; a misspelt command is named.
+TEST(TrainCli, UsageErrorsExitTwoNamingTheMistake) {
+  const fs::path dir = test::temp_dir("train-cli-usage");
+  const fs::path log = dir / "log.txt";
+  const auto run = [&](const std::vector<std::string>& args) {
+    const int status = wait_for(start_cli(args, log));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(run({"trian", "config.toml"}), 2);
+  EXPECT_THAT(read_file(log), HasSubstr("unknown command 'trian'; the commands: train, eval, predict, config, sweep"));
+  EXPECT_EQ(run({"train", "--bogus"}), 2);
+  EXPECT_THAT(read_file(log), HasSubstr("--bogus"));
+  EXPECT_EQ(run({"train", "--gpus", "0"}), 2);
+  EXPECT_EQ(run({"--help"}), 0);
+  EXPECT_THAT(read_file(log), HasSubstr("train"));
+  EXPECT_EQ(run({"--version"}), 0);
+}
+
 }  // namespace
 }  // namespace sprintnet::train

@@ -39,7 +39,7 @@ void check_engine(const std::filesystem::path& dir, const std::string& engine, c
   o.config_path = config;
   o.spec.axes = {{"optim.lr", {"0.05", "0.1", "0.2"}}, {"model.activation", {"\"relu\"", "\"gelu\""}}};
   o.spec.seeds = {0, 1};
-  expect_side_by_side_equals_alone(o, dir, 6, "6 run(s) at a time over 1 GPU(s)");
+  expect_side_by_side_equals_alone(o, dir, 6, "6 runs at a time over 1 GPU");
   for (const RunResult& r : read_state(dir / "alone")) {
     EXPECT_GT(r.final_accuracy, 0.8) << r.name;  // 2 epochs of 10000 samples: 0.85-0.95
   }

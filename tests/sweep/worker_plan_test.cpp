@@ -45,7 +45,7 @@ TEST(WorkerPlan, TheCpuRunsOneACoreOrAsAsked) {
   const WorkerPlan sixteen = plan_workers(with({"device.name=\"cpu\""}), 16, 0, 2, 16);
   EXPECT_EQ(sixteen.devices.size(), 16u);
   EXPECT_EQ(sixteen.cpu_threads, 1);
-  EXPECT_THAT(sixteen.reason, HasSubstr("16 runs at a time on the CPU, 1 thread(s) each (auto"));
+  EXPECT_THAT(sixteen.reason, HasSubstr("16 runs at a time on the CPU, 1 thread each (auto"));
   EXPECT_EQ(plan_workers(with({"device.name=\"cpu\""}), 3, 0, 0, 16).cpu_threads, 5);  // 3 runs: 16 cores shared
   const WorkerPlan two = plan_workers(with({"device.name=\"cpu\""}), 8, 0, 0, 2);
   EXPECT_THAT(two.devices, ElementsAre("cpu", "cpu"));

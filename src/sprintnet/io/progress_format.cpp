@@ -38,6 +38,11 @@ std::string format_duration(double seconds) {
   return fmt::format("{}:{:02}", minutes, secs);
 }
 
+std::string counted(std::int64_t count, std::string_view noun, std::string_view plural) {
+  if (count == 1) return fmt::format("1 {}", noun);
+  return plural.empty() ? fmt::format("{} {}s", count, noun) : fmt::format("{} {}", count, plural);
+}
+
 std::string format_bar(double fraction, int width) {
   const double clamped = std::isfinite(fraction) ? std::clamp(fraction, 0.0, 1.0) : 0.0;
   const auto filled = static_cast<std::size_t>(std::floor(clamped * width));

@@ -4,12 +4,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace sprintnet {
 
 // `v` with a NaN's sign cleared: fmt and printf write a negative NaN as "-nan", a sign that means
 // nothing (and that R or a spreadsheet reads as text). For the losses of a diverged run.
 double unsigned_nan(double v);
+// "1 epoch", "2 epochs", "0 runs", "3 classes": the count and the noun, plural unless the count is 1 (`plural`,
+// or the noun + "s" when it is empty).
+std::string counted(std::int64_t count, std::string_view noun, std::string_view plural = {});
 // Three significant digits with an SI suffix: 523, 52.1k, 1.23M, 4.00G.
 std::string format_si(double value);
 // Rounded to whole seconds: "0:07", "12:34", "1:02:03"; "--:--" when not finite.

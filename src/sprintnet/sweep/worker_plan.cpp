@@ -6,6 +6,7 @@
 
 #include "sprintnet/core/device.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/io/progress_format.h"
 
 namespace sprintnet::sweep {
 namespace {
@@ -96,8 +97,9 @@ WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, in
       plan.cpu_threads = std::max<std::int64_t>(1, cpu_cores / static_cast<std::int64_t>(workers));
     }
     plan.reason = workers == 1 ? "one run at a time on the CPU"
-                               : fmt::format("{} runs at a time on the CPU, {} thread(s) each{}", workers,
-                                             plan.cpu_threads == 0 ? config.device.threads : plan.cpu_threads,
+                               : fmt::format("{} runs at a time on the CPU, {} each{}", workers,
+                                             counted(plan.cpu_threads == 0 ? config.device.threads : plan.cpu_threads,
+                                                     "thread"),
                                              parallel == 0 ? " (auto: the cores shared out)" : "");
     return plan;
   }
@@ -114,7 +116,8 @@ WorkerPlan plan_workers(const Config& config, std::size_t runs, int parallel, in
   for (std::size_t w = 0; w < workers; ++w) {
     plan.devices.push_back(fmt::format("cuda:{}", first + static_cast<int>(w % count)));
   }
-  plan.reason = fmt::format("{} run(s) at a time over {} GPU(s){}", workers, count,
+  plan.reason = fmt::format("{} at a time over {}{}", counted(static_cast<std::int64_t>(workers), "run"),
+                            counted(static_cast<std::int64_t>(count), "GPU"),
                             parallel == 0 ? fmt::format(" (auto: up to {} per GPU for this model)", per_gpu) : "");
   return plan;
 }

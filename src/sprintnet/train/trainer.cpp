@@ -11,6 +11,7 @@
 #include "sprintnet/data/dataset_cache.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/metrics_writer.h"
+#include "sprintnet/io/progress_format.h"
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/memory/cuda_allocator.h"
 #include "sprintnet/ops/cpu/cpu_backend.h"
@@ -371,12 +372,12 @@ std::string Trainer::describe() const {
   }
   const std::string engine = fmt::format("{} ({})", plan_ ? plan_->describe() : fmt::format("eager step, {}", precision_),
                                          engine_.reason);
-  return fmt::format("{} train / {} test samples of {} ({} classes), {}\n{}\n{}, {}, batch {}, {} epochs, lr schedule {}"
-                     "\n{}",
-                     loaded_.data.train.size(), loaded_.data.test.size(), config_.data.dataset, loaded_.data.train.num_classes,
-                     device_.is_cpu() ? fmt::format("cpu ({} threads)", cpu_threads()) : device_.str(),
+  return fmt::format("{} train / {} test samples of {} ({}), {}\n{}\n{}, {}, batch {}, {}, lr schedule {}\n{}",
+                     loaded_.data.train.size(), loaded_.data.test.size(), config_.data.dataset,
+                     counted(loaded_.data.train.num_classes, "class", "classes"),
+                     device_.is_cpu() ? fmt::format("cpu ({})", counted(cpu_threads(), "thread")) : device_.str(),
                      model_->describe(), optimizer_->describe(), loss_->describe(), config_.train.batch_size,
-                     config_.train.epochs, schedule_->describe(), engine) +
+                     counted(config_.train.epochs, "epoch"), schedule_->describe(), engine) +
          resuming;
 }
 
