@@ -31,17 +31,18 @@ TEST(DeviceConnections, DataParallelRanksAndTheirLauncherKeepTheDriversDefault) 
   };
   EXPECT_EQ(preferred_device_connections(with({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}}), false),
             std::nullopt);
-  EXPECT_EQ(preferred_device_connections(with({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"}}),
-                                         false),
+  EXPECT_EQ(preferred_device_connections(
+                with({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"}}),
+                false),
             std::nullopt);
   EXPECT_EQ(preferred_device_connections(
                 with({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}}),
                 false),
             std::nullopt);
-  // Launcher variables that do not make a rank (eval in an sbatch script; a stray WORLD_SIZE): no error
-  // here, and the driver's default.
-  EXPECT_EQ(preferred_device_connections(env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}}), false), std::nullopt);
+  // Launcher variables that do not make a rank (a stray WORLD_SIZE): no error here, and the driver's default.
   EXPECT_EQ(preferred_device_connections(env({{"WORLD_SIZE", "2"}}), false), std::nullopt);
+  // An sbatch script's own shell (SLURM_PROCID, SLURM_NTASKS, no step) runs one process, as outside SLURM.
+  EXPECT_EQ(preferred_device_connections(env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}}), false), "2");
   // `--gpus N`: the ranks inherit the launcher's environment.
   EXPECT_EQ(preferred_device_connections(env({}), true), std::nullopt);
 }

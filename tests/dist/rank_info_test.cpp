@@ -39,10 +39,17 @@ TEST(RankInfo, EachLaunchersVariablesAreRead) {
   EXPECT_EQ(torchrun.local_rank, 1);
   EXPECT_EQ(torchrun.master_addr, "10.0.0.1");
   EXPECT_EQ(torchrun.master_port, 29500);
-  const RankInfo slurm = with({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}});
+  const RankInfo slurm = with({{"SLURM_PROCID", "5"}, {"SLURM_STEP_ID", "0"}, {"SLURM_STEP_NUM_TASKS", "8"},
+                                {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "1"}});
   EXPECT_EQ(slurm.launcher, "slurm");
   EXPECT_EQ(slurm.rank, 5);
+  EXPECT_EQ(slurm.world, 8) << "the step's tasks (srun -n 8 --preserve-env in a 16-task job)";
   EXPECT_EQ(slurm.local_rank, 1);
+  EXPECT_EQ(with({{"SLURM_PROCID", "1"}, {"SLURM_STEP_ID", "3"}, {"SLURM_NTASKS", "2"}}).world, 2);
+  // An sbatch script's own shell: SLURM_PROCID=0 and the job's SLURM_NTASKS, no step. One process, not rank 0 of 8.
+  const RankInfo batch_shell = with({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "0"}});
+  EXPECT_EQ(batch_shell.launcher, "single");
+  EXPECT_EQ(batch_shell.world, 1);
   const RankInfo mpi = with({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"},
                              {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
   EXPECT_EQ(mpi.launcher, "mpirun");

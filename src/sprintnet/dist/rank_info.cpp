@@ -38,9 +38,13 @@ RankInfo rank_info_from(const Environment& env) {
   } else if (has("OMPI_COMM_WORLD_RANK")) {
     info.launcher = "mpirun";
     rank_var = "OMPI_COMM_WORLD_RANK", world_var = "OMPI_COMM_WORLD_SIZE", local_var = "OMPI_COMM_WORLD_LOCAL_RANK";
-  } else if (has("SLURM_PROCID") && has("SLURM_NTASKS")) {
+  } else if (has("SLURM_PROCID") && has("SLURM_STEP_ID")) {
+    // A task srun started. An sbatch script's own shell has SLURM_PROCID=0 and the job's SLURM_NTASKS too, but no
+    // SLURM_STEP_ID (srun's steps alone set it): a command run there is one process, not rank 0 of the job's tasks.
+    // The step's task count, not the allocation's (srun --preserve-env keeps the latter in SLURM_NTASKS).
     info.launcher = "slurm";
-    rank_var = "SLURM_PROCID", world_var = "SLURM_NTASKS", local_var = "SLURM_LOCALID";
+    rank_var = "SLURM_PROCID", local_var = "SLURM_LOCALID";
+    world_var = has("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
   } else {
     info.launcher = "single";
     return info;
