@@ -233,6 +233,13 @@ TEST(SweepRunner, ABadValueIsNamedWhereItWasGiven) {
               AllOf(HasSubstr(file.string() + ": sweep.grid 'optim.lr=-1'"), HasSubstr("> 0")));
   o.overrides = {"optim.momentum=-1"};
   EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("--set 'optim.momentum=-1'"));
+  // A value that another key makes impossible: the grid's value is named, not only the config file.
+  o.overrides = {"optim.momentum=0"};
+  o.spec = {};
+  o.spec.axes = {parse_grid_option("optim.nesterov=false,true")};
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }),
+              HasSubstr(file.string() + " with --grid optim.nesterov=true and --set overrides: optim.nesterov = true "
+                                        "requires optim.momentum > 0"));
   EXPECT_FALSE(std::filesystem::exists(o.out_dir / "sweep.json"));
 }
 

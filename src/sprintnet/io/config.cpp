@@ -229,9 +229,17 @@ Config parse_with_origins(std::string_view text, const std::string& origin, cons
   ConfigBuilder builder;
   builder.apply_file_table(table, "", origin);
   for (const ConfigOverride& o : overrides) builder.apply_override(o.text, o.origin);
-  const bool only_set = std::ranges::all_of(overrides, [](const ConfigOverride& o) { return o.origin == "--set"; });
-  return builder.finish(overrides.empty() ? origin
-                                          : fmt::format("{} with {} overrides", origin, only_set ? "--set" : "its"));
+  // A check across keys names the overrides that are not --set by where they came from (a sweep's --grid value,
+  // its seed), so the run a grid makes impossible is named with the option that made it.
+  std::vector<std::string> named;
+  for (const ConfigOverride& o : overrides) {
+    if (o.origin != "--set") named.push_back(fmt::format("{} {}", o.origin, o.text));
+  }
+  const bool any_set = std::ranges::any_of(overrides, [](const ConfigOverride& o) { return o.origin == "--set"; });
+  std::string where = origin;
+  if (!named.empty()) where += fmt::format(" with {}", fmt::join(named, ", "));
+  if (any_set) where += named.empty() ? " with --set overrides" : " and --set overrides";
+  return builder.finish(where);
 }
 
 std::vector<ConfigOverride> from_set(const std::vector<std::string>& overrides) {
