@@ -128,7 +128,8 @@ INSTANTIATE_TEST_SUITE_P(TrainCli, TrainStopsOnSignal,
                          [](const ::testing::TestParamInfo<SignalCase>& param_info) { return std::string(param_info.param.name); });
 
 // A second Ctrl-C does not wait for the epoch: the process ends by the signal, and the checkpoint before stays valid.
-// (Epochs of 20000 samples and a 512-wide layer, so the 50 ms between the two signals fall inside one.)
+// (Epochs of 20000 samples and a 512-wide layer, ~1 s here: both signals fall inside epoch 2, the first 200 ms after
+// epoch 1's row, when epoch 1's own stop check is long past.)
 TEST(TrainCli, ASecondSignalEndsTheRunAtOnce) {
   const fs::path dir = test::temp_dir("train-cli-twice");
   const fs::path config = write_tiny_config(dir, 1000, {"data.train_limit=20000", "model.hidden=[512]"});
@@ -136,6 +137,7 @@ TEST(TrainCli, ASecondSignalEndsTheRunAtOnce) {
   const fs::path run = dir / "run";
   const pid_t pid = start_cli({"train", config.string()}, log);
   ASSERT_TRUE(wait_for_rows(pid, run / "metrics.jsonl", 1)) << read_file(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_EQ(::kill(pid, SIGINT), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ(::kill(pid, SIGINT), 0);

@@ -28,6 +28,7 @@
 #include <optional>
 
 #include "sprintnet/core/random.h"
+#include "sprintnet/io/progress_format.h"
 #include "sprintnet/ops/cpu/bf16_copy.h"
 #include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/ops/cpu/dnnl_matmul.h"
@@ -410,11 +411,11 @@ EvalResult CpuTrainPlan::evaluate(const BatchLoader& loader) {
 std::string CpuTrainPlan::describe() const {
   const bool relu = spec_.mlp.activation == Activation::kReLU;
   return fmt::format("compiled CPU step: {}{}, oneDNN products ({}) with the bias{} fused, {} and its gradient in one "
-                     "pass, the {} update applied {} over {} flat parameters, {} threads",
+                     "pass, the {} update applied {} over {} flat parameters, {}",
                      spec_.precision, bf16() ? " (fp32 master weights)" : "", cpu::dnnl_cpu_isa(),
                      relu ? " and ReLU" : "", spec_.loss == "mse" ? "MSE" : "softmax cross-entropy", spec_.optim.type,
                      bf16() ? "layer by layer" : "block by block with the weight gradient", layout_.size,
-                     cpu_threads());
+                     counted(cpu_threads(), "thread"));
 }
 
 }  // namespace
