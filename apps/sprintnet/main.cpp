@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "standard_streams.h"
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/stop_request.h"
 
@@ -24,7 +25,10 @@ constexpr int kUsageError = 2;
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before any thread starts (core/stop_request.h): train and sweep then stop after an epoch on Ctrl-C.
+  sprintnet::cli::open_missing_standard_streams();  // before any file is opened
+  // Before any thread starts (core/stop_request.h): train and sweep then stop after an epoch on Ctrl-C, and a
+  // closed pipe or a file size limit is a failed write, not a silent death.
+  sprintnet::ignore_write_signals();
   sprintnet::take_signals_in_their_own_thread();
   CLI::App app{"sprintnet: fast MLP training on the GPU and the CPU", "sprintnet"};
   app.require_subcommand(1);
@@ -51,8 +55,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints the message (or the help, or the version: code 0)
-    return code == 0 ? 0 : kUsageError;
+    if (code != 0) return kUsageError;
+    return sprintnet::cli::standard_output_written() ? 0 : 1;
   } catch (const sprintnet::cli::ExitStatus& status) {
+    sprintnet::cli::standard_output_written();  // (said if not; the status says more)
     return status.code;
   } catch (const sprintnet::Error& e) {  // raised while running the command
     std::fprintf(stderr, "sprintnet: error: %s\n", e.what());
@@ -64,5 +70,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sprintnet: internal error: %s\n", e.what());
     return 1;
   }
-  return 0;
+  return sprintnet::cli::standard_output_written() ? 0 : 1;
 }

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,8 +37,9 @@ fs::path write_tiny_config(const fs::path& dir, std::int64_t epochs, const std::
   return file;
 }
 
-// `sprintnet ARGS`, its stdout and stderr into `log`, started and left running.
-pid_t start_cli(const std::vector<std::string>& args, const fs::path& log) {
+// `sprintnet ARGS`, its stdout and stderr into `log`, started and left running. `in_child` runs in the child just
+// before exec (async-signal-safe calls only): closing or redirecting streams, limits.
+pid_t start_cli(const std::vector<std::string>& args, const fs::path& log, void (*in_child)() = nullptr) {
   std::vector<std::string> words = {SPRINTNET_CLI_PATH};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -48,6 +50,7 @@ pid_t start_cli(const std::vector<std::string>& args, const fs::path& log) {
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
+    if (in_child != nullptr) in_child();
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
@@ -124,7 +127,8 @@ TEST_P(TrainStopsOnSignal, AfterTheEpochWithItsCheckpointThenResumes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TrainCli, TrainStopsOnSignal,
-                         ::testing::Values(SignalCase{SIGINT, "SIGINT"}, SignalCase{SIGTERM, "SIGTERM"}),
+                         ::testing::Values(SignalCase{SIGINT, "SIGINT"}, SignalCase{SIGTERM, "SIGTERM"},
+                                           SignalCase{SIGHUP, "SIGHUP"}),
                          [](const ::testing::TestParamInfo<SignalCase>& param_info) { return std::string(param_info.param.name); });
 
 // A second Ctrl-C does not wait for the epoch: the process ends by the signal, and the checkpoint before stays valid.
@@ -175,6 +179,76 @@ TEST(TrainCli, GpusOneWithoutAGpuIsRefused) {
   EXPECT_EQ(WEXITSTATUS(status), 1) << out;
   EXPECT_THAT(out, HasSubstr("--gpus 1: this machine has 0 GPU(s)"));
   EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
+int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+bool every_line_is_json(const fs::path& metrics) {
+  std::ifstream in(metrics);
+  std::size_t lines = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    if (!line.starts_with("{\"step\":")) return false;
+  }
+  return lines > 0;
+}
+
+// Started with stdout and stderr closed (a daemon's way), the run's first files took fds 1 and 2 and its progress
+// lines went into metrics.jsonl. /dev/null now holds those numbers.
+TEST(TrainCli, ClosedStandardStreamsDoNotBecomeTheRunsFiles) {
+  const fs::path dir = test::temp_dir("train-cli-closed");
+  const fs::path config = write_tiny_config(dir, 2, {"output.progress=\"plain\""});
+  const int status = wait_for(start_cli({"train", config.string()}, dir / "log.txt", [] {
+    ::close(0);
+    ::close(1);
+    ::close(2);
+  }));
+  EXPECT_EQ(exit_code(status), 0);
+  EXPECT_TRUE(every_line_is_json(dir / "run" / "metrics.jsonl")) << read_file(dir / "run" / "metrics.jsonl");
+  EXPECT_TRUE(read_file(dir / "run" / "metrics.csv").starts_with("step,epoch,")) << read_file(dir / "run" / "metrics.csv");
+}
+
+// Output into a pipe whose reader is gone (`sprintnet train | head -3`): SIGPIPE used to kill the run before its
+// first checkpoint. The run now trains to its end; the lost output makes the exit non-zero.
+TEST(TrainCli, AClosedPipeLosesTheOutputNotTheRun) {
+  const fs::path dir = test::temp_dir("train-cli-pipe");
+  const fs::path config = write_tiny_config(dir, 2);
+  const int status = wait_for(start_cli({"train", config.string()}, dir / "log.txt", [] {
+    int ends[2];
+    if (::pipe(ends) != 0) ::_exit(126);
+    ::close(ends[0]);  // no reader
+    ::dup2(ends[1], 1);
+    ::dup2(ends[1], 2);
+  }));
+  EXPECT_EQ(exit_code(status), 1);
+  EXPECT_EQ(metrics_rows(dir / "run"), 2u);
+  EXPECT_TRUE(fs::exists(dir / "run" / "model.safetensors"));
+  EXPECT_EQ(latest_checkpoint(dir / "run").filename(), "epoch-0002");
+}
+
+// A full disk under stdout: the output is lost, so not exit 0 (predict --json > out.json would leave half a file).
+TEST(TrainCli, OutputToAFullDeviceIsAnError) {
+  const fs::path dir = test::temp_dir("train-cli-full");
+  const fs::path log = dir / "log.txt";
+  const int status = wait_for(start_cli({"config", "--reference"}, log, [] {
+    const int full = ::open("/dev/full", O_WRONLY);
+    if (full >= 0) ::dup2(full, 1);
+  }));
+  EXPECT_EQ(exit_code(status), 1);
+  EXPECT_THAT(read_file(log), HasSubstr("sprintnet: error: writing the output to stdout failed"));
+}
+
+// A file size limit (`ulimit -f`): SIGXFSZ used to kill the run in its first checkpoint. Now the write fails and
+// the error names the file.
+TEST(TrainCli, AFileSizeLimitIsANamedError) {
+  const fs::path dir = test::temp_dir("train-cli-fsize");
+  const fs::path log = dir / "log.txt";
+  const fs::path config = write_tiny_config(dir, 2);
+  const int status = wait_for(start_cli({"train", config.string(), "-q"}, log, [] {
+    const rlimit limit{64 * 1024, 64 * 1024};  // above the log and metrics, below the weights (100 KB)
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }));
+  EXPECT_EQ(exit_code(status), 1) << read_file(log);
+  EXPECT_THAT(read_file(log), HasSubstr("File too large"));
 }
 
 // A command line that does not parse exits 2 (as argparse), not CLI11's 105-109; a misspelt command is named.

@@ -361,6 +361,15 @@ TEST(Checkpoint, ARunDirectoryInUseIsNotResumedTwice) {
   EXPECT_EQ(read_file(run / "metrics.jsonl"), rows);  // the refused resume changed nothing
   EXPECT_EQ(resume(run).epochs.size(), static_cast<std::size_t>(kEpochs - 2));  // released: it resumes
   const RunDirectoryLock after_the_run(run);  // and the resume let go of it when fit returned
+
+  // A run in its first epoch has no checkpoint yet: it is named as in use, not as a run without one.
+  const fs::path young = out / "young";
+  fs::create_directories(young);
+  {
+    const RunDirectoryLock training(young);
+    EXPECT_THAT([&] { plan_resume(young, {}, {}); }, ThrowsMessage<Error>(HasSubstr("in use by another sprintnet")));
+  }
+  EXPECT_THAT([&] { plan_resume(young, {}, {}); }, ThrowsMessage<Error>(HasSubstr("has no checkpoint to resume")));
 }
 
 // A Trainer whose fit() threw, still alive, does not hold its run: the program resumes it in the same process.

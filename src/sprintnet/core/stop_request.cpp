@@ -24,6 +24,7 @@ sigset_t stop_signals() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   return set;
 }
 
@@ -43,6 +44,11 @@ void wait_for_signals() {
   for (;;) {
     int signal = 0;
     if (sigwait(&set, &signal) != 0) continue;
+    if (stopping_on_signals.load() && stop_requested()) {
+      // The second signal: a progress bar may hold the line, so the shell's prompt gets one of its own.
+      std::fprintf(stderr, "\nsprintnet: %s again: stopping now\n", stop_cause_name(signal));
+      std::fflush(stderr);
+    }
     if (!stopping_on_signals.load() || stop_requested()) end_by(signal);
     request_stop(signal);
     std::fprintf(stderr, "\nsprintnet: %s: stopping after the epoch in progress%s\n", stop_cause_name(signal),
@@ -72,6 +78,19 @@ sigset_t signal_mask_for_children() {
   return current;
 }
 
+void ignore_write_signals() {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
+sigset_t signals_to_default_in_children() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  sigaddset(&set, SIGXFSZ);
+  return set;
+}
+
 void request_stop(int signal) {
   int none = kNone;
   requested.compare_exchange_strong(none, signal);  // the first request names the cause
@@ -89,6 +108,7 @@ const char* stop_cause_name(int signal) {
   switch (signal) {
     case SIGINT: return "SIGINT";
     case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
     default: return "a stop request";
   }
 }

@@ -3,8 +3,10 @@
 // writes that epoch's checkpoint (due or not), finishes its writes and returns, the summary saying why
 // (TrainSummary::stop_signal). `sprintnet train --resume` continues the run from there, as from any checkpoint.
 //
-// The CLI's train and sweep commands stop on signals, so Ctrl-C (SIGINT) or a scheduler's SIGTERM (Slurm's before a
-// preemption or a time limit) ends a run after its epoch instead of mid-write. A second signal ends the process at
+// The CLI's train and sweep commands stop on signals, so Ctrl-C (SIGINT), a scheduler's SIGTERM (Slurm's before a
+// preemption or a time limit) or SIGHUP (the terminal or ssh session closed) ends a run after its epoch instead of
+// mid-write. A signal that arrives before training starts ends the process at once (nothing is written yet); one
+// during the last epoch lets the run finish, as it would have. A second signal ends the process at
 // once: the run's last checkpoint stays valid (docs/CHECKPOINTS.md). A program embedding the library may call
 // request_stop() from any thread. A data-parallel job's ranks do not take requests: all of them would have to stop
 // after the same epoch (their launcher stops them).
@@ -28,6 +30,16 @@ void stop_on_signals();
 // blocked (posix_spawnattr_setsigmask, or pthread_sigmask in a forked child).
 sigset_t signal_mask_for_children();
 
+// The CLI ignores SIGPIPE (a reader of its output gone: `sprintnet train | head -3`) and SIGXFSZ (a file size
+// limit, `ulimit -f`): their default action killed the process mid-run, silently, leaving a run without a
+// checkpoint. Ignored, the write fails with EPIPE or EFBIG and the code's error path reports it; training itself
+// goes on when only the terminal output is lost. Before any thread starts, as take_signals_in_their_own_thread().
+void ignore_write_signals();
+
+// The signals a child process should exec with at their default action (posix_spawnattr_setsigdefault, or signal()
+// in a forked child): an ignored signal stays ignored across exec.
+sigset_t signals_to_default_in_children();
+
 // Requests a stop, as a signal does (`signal`), or from the program (0).
 void request_stop(int signal = 0);
 
@@ -37,7 +49,7 @@ std::optional<int> stop_requested();
 // Withdraws a request (a program that goes on to train again; the tests).
 void clear_stop_request();
 
-// "SIGINT", "SIGTERM", or "a stop request" for 0 (messages).
+// "SIGINT", "SIGTERM", "SIGHUP", or "a stop request" for 0 (messages).
 const char* stop_cause_name(int signal);
 
 }  // namespace sprintnet

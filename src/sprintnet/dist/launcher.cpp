@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <chrono>
@@ -59,12 +60,18 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
   const int world = nnodes * gpus;
   const pid_t launcher = getpid();
   std::vector<pid_t> pids;
-  const sigset_t child_mask = signal_mask_for_children();  // (this process blocks SIGINT and SIGTERM: stop_request.h)
+  // This process blocks SIGINT, SIGTERM and SIGHUP and ignores SIGPIPE and SIGXFSZ (core/stop_request.h): a rank
+  // starts as a process started from the shell would.
+  const sigset_t child_mask = signal_mask_for_children();
+  const sigset_t child_defaults = signals_to_default_in_children();
   for (int rank = 0; rank < gpus; ++rank) {
     const pid_t pid = fork();
     SN_CHECK(pid >= 0, "cannot start rank {}: {}", rank, std::strerror(errno));
     if (pid == 0) {
       pthread_sigmask(SIG_SETMASK, &child_mask, nullptr);
+      for (int signal = 1; signal < NSIG; ++signal) {
+        if (sigismember(&child_defaults, signal) == 1) std::signal(signal, SIG_DFL);
+      }
       // A rank ends with its launcher: killed alone (a supervisor signals only its main process), the launcher
       // would leave its ranks training on, holding their GPUs. (The check covers a launcher gone before prctl.)
       prctl(PR_SET_PDEATHSIG, SIGTERM);

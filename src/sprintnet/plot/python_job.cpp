@@ -27,12 +27,14 @@ int run_quietly(const std::vector<std::string>& args) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  // The child gets the signal mask this process started with: it blocks SIGINT and SIGTERM (core/stop_request.h).
+  // The child gets the signal mask this process started with: it blocks SIGINT, SIGTERM and SIGHUP (core/stop_request.h).
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   const sigset_t mask = signal_mask_for_children();
   posix_spawnattr_setsigmask(&attributes, &mask);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+  const sigset_t defaults = signals_to_default_in_children();  // (and SIGPIPE and SIGXFSZ ignored)
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
   const int spawned = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);

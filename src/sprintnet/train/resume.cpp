@@ -6,6 +6,7 @@
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/io/config_schema.h"
+#include "sprintnet/train/run_directory.h"
 
 namespace sprintnet::train {
 namespace {
@@ -48,6 +49,9 @@ ResumePlan plan_resume(const std::filesystem::path& run_dir, const std::filesyst
                        const std::vector<std::string>& overrides) {
   ResumePlan plan;
   plan.run_dir = run_dir;
+  // A run still training in another process is named as that, not as a run without a checkpoint (in its first
+  // epoch it has none yet): the lock is taken and let go here, and taken again for good by Trainer::fit.
+  if (std::error_code ignored; std::filesystem::is_directory(run_dir, ignored)) const RunDirectoryLock in_use(run_dir);
   plan.checkpoint = read_checkpoint(latest_checkpoint(run_dir));
   const std::filesystem::path& dir = plan.checkpoint.dir;
   if (config_path.empty()) {
