@@ -372,6 +372,19 @@ TEST(Checkpoint, ARunDirectoryInUseIsNotResumedTwice) {
   EXPECT_THAT([&] { plan_resume(young, {}, {}); }, ThrowsMessage<Error>(HasSubstr("has no checkpoint to resume")));
 }
 
+// `rm -rf runs/` while a run trains: the run used to end "successfully" in a folder the checkpoint writer made
+// anew, without its metrics or config (written into the deleted inodes). It now stops, naming the folder.
+TEST(Checkpoint, ARunWhoseDirectoryWasDeletedStopsNamingIt) {
+  const fs::path out = test::temp_dir("checkpoint-deleted");
+  Trainer trainer(tiny_config(out, "run"));
+  trainer.on_epoch_end([&](const EpochRecord& record) {
+    if (record.epoch == 2) fs::remove_all(out / "run");
+  });
+  EXPECT_THAT([&] { trainer.fit(); },
+              ThrowsMessage<Error>(AllOf(HasSubstr((out / "run").string()),
+                                         HasSubstr("was deleted or moved while the run trained (found after epoch 3)"))));
+}
+
 // A Trainer whose fit() threw, still alive, does not hold its run: the program resumes it in the same process.
 TEST(Checkpoint, ARunWhoseFitThrewIsResumedInTheSameProcess) {
   const fs::path out = test::temp_dir("checkpoint-in-process");

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,7 +34,7 @@ std::filesystem::path create_run_directory(const Config& config) {
 }
 
 RunDirectoryLock::RunDirectoryLock(const std::filesystem::path& run_dir)
-    : fd_(::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    : path_(run_dir), fd_(::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
   SN_CHECK(fd_ >= 0, "cannot open {}: {}", run_dir.string(), std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
   const int error = errno;
@@ -43,6 +44,13 @@ RunDirectoryLock::RunDirectoryLock(const std::filesystem::path& run_dir)
            "{} is in use by another sprintnet process (a training, a resume or a sweep that is still running); wait "
            "for it to end, or stop it, first", run_dir.string());
   // ENOLCK, EOPNOTSUPP, ...: a file system without flock. The lock is a guard, not a condition to run.
+}
+
+bool RunDirectoryLock::still_at_its_path() const {
+  if (fd_ < 0) return true;
+  struct stat held = {}, now = {};
+  if (::fstat(fd_, &held) != 0) return true;  // (cannot tell: not this check's error to report)
+  return ::stat(path_.c_str(), &now) == 0 && now.st_dev == held.st_dev && now.st_ino == held.st_ino;
 }
 
 RunDirectoryLock::~RunDirectoryLock() {

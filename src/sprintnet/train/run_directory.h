@@ -24,7 +24,13 @@ class RunDirectoryLock {
   RunDirectoryLock(const RunDirectoryLock&) = delete;
   RunDirectoryLock& operator=(const RunDirectoryLock&) = delete;
 
+  // Whether the directory locked is still the one at its path: false once it was deleted or moved (`rm -rf runs/`
+  // while a run trains), where the open metrics files write into unlinked inodes and the checkpoints would recreate
+  // the path without them. True where the file system has no flock (nothing was opened to compare).
+  bool still_at_its_path() const;
+
  private:
+  std::filesystem::path path_;
   int fd_ = -1;
 };
 

@@ -528,6 +528,10 @@ TrainSummary Trainer::fit() {
     }
     if (last) turn.release();  // what is left (weights back to the host, files) needs no SMs
     summary.train_time_s += record.epoch_time_s;
+    SN_CHECK(!lock || lock->still_at_its_path(),
+             "run directory {} was deleted or moved while the run trained (found after epoch {}): its metrics and "
+             "checkpoints would be written nowhere, or into a new empty folder of that name", summary.run_dir.string(),
+             epoch);
     phase.emplace(phases_, "metrics rows and epoch lines");
     if (metrics) metrics->write({record.step, record.epoch, record.train_loss, record.test_loss, record.test_accuracy,
                    record.epoch_time_s, record.samples_per_s, record.lr});
