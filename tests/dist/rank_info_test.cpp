@@ -1,5 +1,6 @@
 // Which rank a process is, from torchrun's, SLURM's and OpenMPI's variables, and the errors that
-// name the variable when they are wrong: pure functions of an environment, tested without GPUs.
+// name the variable when they are wrong: pure functions of an environment, tested without GPUs. And the
+// launcher's own checks and the environment it gives its ranks (shells standing in for them).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,9 +8,11 @@
 
 #include "sprintnet/dist/launcher.h"
 #include "sprintnet/dist/rank_info.h"
+#include "sprintnet/io/read_file.h"
 #include "support/error_message.h"
 #include "support/fake_environment.h"
 #include "support/scoped_env.h"
+#include "support/test_util.h"
 
 namespace sprintnet::dist {
 namespace {
@@ -96,6 +99,19 @@ TEST(Launcher, ImpossibleJobsAreRefusedBeforeAnyRankStarts) {
   const test::ScopedEnv node("NODE_RANK", "2");
   EXPECT_THAT(test::error_message([] { launch_local_ranks(2, "/bin/false", {}); }),
               HasSubstr("NODE_RANK must be below NNODES"));
+}
+
+// Each rank gets the launcher's environment with its own RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
+// (replacing any of them the launcher had), built before fork. The ranks here are shells that write what they got.
+TEST(Launcher, EachRankGetsItsVariablesAndTheLaunchersOthers) {
+  const std::filesystem::path dir = test::temp_dir("launcher-env");
+  const test::ScopedEnv inherited("SPRINTNET_LAUNCHER_TEST", "kept");
+  const test::ScopedEnv stale("RANK", "7");
+  launch_local_ranks(2, "/bin/sh",
+                     {"-c", fmt::format("echo \"$RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR $SPRINTNET_LAUNCHER_TEST\" "
+                                        "> '{}'/rank-$LOCAL_RANK", dir.string())});
+  EXPECT_EQ(read_file(dir / "rank-0"), "0 0 2 127.0.0.1 kept\n");
+  EXPECT_EQ(read_file(dir / "rank-1"), "1 1 2 127.0.0.1 kept\n");
 }
 
 TEST(Launcher, AFreePortIsAPort) {

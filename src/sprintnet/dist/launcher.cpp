@@ -13,11 +13,18 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/stop_request.h"
 #include "sprintnet/dist/rank_info.h"
+
+extern char** environ;
 
 namespace sprintnet::dist {
 
@@ -64,7 +71,32 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
   // starts as a process started from the shell would.
   const sigset_t child_mask = signal_mask_for_children();
   const sigset_t child_defaults = signals_to_default_in_children();
+  // Each rank's argv and environment are built before fork: the child of a multithreaded process (the signal
+  // thread, CUDA's) may only make async-signal-safe calls until exec, and setenv and malloc are not.
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(program.c_str()));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const std::vector<std::string> replaced = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+  std::vector<std::string> inherited;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const bool replaced_here = std::ranges::any_of(replaced, [&](const std::string& name) {
+      return entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=';
+    });
+    if (!replaced_here) inherited.emplace_back(entry);
+  }
+  const std::string cannot_run = fmt::format("sprintnet: cannot run {}\n", program);
   for (int rank = 0; rank < gpus; ++rank) {
+    std::vector<std::string> environment = inherited;
+    environment.push_back(fmt::format("RANK={}", node * gpus + rank));
+    environment.push_back(fmt::format("LOCAL_RANK={}", rank));
+    environment.push_back(fmt::format("WORLD_SIZE={}", world));
+    environment.push_back("MASTER_ADDR=" + master);
+    environment.push_back("MASTER_PORT=" + port);
+    std::vector<char*> envp;
+    for (std::string& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
     const pid_t pid = fork();
     SN_CHECK(pid >= 0, "cannot start rank {}: {}", rank, std::strerror(errno));
     if (pid == 0) {
@@ -76,17 +108,8 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
       // would leave its ranks training on, holding their GPUs. (The check covers a launcher gone before prctl.)
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != launcher) _exit(143);
-      setenv("RANK", std::to_string(node * gpus + rank).c_str(), 1);
-      setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
-      setenv("MASTER_ADDR", master.c_str(), 1);
-      setenv("MASTER_PORT", port.c_str(), 1);
-      std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(program.c_str()));
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(program.c_str(), argv.data());
-      std::fprintf(stderr, "sprintnet: rank %d: cannot run %s: %s\n", rank, program.c_str(), std::strerror(errno));
+      execve(program.c_str(), argv.data(), envp.data());
+      [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, cannot_run.data(), cannot_run.size());
       _exit(127);
     }
     pids.push_back(pid);

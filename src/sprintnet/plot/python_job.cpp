@@ -4,6 +4,8 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <cerrno>
+
 #include <fmt/format.h>
 
 #include "sprintnet/core/stop_request.h"
@@ -42,6 +44,7 @@ int run_quietly(const std::vector<std::string>& args) {
   if (spawned != 0) return 127;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return 128;  // (ECHILD: started with SIGCHLD ignored, the child reaped itself)
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
