@@ -7,10 +7,11 @@
 
 namespace sprintnet::cli {
 
-// Thrown by a command whose end calls for an exit code of its own (128 + the signal, for a run stopped by one
-// after its checkpoint: core/stop_request.h); main() returns it. What to say is said before.
-struct ExitStatus {
-  int code;
+// Thrown by a command whose run a signal stopped, once its checkpoint is written and what to say is said
+// (core/stop_request.h). main() lets the destructors run, then ends the process by the signal: the parent sees a
+// death by it, so a shell loop over runs stops too.
+struct StoppedBySignal {
+  int signal;
 };
 
 void add_train_command(CLI::App& app);

@@ -57,9 +57,10 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);  // prints the message (or the help, or the version: code 0)
     if (code != 0) return kUsageError;
     return sprintnet::cli::standard_output_written() ? 0 : 1;
-  } catch (const sprintnet::cli::ExitStatus& status) {
-    sprintnet::cli::standard_output_written();  // (said if not; the status says more)
-    return status.code;
+  } catch (const sprintnet::cli::StoppedBySignal& stopped) {
+    sprintnet::cli::standard_output_written();  // (said if not; the signal says more)
+    if (stopped.signal > 0) sprintnet::end_by_signal(stopped.signal);
+    return 1;  // (a request from the program: none in the CLI)
   } catch (const sprintnet::Error& e) {  // raised while running the command
     std::fprintf(stderr, "sprintnet: error: %s\n", e.what());
     return 1;

@@ -13,12 +13,13 @@
 
 #include "commands.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/stop_request.h"
 #include "sprintnet/dist/rank_info.h"
 #include "sprintnet/io/progress_format.h"
 #include "sprintnet/io/shell_word.h"
 #include "sprintnet/sweep/sweep_plot.h"
 #include "sprintnet/sweep/sweep_runner.h"
-#include "sprintnet/core/stop_request.h"
+#include "sprintnet/sweep/sweep_spec.h"
 
 namespace sprintnet::cli {
 namespace {
@@ -96,10 +97,12 @@ void add_sweep_command(CLI::App& app) {
     const bool seeds_given = seeds->count() > 0;  // --seeds "" too: an error, not the config's seed
     std::vector<sweep::RunResult> results;
     std::string dir;
-    stop_on_signals();  // Ctrl-C: the runs in flight stop after their epoch; the sweep resumes from the rest
+    std::size_t total = 0;  // the sweep's runs: a stop that left none unfinished is no stop
+    stop_on_signals();  // Ctrl-C: the runs in flight stop after their epoch; the sweep's resume continues them
     if (!options->resume_dir.empty()) {
       dir = options->resume_dir;
       results = sweep::resume_sweep(dir, options->parallel, report);
+      total = sweep::expand(sweep::read_sweep_spec(dir).spec).size();
     } else {
       SN_CHECK(!options->config_path.empty(), "sweep needs a CONFIG file, or --resume DIR to continue a sweep");
       sweep::SweepOptions o;
@@ -123,7 +126,8 @@ void add_sweep_command(CLI::App& app) {
       dir = options->out_dir.empty() ? fresh_default_folder() : options->out_dir;
       o.out_dir = dir;
       o.parallel = options->parallel;
-      std::fprintf(stderr, "sweep: %zu run%s into %s\n", runs.size(), runs.size() == 1 ? "" : "s", dir.c_str());
+      total = runs.size();
+      std::fprintf(stderr, "sweep: %s into %s\n", counted(static_cast<std::int64_t>(total), "run").c_str(), dir.c_str());
       try {
         results = sweep::run_sweep(o, report);
       } catch (const Error&) {
@@ -134,11 +138,11 @@ void add_sweep_command(CLI::App& app) {
     }
     std::size_t failed = 0;
     for (const sweep::RunResult& r : results) failed += r.status == "failed" ? 1 : 0;
-    if (const std::optional<int> stop = stop_requested()) {
+    if (const std::optional<int> stop = stop_requested(); stop && results.size() < total) {
       std::fprintf(stderr, "sprintnet sweep: stopped by %s with %s finished (%zu failed); continue with: sprintnet "
                    "sweep --resume %s\n", stop_cause_name(*stop), counted(static_cast<std::int64_t>(results.size()),
                    "run").c_str(), failed, shell_quoted(dir).c_str());
-      throw ExitStatus{*stop > 0 ? 128 + *stop : 1};
+      throw StoppedBySignal{*stop};
     }
     const std::string pictures = sweep::plot_sweep_in_background(dir);
     std::printf("sprintnet sweep: %s, %zu failed; %s/summary.md, %s/summary.csv; %s\n",

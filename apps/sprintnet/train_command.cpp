@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "sprintnet/core/stop_request.h"
 #include "sprintnet/dist/device_connections.h"
 #include "sprintnet/dist/launcher.h"
 #include "sprintnet/dist/rank_info.h"
@@ -19,7 +20,6 @@
 #include "sprintnet/plot/run_curves.h"
 #include "sprintnet/train/out_of_memory_advice.h"
 #include "sprintnet/train/resume.h"
-#include "sprintnet/core/stop_request.h"
 #include "sprintnet/train/trainer.h"
 
 namespace sprintnet::cli {
@@ -105,7 +105,7 @@ void add_train_command(CLI::App& app) {
     const bool primary = trainer->rank().primary();  // data parallel: rank 0 speaks for the job
     if (!options->quiet && primary) std::printf("%s\n", trainer->describe().c_str());
     std::fflush(stdout);
-    // Ctrl-C or SIGTERM: the run stops after the epoch in progress and its checkpoint (not the ranks of a job, whose
+    // Ctrl-C, SIGTERM, SIGHUP: the run stops after the epoch in progress and its checkpoint (not the ranks of a job, whose
     // launcher stops them all; core/stop_request.h).
     if (!launched.distributed()) stop_on_signals();
     const train::TrainSummary summary = train::advise_on_out_of_memory(
@@ -120,7 +120,7 @@ void add_train_command(CLI::App& app) {
                    static_cast<long long>(trainer->config().train.epochs),
                    train::latest_checkpoint(summary.run_dir).string().c_str(),
                    shell_quoted(summary.run_dir.string()).c_str());
-      throw ExitStatus{*summary.stop_signal > 0 ? 128 + *summary.stop_signal : 1};
+      throw StoppedBySignal{*summary.stop_signal};
     }
     std::printf("sprintnet: %s in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
                 counted(static_cast<std::int64_t>(summary.epochs.size()), "epoch").c_str(), summary.wall_time_s,

@@ -28,6 +28,12 @@ TEST(ShellWord, PlainWordsStayAsTheyAre) {
   EXPECT_EQ(shell_quoted("/tmp/a_b.c+d=e:f,g@h%i"), "/tmp/a_b.c+d=e:f,g@h%i");
 }
 
+TEST(ShellWord, APathStartingWithADashIsNoOption) {
+  EXPECT_EQ(shell_quoted("-x"), "./-x");
+  EXPECT_EQ(shell_quoted("-a b"), "./'-a b'");
+  EXPECT_EQ(through_the_shell(shell_quoted("-a b")), "./-a b");
+}
+
 TEST(ShellWord, AnythingElseIsQuotedAndTheShellGivesItBack) {
   for (const std::string word : {"", "two words", "it's", "'", "$HOME", "a\"b", "a\\b", "*", "~user", "x;rm -rf y",
                                  "tab\there", "new\nline", "`id`", "!event", "é"}) {

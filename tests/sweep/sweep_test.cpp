@@ -7,14 +7,15 @@
 #include <algorithm>
 #include <fstream>
 
-#include "sprintnet/core/stop_request.h"
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/sweep/grid.h"
 #include "sprintnet/sweep/summary.h"
 #include "sprintnet/sweep/sweep_runner.h"
+#include "sprintnet/train/checkpoint.h"
 #include "sprintnet/train/run_directory.h"
 #include "same_runs.h"
 #include "support/error_message.h"
+#include "support/stop_request_cleared.h"
 #include "support/test_util.h"
 
 namespace sprintnet::sweep {
@@ -136,28 +137,33 @@ SweepOptions sweep_killed_after_one_run(const std::filesystem::path& dir) {
   return o;
 }
 
-// A stop request (Ctrl-C in the CLI) ends a sweep resumably: no run starts after it, the runs in flight stop after
-// their epoch and are not recorded as finished, and the resume trains what is left.
-TEST(SweepRunner, AStopRequestEndsTheSweepAndItsResumeTrainsTheRest) {
+// A stop request (Ctrl-C in the CLI) ends a sweep resumably: no run starts after it, a run in flight stops after its
+// epoch with that epoch's checkpoint, unrecorded, and the resume continues it from there (its earlier rows kept byte
+// for byte). Here the 1-epoch run finishing asks for the stop while the 200-epoch one trains beside it.
+TEST(SweepRunner, AStopRequestEndsTheSweepAndItsResumeContinuesTheStoppedRun) {
   const std::filesystem::path dir = test::temp_dir("sweep-stop");
-  SweepOptions o = new_sweep(dir, "[sweep]\ngrid = { \"optim.lr\" = [0.1, 0.2] }\nseeds = [0, 1]\n");
-  o.overrides = {"train.epochs=3"};
+  SweepOptions o = new_sweep(dir, "[sweep]\ngrid = { \"train.epochs\" = [1, 200] }\n");
   o.parallel = 2;
-  const std::vector<RunResult> stopped = run_sweep(o, [](const RunResult&, const SweepProgress&) { request_stop(); });
-  clear_stop_request();
-  ASSERT_GE(stopped.size(), 1u);
-  EXPECT_LT(stopped.size(), 4u);
-  for (const RunResult& r : stopped) {
-    EXPECT_EQ(r.status, "done") << r.name;
-    EXPECT_EQ(r.epochs, 3) << r.name;
+  std::vector<RunResult> stopped;
+  {
+    const test::StopRequestCleared cleared;
+    stopped = run_sweep(o, [](const RunResult&, const SweepProgress&) { request_stop(); });
   }
-  EXPECT_EQ(read_state(o.out_dir).size(), stopped.size());
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0].name, "train.epochs=1");
+  EXPECT_EQ(stopped[0].status, "done");
+  EXPECT_EQ(read_state(o.out_dir).size(), 1u);
+  const std::filesystem::path long_run = o.out_dir / "train.epochs=200";
+  const std::string rows_at_stop = read_file(long_run / "metrics.jsonl");
+  const std::int64_t epoch_at_stop = train::read_checkpoint(train::latest_checkpoint(long_run)).epoch;
+  ASSERT_GE(epoch_at_stop, 1);
+  ASSERT_LT(epoch_at_stop, 200) << "the long run finished before the stop: the test proves nothing";
+
   const std::vector<RunResult> resumed = resume_sweep(o.out_dir);
-  ASSERT_EQ(resumed.size(), 4u);
-  for (const RunResult& r : resumed) {
-    EXPECT_EQ(r.status, "done") << r.name;
-    EXPECT_EQ(r.epochs, 3) << r.name;
-  }
+  ASSERT_EQ(resumed.size(), 2u);
+  EXPECT_EQ(resumed[1].status, "done");
+  EXPECT_EQ(resumed[1].epochs, 200) << "the epochs of both attempts";
+  EXPECT_TRUE(read_file(long_run / "metrics.jsonl").starts_with(rows_at_stop)) << "continued, not started over";
 }
 
 // A sweep resumed after its config file was edited would put runs of two models under one grid.
@@ -238,8 +244,13 @@ TEST(SweepRunner, ABadValueIsNamedWhereItWasGiven) {
   o.spec = {};
   o.spec.axes = {parse_grid_option("optim.nesterov=false,true")};
   EXPECT_THAT(test::error_message([&] { run_sweep(o); }),
-              HasSubstr(file.string() + " with --grid optim.nesterov=true and --set overrides: optim.nesterov = true "
-                                        "requires optim.momentum > 0"));
+              HasSubstr(file.string() + " with --grid 'optim.nesterov=true' and --set overrides: optim.nesterov = "
+                                        "true requires optim.momentum > 0"));
+  // The file's own [sweep] table: named without the file again, and the seed (in no such check) left out.
+  o.config_path = write_config(dir, "[sweep]\ngrid = { \"optim.nesterov\" = [true] }\nseeds = [0]\n");
+  o.spec = read_sweep_table(o.config_path);
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }),
+              HasSubstr(o.config_path.string() + " with sweep.grid 'optim.nesterov=true' and --set overrides: "));
   EXPECT_FALSE(std::filesystem::exists(o.out_dir / "sweep.json"));
 }
 

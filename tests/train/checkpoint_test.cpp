@@ -31,6 +31,7 @@
 #include "sprintnet/train/run_directory.h"
 #include "sprintnet/train/trainer.h"
 #include "support/error_message.h"
+#include "support/stop_request_cleared.h"
 #include "support/test_util.h"
 
 namespace sprintnet::train {
@@ -234,8 +235,11 @@ TEST(Checkpoint, AStopRequestEndsTheRunAfterItsEpochWithACheckpointToResumeFrom)
   trainer.on_epoch_end([](const EpochRecord& record) {
     if (record.epoch == 2) request_stop();  // while epoch 3 would start: it trains, then the run stops
   });
-  const TrainSummary stopped = trainer.fit();
-  clear_stop_request();
+  TrainSummary stopped;
+  {
+    const test::StopRequestCleared cleared;
+    stopped = trainer.fit();
+  }
   ASSERT_EQ(stopped.stop_signal, std::optional<int>(0));
   EXPECT_EQ(stopped.epochs.size(), 3u);
   EXPECT_EQ(read_lines(stopped.run_dir / "metrics.jsonl").size(), 3u);

@@ -18,29 +18,23 @@ std::atomic<int> requested{kNone};
 std::atomic<bool> stopping_on_signals{false};
 std::atomic<bool> signals_taken{false};
 sigset_t mask_at_start;
+sigset_t taken;  // the stop signals this process did not start with ignored: blocked everywhere, waited for
 
-sigset_t stop_signals() {
+// SIGINT, SIGTERM and SIGHUP, less those ignored at start: `nohup` ignores SIGHUP and a script's `cmd &` SIGINT, and
+// Linux still queues a blocked signal that is ignored, so waiting for it would take what the caller shielded us from.
+sigset_t stop_signals_not_ignored() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction action = {};
+    if (sigaction(signal, nullptr, &action) == 0 && action.sa_handler == SIG_IGN) continue;
+    sigaddset(&set, signal);
+  }
   return set;
 }
 
-// Ends the process by `signal` as if no thread had blocked it: its default action, from this thread.
-[[noreturn]] void end_by(int signal) {
-  std::signal(signal, SIG_DFL);
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, signal);
-  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
-  raise(signal);
-  std::_Exit(128 + signal);  // (only if the default action had been changed to ignore it)
-}
-
 void wait_for_signals() {
-  const sigset_t set = stop_signals();
+  const sigset_t set = taken;
   for (;;) {
     int signal = 0;
     if (sigwait(&set, &signal) != 0) continue;
@@ -49,7 +43,7 @@ void wait_for_signals() {
       std::fprintf(stderr, "\nsprintnet: %s again: stopping now\n", stop_cause_name(signal));
       std::fflush(stderr);
     }
-    if (!stopping_on_signals.load() || stop_requested()) end_by(signal);
+    if (!stopping_on_signals.load() || stop_requested()) end_by_signal(signal);
     request_stop(signal);
     std::fprintf(stderr, "\nsprintnet: %s: stopping after the epoch in progress%s\n", stop_cause_name(signal),
                  signal == SIGINT ? " (Ctrl-C again stops at once)" : "");
@@ -61,9 +55,21 @@ void wait_for_signals() {
 
 void take_signals_in_their_own_thread() {
   if (signals_taken.exchange(true)) return;
-  const sigset_t set = stop_signals();
-  pthread_sigmask(SIG_BLOCK, &set, &mask_at_start);
+  taken = stop_signals_not_ignored();
+  pthread_sigmask(SIG_BLOCK, &taken, &mask_at_start);
   std::thread(wait_for_signals).detach();
+}
+
+void end_by_signal(int signal) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::signal(signal, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signal);
+  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+  raise(signal);
+  std::_Exit(128 + signal);  // (only if the default action does not end the process)
 }
 
 void stop_on_signals() {

@@ -16,15 +16,20 @@
 
 namespace sprintnet {
 
-// Call first in main(), before any thread starts. SIGINT and SIGTERM are then blocked in every thread and taken
-// by one thread of their own, so no signal frame is ever written on a computing thread's stack: oneDNN 2.x's JIT
+// Call first in main(), before any thread starts. SIGINT, SIGTERM and SIGHUP (those not ignored at start: `nohup`,
+// a script's `cmd &`) are then blocked in every thread and taken by one thread of their own, so no signal frame is ever written on a computing thread's stack: oneDNN 2.x's JIT
 // GEMM kernels point rsp into the heap while they run, and a signal landing there corrupts it (oneDNN issue
 // #4845, fixed in 3.11; Debian ships 2.6). Until stop_on_signals(), each signal ends the process as by default.
 void take_signals_in_their_own_thread();
 
-// From now on the first SIGINT or SIGTERM requests a stop and says so on stderr; the next one ends the process.
-// Needs take_signals_in_their_own_thread() first.
+// From now on the first SIGINT, SIGTERM or SIGHUP requests a stop and says so on stderr; the next one ends the
+// process. Needs take_signals_in_their_own_thread() first.
 void stop_on_signals();
+
+// Ends the process by `signal`'s default action, after flushing stdout and stderr: how a command whose run a
+// signal stopped ends, once its checkpoint is written. Its parent sees a death by the signal, not an exit, so a
+// shell's `for` loop or a make stops too, as for any Ctrl-C (the shell's $? is 128 + the signal).
+[[noreturn]] void end_by_signal(int signal);
 
 // The signal mask a child process should exec with: the one this process started with, before the signals were
 // blocked (posix_spawnattr_setsigmask, or pthread_sigmask in a forked child).
@@ -40,7 +45,8 @@ void ignore_write_signals();
 // in a forked child): an ignored signal stays ignored across exec.
 sigset_t signals_to_default_in_children();
 
-// Requests a stop, as a signal does (`signal`), or from the program (0).
+// Requests a stop, as a signal does (`signal`), or from the program (0). The request stays until cleared:
+// Trainer::fit does not clear it, so a program that trains again after a stop calls clear_stop_request().
 void request_stop(int signal = 0);
 
 // The pending request: the signal that made it, or 0 from the program; nullopt when none.

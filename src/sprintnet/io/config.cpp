@@ -231,9 +231,13 @@ Config parse_with_origins(std::string_view text, const std::string& origin, cons
   for (const ConfigOverride& o : overrides) builder.apply_override(o.text, o.origin);
   // A check across keys names the overrides that are not --set by where they came from (a sweep's --grid value,
   // its seed), so the run a grid makes impossible is named with the option that made it.
+  // (A seed takes part in no such check, and an origin in this file is named without the file again.)
   std::vector<std::string> named;
   for (const ConfigOverride& o : overrides) {
-    if (o.origin != "--set") named.push_back(fmt::format("{} {}", o.origin, o.text));
+    if (o.origin == "--set" || o.text.starts_with("seed=")) continue;
+    const std::string_view where_given =
+        o.origin.starts_with(origin + ": ") ? std::string_view(o.origin).substr(origin.size() + 2) : o.origin;
+    named.push_back(fmt::format("{} '{}'", where_given, o.text));
   }
   const bool any_set = std::ranges::any_of(overrides, [](const ConfigOverride& o) { return o.origin == "--set"; });
   std::string where = origin;

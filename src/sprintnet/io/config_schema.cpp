@@ -343,7 +343,8 @@ std::vector<std::string> check_config_consistency(const Config& config) {
     if (config.data.dataset != "idx" && !path->empty()) {
       problems.push_back(fmt::format("{} = \"{}\" is read only with data.dataset = \"idx\" (data.dataset = \"{}\" "
                                      "reads its own files from data.dir): set data.dataset = \"idx\" and the four "
-                                     "paths, or leave {} out", name, *path, config.data.dataset, name));
+                                     "paths, or leave {} out (a run saved with it before this check, which ignored "
+                                     "it: --set {}=\"\")", name, *path, config.data.dataset, name, name));
     }
   }
   return problems;

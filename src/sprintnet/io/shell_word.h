@@ -6,8 +6,9 @@
 
 namespace sprintnet {
 
-// `word` as one shell word: unchanged when it holds only characters no shell treats specially
-// (letters, digits, and _ - . / + = : , @ %), single-quoted otherwise (a ' inside as '\'').
+// The path `word` as one shell word: unchanged when it holds only characters no shell treats specially
+// (letters, digits, and _ - . / + = : , @ %), single-quoted otherwise (a ' inside as '\''); ./ in front of a
+// relative path starting with '-', which a command would take for an option.
 std::string shell_quoted(std::string_view word);
 
 }  // namespace sprintnet

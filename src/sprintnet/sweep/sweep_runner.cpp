@@ -7,13 +7,17 @@
 #include <cstring>
 #include <chrono>
 #include <exception>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "sprintnet/core/error.h"
+#include "sprintnet/core/stop_request.h"
 #include "sprintnet/data/dataset_cache.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/config.h"
@@ -21,14 +25,47 @@
 #include "sprintnet/ops/backend.h"
 #include "sprintnet/sweep/sweep_spec.h"
 #include "sprintnet/sweep/worker_plan.h"
+#include "sprintnet/train/checkpoint.h"
 #include "sprintnet/train/out_of_memory_advice.h"
+#include "sprintnet/train/resume.h"
 #include "sprintnet/train/run_directory.h"
 #include "sprintnet/train/sm_turns.h"
-#include "sprintnet/core/stop_request.h"
 #include "sprintnet/train/trainer.h"
 
 namespace sprintnet::sweep {
 namespace {
+
+// An attempt that a signal stopped (Ctrl-C, core/stop_request.h) wrote the checkpoint of its last epoch: the run
+// continues from it, on this worker's device and threads (keys a resume may change). Any other unfinished attempt
+// starts over: a killed one has no checkpoint (a sweep's runs write only their last), and one with a checkpoint
+// that does not resume (its run finished but was not recorded, damaged files) is trained again.
+std::optional<train::ResumePlan> stopped_attempt(const std::filesystem::path& run_dir,
+                                                 const std::vector<std::string>& placement) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(run_dir / train::kCheckpointsDirName / train::kLatestFileName, ec)) {
+    return std::nullopt;
+  }
+  try {
+    train::ResumePlan plan = train::plan_resume(run_dir, {}, placement);
+    plan.config.output.progress = "none";
+    return plan;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// A run's epochs over all its attempts, from its metrics file: how many, the best test accuracy, the training time.
+void add_metrics_totals(const std::filesystem::path& metrics, RunResult& result) {
+  result.epochs = static_cast<std::int64_t>(check_metrics_jsonl(metrics));  // (throws naming a damaged file)
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    if (row["test_accuracy"].is_number()) {
+      result.best_accuracy = std::max(result.best_accuracy, row["test_accuracy"].get<double>());
+    }
+    result.train_s += row["epoch_time_s"].get<double>();
+  }
+}
 
 // `placement`: the worker's device and thread overrides, before the run's own (a grid over
 // device.name wins).
@@ -39,38 +76,37 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
   result.point = run.point;
   result.overrides = run.overrides;
   const auto start = std::chrono::steady_clock::now();
+  const std::filesystem::path run_dir = o.out_dir / run.name;
   try {
+    const std::optional<train::ResumePlan> resume = stopped_attempt(run_dir, placement);
     std::error_code ec;
-    std::filesystem::remove_all(o.out_dir / run.name, ec);  // an unfinished attempt starts over
-    SN_CHECK(!ec, "cannot remove the unfinished attempt {}: {}", (o.out_dir / run.name).string(), ec.message());
-    // A run that did not finish starts over when the sweep resumes, so its checkpoints before the
-    // last would never be read: only the last is written, unless --set asks for more. (The keys
+    if (!resume) std::filesystem::remove_all(run_dir, ec);  // an unfinished attempt starts over
+    SN_CHECK(!ec, "cannot remove the unfinished attempt {}: {}", run_dir.string(), ec.message());
+    // A killed run starts over when the sweep resumes, so its checkpoints before the last would never be read:
+    // only the last is written (and the one of an epoch a signal stopped), unless --set asks for more. (The keys
     // set here for every run are left out of the resume's config check: sweep_spec.cpp.)
     std::vector<std::string> overrides = {"checkpoint.every_epochs=0"};
     overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
     overrides.insert(overrides.end(), placement.begin(), placement.end());
     overrides.insert(overrides.end(), run.overrides.begin(), run.overrides.end());
-    Config config = load_config(o.config_path, overrides);
+    Config config = resume ? resume->config : load_config(o.config_path, overrides);
     // Set, not written as TOML text: a folder with a quote or a backslash in its name stays that folder.
     config.output.dir = o.out_dir.string();
     config.output.name = run.name;
     config.output.progress = "none";
     const train::TrainSummary summary =
         train::advise_on_out_of_memory(o.config_path, config, train::MemoryUse::kSweepRun, [&] {
-          train::Trainer trainer(config);
-          trainer.set_quiet(true);
-          trainer.take_turns(turns);
-          return trainer.fit();
+          std::unique_ptr<train::Trainer> trainer =
+              resume ? std::make_unique<train::Trainer>(*resume) : std::make_unique<train::Trainer>(config);
+          trainer->set_quiet(true);
+          trainer->take_turns(turns);
+          return trainer->fit();
         });
-    // Stopped short by a signal (core/stop_request.h): not finished, so trained again when the sweep resumes.
+    // Stopped short by a signal: not finished; the sweep's resume continues it from the checkpoint of its stop.
     result.status = summary.stop_signal ? "stopped" : "done";
     result.final_accuracy = summary.final_test.accuracy;
     result.final_loss = summary.final_test.loss;
-    result.train_s = summary.train_time_s;
-    result.epochs = static_cast<std::int64_t>(summary.epochs.size());
-    for (const train::EpochRecord& e : summary.epochs) {
-      if (e.test_accuracy) result.best_accuracy = std::max(result.best_accuracy, *e.test_accuracy);
-    }
+    add_metrics_totals(run_dir / "metrics.jsonl", result);
   } catch (const std::exception& e) {
     result.status = "failed";
     result.error = e.what();
@@ -117,8 +153,10 @@ class Ledger {
   void record(std::size_t index, RunResult result) {
     std::lock_guard lock(mutex_);
     --progress_.running;
+    // A run a signal stopped is not finished (the resume continues it); one that finished while the sweep was
+    // stopping is recorded all the same. After an error (the callback's, a device's) nothing more is recorded.
     stopped_ = stopped_ || result.status == "stopped";
-    if (stopped_) return;  // the sweep is stopping: what finishes now is trained again on resume
+    if (result.status == "stopped" || error_) return;
     progress_.finished += 1;
     progress_.failed += result.status == "failed" ? 1 : 0;
     slots_[index] = std::move(result);

@@ -34,9 +34,9 @@ struct SweepProgress {
 // the sweep: no new run starts, the ones running finish, and run_sweep rethrows it.
 using RunCallback = std::function<void(const RunResult& run, const SweepProgress& progress)>;
 
-// A stop request (core/stop_request.h: Ctrl-C, SIGTERM) stops a sweep as well: no run starts after it, the runs in
-// flight stop after their epoch, not finished (they train again when the sweep resumes), and the finished runs are
-// returned.
+// A stop request (core/stop_request.h: Ctrl-C, SIGTERM, SIGHUP) stops a sweep as well: no run starts after it, the
+// runs in flight stop after their epoch, with its checkpoint, not recorded as finished (the resume continues them
+// from it), and the finished runs are returned.
 
 // A new sweep in options.out_dir (new, or empty). The folder is locked while the sweep runs: a second
 // process on it (another sweep, a resume) fails at once, naming it.

@@ -41,6 +41,14 @@ std::vector<std::string> forbidden_changes(const Config& checkpoint, const Confi
   return out;
 }
 
+// A run still training in another process is named as that, not as a run without a checkpoint (in its first
+// epoch it has none yet): its lock is taken and let go here, and taken again for good by Trainer::fit.
+void refuse_a_run_in_use(const std::filesystem::path& run_dir) {
+  std::error_code ignored;
+  if (!std::filesystem::is_directory(run_dir, ignored)) return;  // (latest_checkpoint names what it is)
+  const RunDirectoryLock probe(run_dir);  // throws "in use by another sprintnet process"
+}
+
 }  // namespace
 
 std::span<const std::string_view> resumable_config_keys() { return kResumableKeys; }
@@ -49,9 +57,7 @@ ResumePlan plan_resume(const std::filesystem::path& run_dir, const std::filesyst
                        const std::vector<std::string>& overrides) {
   ResumePlan plan;
   plan.run_dir = run_dir;
-  // A run still training in another process is named as that, not as a run without a checkpoint (in its first
-  // epoch it has none yet): the lock is taken and let go here, and taken again for good by Trainer::fit.
-  if (std::error_code ignored; std::filesystem::is_directory(run_dir, ignored)) const RunDirectoryLock in_use(run_dir);
+  refuse_a_run_in_use(run_dir);
   plan.checkpoint = read_checkpoint(latest_checkpoint(run_dir));
   const std::filesystem::path& dir = plan.checkpoint.dir;
   if (config_path.empty()) {

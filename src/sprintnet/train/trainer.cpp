@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "sprintnet/core/stop_request.h"
 #include "sprintnet/data/dataset_cache.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/metrics_writer.h"
@@ -19,7 +20,6 @@
 #include "sprintnet/optim/make_optimizer.h"
 #include "sprintnet/train/checkpoint.h"
 #include "sprintnet/train/fused_fit.h"
-#include "sprintnet/core/stop_request.h"
 #include "sprintnet/train/model_io.h"
 #include "sprintnet/train/flat_parameters.h"
 #include "sprintnet/train/run_directory.h"
