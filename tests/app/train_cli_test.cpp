@@ -1,6 +1,7 @@
-// `sprintnet train` run as a user runs it, for what only the process shows: how it ends on Ctrl-C and SIGTERM
-// (after the epoch in progress and its checkpoint, exit 128 + the signal; a second signal at once), its summary
-// line, and --gpus without a GPU. Runs on a 784-32-10 model and a 2000-sample MNIST slice, one CPU thread.
+// `sprintnet train` (and `sweep` on a signal) run as a user runs it, for what only the process shows: how it ends on
+// Ctrl-C, SIGTERM and SIGHUP (after the epoch in progress and its checkpoint, then by the signal; a second signal at
+// once; an ignored one stays ignored), its summary line, --gpus without a GPU, usage errors, and closed, full or
+// limited output. Runs on a 784-32-10 model and a 2000-sample MNIST slice, one CPU thread.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -276,6 +277,30 @@ TEST(TrainCli, AFileSizeLimitIsANamedError) {
   }));
   EXPECT_EQ(exit_code(status), 1) << read_file(log);
   EXPECT_THAT(read_file(log), HasSubstr("File too large"));
+}
+
+// `sprintnet sweep` on Ctrl-C: the runs in flight stop after their epoch with its checkpoint, the sweep says how
+// to continue and ends by the signal. (The resume continuing them: sweep_test.)
+TEST(SweepCli, StopsOnASignalWithTheRunsInFlightCheckpointed) {
+  const fs::path dir = test::temp_dir("sweep-cli-stop");
+  const fs::path config = write_tiny_config(dir, 5000);
+  const fs::path log = dir / "log.txt";
+  const fs::path out = dir / "sweep";
+  const pid_t pid =
+      start_cli({"sweep", config.string(), "--grid", "optim.lr=0.1,0.05", "--parallel", "2", "--out", out.string()}, log);
+  ASSERT_TRUE(wait_for_rows(pid, out / "optim.lr=0.1" / "metrics.jsonl", 2)) << read_file(log);
+  ASSERT_TRUE(wait_for_rows(pid, out / "optim.lr=0.05" / "metrics.jsonl", 2)) << read_file(log);
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  const int status = wait_for(pid);
+  const std::string said = read_file(log);
+  ASSERT_TRUE(WIFSIGNALED(status)) << said;
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  EXPECT_THAT(said, HasSubstr(fmt::format("sprintnet sweep: stopped by SIGINT with 0 runs finished (0 failed); "
+                                          "continue with: sprintnet sweep --resume {}", out.string())));
+  for (const char* run : {"optim.lr=0.1", "optim.lr=0.05"}) {
+    EXPECT_EQ(read_checkpoint(latest_checkpoint(out / run)).epoch, static_cast<std::int64_t>(metrics_rows(out / run)))
+        << run;
+  }
 }
 
 // A command line that does not parse exits 2 (as argparse), not CLI11's 105-109; a misspelt command is named.
