@@ -35,6 +35,7 @@ TEST(SweepGrid, OptionsSplitOnTopLevelCommasOnly) {
   EXPECT_THAT(parse_seeds("0,1, 2"), ElementsAre(0, 1, 2));
   EXPECT_THAT(test::error_message([] { parse_grid_option("optim.lr"); }), HasSubstr("expected KEY=V1,V2"));
   EXPECT_THAT(test::error_message([] { parse_seeds("0,x"); }), HasSubstr("'x' is not an integer"));
+  EXPECT_THAT(test::error_message([] { parse_seeds("0,-1"); }), HasSubstr("--seeds '0,-1': seed -1 is negative"));
 }
 
 TEST(SweepGrid, ExpansionNamesEveryCombinationAndSeed) {

@@ -113,6 +113,8 @@ std::vector<std::int64_t> parse_seeds(const std::string& text) {
     } catch (const std::logic_error&) {
       SN_FAIL("--seeds '{}': '{}' is not an integer", text, part);
     }
+    SN_CHECK(seeds.back() >= 0, "--seeds '{}': seed {} is negative; seeds are integers >= 0 (the config's seed key)",
+             text, seeds.back());
   }
   return seeds;
 }
