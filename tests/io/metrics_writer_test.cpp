@@ -89,6 +89,22 @@ TEST(MetricsWriter, JsonlAndCsvReadBackExactly) {
   EXPECT_EQ(std::strtod(fields[2].c_str(), nullptr), second.train_loss);
   EXPECT_EQ(std::strtod(fields[4].c_str(), nullptr), *second.test_accuracy);
   EXPECT_EQ(std::strtod(fields[7].c_str(), nullptr), second.lr);
+
+  // And read_metrics_jsonl gives the rows back as written (a cut-off last line is no row).
+  std::ofstream(dir / "metrics.jsonl", std::ios::app) << "{\"step\":1";
+  const std::vector<MetricsRow> rows = read_metrics_jsonl(dir / "metrics.jsonl");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].step, 50);
+  EXPECT_EQ(rows[0].epoch, first.epoch);
+  EXPECT_EQ(rows[0].train_loss, first.train_loss);
+  EXPECT_FALSE(rows[0].test_loss);
+  EXPECT_FALSE(rows[0].test_accuracy);
+  EXPECT_EQ(rows[1].test_accuracy, second.test_accuracy);
+  EXPECT_EQ(rows[1].test_loss, second.test_loss);
+  EXPECT_EQ(rows[1].epoch_time_s, second.epoch_time_s);
+  EXPECT_EQ(rows[1].samples_per_s, second.samples_per_s);
+  EXPECT_EQ(rows[1].lr, second.lr);
+  EXPECT_EQ(check_metrics_jsonl(dir / "metrics.jsonl"), 2u);
 }
 
 // A diverged loss: null in JSON (which has no NaN), and in CSV "nan" whatever the NaN's sign (fmt wrote a

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <variant>
 #include <vector>
@@ -128,9 +129,10 @@ std::string to_csv(const Field& field) {
 
 }  // namespace
 
-std::size_t check_metrics_jsonl(const std::filesystem::path& path) {
+std::vector<MetricsRow> read_metrics_jsonl(const std::filesystem::path& path) {
   SN_CHECK(std::filesystem::is_regular_file(path), "no metrics file '{}'", path.string());
   const std::vector<std::string> lines = read_lines(path);
+  std::vector<MetricsRow> rows;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const auto fail = [&](std::string_view what) {
       SN_FAIL("metrics file '{}' line {}: {} ('{}'); mend or delete that line", path.string(), i + 1, what,
@@ -143,9 +145,19 @@ std::size_t check_metrics_jsonl(const std::filesystem::path& path) {
       if (!row.contains(column)) fail(fmt::format("no '{}'", column));
       if (!row[column].is_number() && !row[column].is_null()) fail(fmt::format("'{}' is not a number", column));
     }
+    const auto number = [&](const char* column) -> std::optional<double> {
+      return row[column].is_null() ? std::nullopt : std::optional<double>(row[column].get<double>());
+    };
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    rows.push_back({static_cast<std::int64_t>(number("step").value_or(0.0)), row["epoch"].get<std::int64_t>(),
+                    number("train_loss").value_or(nan), number("test_loss"), number("test_accuracy"),
+                    number("epoch_time_s").value_or(nan), number("samples_per_s").value_or(nan),
+                    number("lr").value_or(nan)});
   }
-  return lines.size();
+  return rows;
 }
+
+std::size_t check_metrics_jsonl(const std::filesystem::path& path) { return read_metrics_jsonl(path).size(); }
 
 MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv)
     : MetricsWriter(run_dir, csv, OpenMode::kCreate) {}

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sprintnet/tensorboard/event_file_writer.h"
 
@@ -29,10 +30,11 @@ struct MetricsRow {
 inline constexpr const char* kMetricsColumns[] = {"step",          "epoch",        "train_loss",    "test_loss",
                                                   "test_accuracy", "epoch_time_s", "samples_per_s", "lr"};
 
-// Checks that every complete row of a metrics.jsonl (a cut-off last line, a killed write, is not one)
-// is a JSON object with every column: an integer epoch, numbers or null for the rest; throws
-// sprintnet::Error naming the file, the line and what is wrong. What readers of the file run first.
-// Returns how many complete rows it holds.
+// The complete rows of a metrics.jsonl (a cut-off last line, a killed write, is not one), each checked to be a
+// JSON object with every column: an integer epoch, numbers or null for the rest (a null loss or rate reads as
+// NaN); throws sprintnet::Error naming the file, the line and what is wrong.
+std::vector<MetricsRow> read_metrics_jsonl(const std::filesystem::path& path);
+// The same check, for readers that need only how many complete rows the file holds. What readers run first.
 std::size_t check_metrics_jsonl(const std::filesystem::path& path);
 
 class MetricsWriter {
