@@ -7,14 +7,11 @@
 #include <cstring>
 #include <chrono>
 #include <exception>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/stop_request.h"
@@ -46,9 +43,7 @@ std::optional<train::ResumePlan> stopped_attempt(const std::filesystem::path& ru
     return std::nullopt;
   }
   try {
-    train::ResumePlan plan = train::plan_resume(run_dir, {}, placement);
-    plan.config.output.progress = "none";
-    return plan;
+    return train::plan_resume(run_dir, {}, placement);
   } catch (const Error&) {
     return std::nullopt;
   }
@@ -56,14 +51,11 @@ std::optional<train::ResumePlan> stopped_attempt(const std::filesystem::path& ru
 
 // A run's epochs over all its attempts, from its metrics file: how many, the best test accuracy, the training time.
 void add_metrics_totals(const std::filesystem::path& metrics, RunResult& result) {
-  result.epochs = static_cast<std::int64_t>(check_metrics_jsonl(metrics));  // (throws naming a damaged file)
-  std::ifstream in(metrics);
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json row = nlohmann::json::parse(line);
-    if (row["test_accuracy"].is_number()) {
-      result.best_accuracy = std::max(result.best_accuracy, row["test_accuracy"].get<double>());
-    }
-    result.train_s += row["epoch_time_s"].get<double>();
+  const std::vector<MetricsRow> rows = read_metrics_jsonl(metrics);  // (throws naming a damaged file)
+  result.epochs = static_cast<std::int64_t>(rows.size());
+  for (const MetricsRow& row : rows) {
+    if (row.test_accuracy) result.best_accuracy = std::max(result.best_accuracy, *row.test_accuracy);
+    result.train_s += row.epoch_time_s;
   }
 }
 
@@ -78,22 +70,28 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
   const auto start = std::chrono::steady_clock::now();
   const std::filesystem::path run_dir = o.out_dir / run.name;
   try {
-    const std::optional<train::ResumePlan> resume = stopped_attempt(run_dir, placement);
-    std::error_code ec;
-    if (!resume) std::filesystem::remove_all(run_dir, ec);  // an unfinished attempt starts over
-    SN_CHECK(!ec, "cannot remove the unfinished attempt {}: {}", run_dir.string(), ec.message());
-    // A killed run starts over when the sweep resumes, so its checkpoints before the last would never be read:
-    // only the last is written (and the one of an epoch a signal stopped), unless --set asks for more. (The keys
-    // set here for every run are left out of the resume's config check: sweep_spec.cpp.)
-    std::vector<std::string> overrides = {"checkpoint.every_epochs=0"};
-    overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
-    overrides.insert(overrides.end(), placement.begin(), placement.end());
-    overrides.insert(overrides.end(), run.overrides.begin(), run.overrides.end());
-    Config config = resume ? resume->config : load_config(o.config_path, overrides);
+    std::optional<train::ResumePlan> resume = stopped_attempt(run_dir, placement);
+    Config config;
+    if (resume) {
+      config = resume->config;
+    } else {
+      std::error_code ec;
+      std::filesystem::remove_all(run_dir, ec);  // an unfinished attempt starts over
+      SN_CHECK(!ec, "cannot remove the unfinished attempt {}: {}", run_dir.string(), ec.message());
+      // A killed run starts over when the sweep resumes, so its checkpoints before the last would never be read:
+      // only the last is written (and the one of an epoch a signal stopped), unless --set asks for more. (The keys
+      // set here for every run are left out of the resume's config check: sweep_spec.cpp.)
+      std::vector<std::string> overrides = {"checkpoint.every_epochs=0"};
+      overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
+      overrides.insert(overrides.end(), placement.begin(), placement.end());
+      overrides.insert(overrides.end(), run.overrides.begin(), run.overrides.end());
+      config = load_config(o.config_path, overrides);
+    }
     // Set, not written as TOML text: a folder with a quote or a backslash in its name stays that folder.
     config.output.dir = o.out_dir.string();
     config.output.name = run.name;
     config.output.progress = "none";
+    if (resume) resume->config = config;
     const train::TrainSummary summary =
         train::advise_on_out_of_memory(o.config_path, config, train::MemoryUse::kSweepRun, [&] {
           std::unique_ptr<train::Trainer> trainer =
