@@ -18,6 +18,8 @@ std::atomic<int> requested{kNone};
 std::atomic<bool> stopping_on_signals{false};
 std::atomic<bool> signals_taken{false};
 sigset_t mask_at_start;
+// Signals whose default action ends the process on a failed write (ignore_write_signals).
+constexpr int kWriteSignals[] = {SIGPIPE, SIGXFSZ};
 sigset_t taken;  // the stop signals this process did not start with ignored: blocked everywhere, waited for
 
 // SIGINT, SIGTERM and SIGHUP, less those ignored at start: `nohup` ignores SIGHUP and a script's `cmd &` SIGINT, and
@@ -85,15 +87,13 @@ sigset_t signal_mask_for_children() {
 }
 
 void ignore_write_signals() {
-  std::signal(SIGPIPE, SIG_IGN);
-  std::signal(SIGXFSZ, SIG_IGN);
+  for (const int signal : kWriteSignals) std::signal(signal, SIG_IGN);
 }
 
 sigset_t signals_to_default_in_children() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGPIPE);
-  sigaddset(&set, SIGXFSZ);
+  for (const int signal : kWriteSignals) sigaddset(&set, signal);
   return set;
 }
 

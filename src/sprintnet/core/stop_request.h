@@ -17,9 +17,10 @@
 namespace sprintnet {
 
 // Call first in main(), before any thread starts. SIGINT, SIGTERM and SIGHUP (those not ignored at start: `nohup`,
-// a script's `cmd &`) are then blocked in every thread and taken by one thread of their own, so no signal frame is ever written on a computing thread's stack: oneDNN 2.x's JIT
-// GEMM kernels point rsp into the heap while they run, and a signal landing there corrupts it (oneDNN issue
-// #4845, fixed in 3.11; Debian ships 2.6). Until stop_on_signals(), each signal ends the process as by default.
+// a script's `cmd &`) are then blocked in every thread and taken by one thread of their own, so no signal frame is
+// ever written on a computing thread's stack: oneDNN 2.x's JIT GEMM kernels point rsp into the heap while they
+// run, and a signal landing there corrupts it (oneDNN issue #4845, fixed in 3.11; Debian ships 2.6). Until
+// stop_on_signals(), each signal ends the process as by default.
 void take_signals_in_their_own_thread();
 
 // From now on the first SIGINT, SIGTERM or SIGHUP requests a stop and says so on stderr; the next one ends the

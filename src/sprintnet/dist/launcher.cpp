@@ -86,8 +86,8 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
     });
     if (!replaced_here) inherited.emplace_back(entry);
   }
-  const std::string cannot_run = fmt::format("sprintnet: cannot run {}\n", program);
   for (int rank = 0; rank < gpus; ++rank) {
+    const std::string cannot_run = fmt::format("sprintnet: rank {}: cannot run {}\n", rank, program);
     std::vector<std::string> environment = inherited;
     environment.push_back(fmt::format("RANK={}", node * gpus + rank));
     environment.push_back(fmt::format("LOCAL_RANK={}", rank));
