@@ -14,15 +14,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <dnnl.hpp>
 #include <functional>
 #include <memory>
 #include <random>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "bench/support_bench.h"
+#include "sprintnet/ops/cpu/dnnl_matmul.h"
 
 namespace {
 
@@ -145,39 +144,17 @@ Runner blis_runner(const Gemm& g, Operands& o) {
   };
 }
 
-struct DnnlProduct {
-  dnnl::matmul prim;
-  std::unordered_map<int, dnnl::memory> args;
-};
-
-// oneDNN matmul with the same strides; `fused` adds the forward's bias and a ReLU post-op.
-Runner dnnl_runner(const Gemm& g, Operands& o, dnnl::engine& eng, dnnl::stream& strm, bool bf16, bool fused) {
-  using dt = dnnl::memory::data_type;
-  const dt in_type = bf16 ? dt::bf16 : dt::f32;
-  dnnl::memory::desc a_md({g.m, g.k}, in_type, {g.a_rs, g.a_cs});
-  dnnl::memory::desc b_md({g.k, g.n}, in_type, {g.b_rs, g.b_cs});
-  dnnl::memory::desc c_md({g.m, g.n}, dt::f32, {g.n, 1});
-  dnnl::memory::desc bias_md({1, g.n}, dt::f32, {g.n, 1});
-  dnnl::primitive_attr attr;
-  if (fused) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0F, dnnl::algorithm::eltwise_relu, 0.0F, 0.0F);
-    attr.set_post_ops(ops);
-  }
-  auto pd = fused ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), attr, eng)
-                  : dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, eng);
-  auto product = std::make_shared<DnnlProduct>();
-  product->prim = dnnl::matmul(pd);
-  void* a = bf16 ? static_cast<void*>(o.a16.data()) : o.a.data();
-  void* b = bf16 ? static_cast<void*>(o.b16.data()) : o.b.data();
-  product->args = {{DNNL_ARG_SRC, dnnl::memory(a_md, eng, a)},
-                   {DNNL_ARG_WEIGHTS, dnnl::memory(b_md, eng, b)},
-                   {DNNL_ARG_DST, dnnl::memory(c_md, eng, o.c.data())}};
-  if (fused) product->args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md, eng, o.bias.data()));
-  return [product, &strm] {
-    product->prim.execute(strm, product->args);
-    strm.wait();
-  };
+// oneDNN matmul with the same strides, planned as the compiled CPU step plans it; `fused` adds the
+// forward's bias and a ReLU post-op.
+Runner dnnl_runner(const Gemm& g, Operands& o, bool bf16, bool fused) {
+  using sprintnet::cpu::DnnlMatmul;
+  const sprintnet::cpu::MatmulShape shape{.m = g.m, .n = g.n, .k = g.k, .a_row_stride = g.a_rs, .a_col_stride = g.a_cs,
+                                          .b_row_stride = g.b_rs, .b_col_stride = g.b_cs};
+  auto product = std::make_shared<DnnlMatmul>(
+      shape, bf16 ? sprintnet::cpu::MatmulInput::kBF16 : sprintnet::cpu::MatmulInput::kF32, fused, fused);
+  const void* a = bf16 ? static_cast<const void*>(o.a16.data()) : o.a.data();
+  const void* b = bf16 ? static_cast<const void*>(o.b16.data()) : o.b.data();
+  return [product, a, b, &o] { product->run(a, b, o.bias.data(), o.c.data()); };
 }
 
 struct Candidate {
@@ -217,14 +194,12 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "calls per timed round");
   CLI11_PARSE(app, argc, argv);
 
-  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  dnnl::stream strm(eng);
   std::vector<Candidate> candidates = {
       {"OpenBLAS", false, [](const Gemm& g, Operands& o) { return openblas_runner(g, o); }},
-      {"oneDNN fp32", false, [&](const Gemm& g, Operands& o) { return dnnl_runner(g, o, eng, strm, false, false); }},
+      {"oneDNN fp32", false, [](const Gemm& g, Operands& o) { return dnnl_runner(g, o, false, false); }},
       {"oneDNN fp32+bias+relu", true,
-       [&](const Gemm& g, Operands& o) { return dnnl_runner(g, o, eng, strm, false, true); }},
-      {"oneDNN bf16", false, [&](const Gemm& g, Operands& o) { return dnnl_runner(g, o, eng, strm, true, false); }},
+       [](const Gemm& g, Operands& o) { return dnnl_runner(g, o, false, true); }},
+      {"oneDNN bf16", false, [](const Gemm& g, Operands& o) { return dnnl_runner(g, o, true, false); }},
   };
   if (blis().sgemm != nullptr) {
     candidates.insert(candidates.begin() + 1,

@@ -2,6 +2,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
+#include <utility>
 
 #include "sprintnet/core/error.h"
 
@@ -18,6 +19,26 @@ struct DnnlContext {
 DnnlContext& context() {
   static DnnlContext ctx;
   return ctx;
+}
+
+// The primitive for c = a b (+ bias) (then ReLU), or c += a b. oneDNN 3 dropped the operation
+// descriptors and the post-op's scale; Debian 12 ships 2.6, Debian 13 3.7: both build.
+dnnl::matmul plan_matmul(const dnnl::engine& engine, const dnnl::memory::desc& a, const dnnl::memory::desc& b,
+                         const dnnl::memory::desc* bias, const dnnl::memory::desc& c, bool relu, bool accumulate) {
+  dnnl::primitive_attr attr;
+  dnnl::post_ops ops;
+  if (accumulate) ops.append_sum(1.0F);
+#if DNNL_VERSION_MAJOR >= 3
+  if (relu) ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0F, 0.0F);
+  attr.set_post_ops(ops);
+  return dnnl::matmul(bias != nullptr ? dnnl::matmul::primitive_desc(engine, a, b, *bias, c, attr)
+                                      : dnnl::matmul::primitive_desc(engine, a, b, c, attr));
+#else
+  if (relu) ops.append_eltwise(1.0F, dnnl::algorithm::eltwise_relu, 0.0F, 0.0F);
+  attr.set_post_ops(ops);
+  const auto desc = bias != nullptr ? dnnl::matmul::desc(a, b, *bias, c) : dnnl::matmul::desc(a, b, c);
+  return dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine));
+#endif
 }
 
 }  // namespace
@@ -51,15 +72,9 @@ DnnlMatmul::DnnlMatmul(const MatmulShape& s, MatmulInput input, bool with_bias, 
   const dnnl::memory::desc b_md({s.k, s.n}, in_type, {s.b_row_stride, s.b_col_stride});
   const dnnl::memory::desc c_md({s.m, s.n}, dt::f32, {s.n, 1});
   const dnnl::memory::desc bias_md({1, s.n}, dt::f32, {s.n, 1});
-  dnnl::primitive_attr attr;
-  dnnl::post_ops ops;
-  if (accumulate) ops.append_sum(1.0F);
-  if (relu) ops.append_eltwise(1.0F, dnnl::algorithm::eltwise_relu, 0.0F, 0.0F);
-  attr.set_post_ops(ops);
   DnnlContext& ctx = context();
   try {
-    const auto desc = with_bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);
-    impl_->primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, ctx.engine));
+    impl_->primitive = plan_matmul(ctx.engine, a_md, b_md, with_bias ? &bias_md : nullptr, c_md, relu, accumulate);
   } catch (const dnnl::error& e) {
     SN_FAIL("oneDNN cannot plan the {} matmul {}x{}x{}: {}", input == MatmulInput::kBF16 ? "bf16" : "fp32", s.m, s.n,
             s.k, e.what());
@@ -96,15 +111,18 @@ bool cpu_has_native_bf16() {
 }
 
 std::string dnnl_cpu_isa() {
-  switch (dnnl::get_effective_cpu_isa()) {
-    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl::cpu_isa::avx512_core: return "avx512_core";
-    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
-    case dnnl::cpu_isa::avx2: return "avx2";
-    default: return "sse41/avx";
+  // The widest named set the effective ISA contains (newer oneDNN names sets above these, such as
+  // AVX10 with AMX-FP16, which contain them).
+  const auto effective = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const std::pair<dnnl::cpu_isa, const char*> named[] = {
+      {dnnl::cpu_isa::avx512_core_amx, "avx512_core_amx"}, {dnnl::cpu_isa::avx512_core_bf16, "avx512_core_bf16"},
+      {dnnl::cpu_isa::avx512_core_vnni, "avx512_core_vnni"}, {dnnl::cpu_isa::avx512_core, "avx512_core"},
+      {dnnl::cpu_isa::avx2_vnni, "avx2_vnni"},               {dnnl::cpu_isa::avx2, "avx2"}};
+  for (const auto& [isa, name] : named) {
+    const auto bits = static_cast<unsigned>(isa);
+    if ((effective & bits) == bits) return name;
   }
+  return "sse41/avx";
 }
 
 }  // namespace sprintnet::cpu
