@@ -20,6 +20,7 @@
 #include "sprintnet/io/config.h"
 #include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/ops/backend.h"
+#include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/sweep/sweep_spec.h"
 #include "sprintnet/sweep/worker_plan.h"
 #include "sprintnet/train/checkpoint.h"
@@ -240,8 +241,9 @@ const RunResult* finished_earlier(const SweepOptions& o, const std::vector<RunRe
 }
 
 WorkerPlan plan_for(const SweepOptions& o, std::size_t runs) {
+  // The cores the CPU runs share: OMP_NUM_THREADS's count where it is set (a job's share of a node), else all.
   return plan_workers(load_config(o.config_path, o.overrides), runs, o.parallel, cuda_device_count(),
-                      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), available_host_memory());
+                      default_cpu_threads(), available_host_memory());
 }
 
 std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResult>& previous, const RunCallback& on_run) {

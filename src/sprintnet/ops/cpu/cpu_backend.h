@@ -36,10 +36,15 @@ class CpuBackend final : public Backend {
   void gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& dst) override;
 };
 
-// Threads for BLAS and OpenMP loops; 0 means one per core. At most kMaxCpuThreads (device.threads' bound in
+// The CPU threads of the products and loops (OpenMP, OpenBLAS, oneDNN): what torch.set_num_threads sets. It sets
+// OpenMP's thread count for the calling thread (omp_set_num_threads), so the program's own parallel regions on
+// that thread get as many. 0 means default_cpu_threads(). At most kMaxCpuThreads (device.threads' bound in
 // io/config_schema.cpp): OpenMP asked for more threads than the system allows crashes instead of failing.
 inline constexpr int kMaxCpuThreads = 1024;
 void set_cpu_threads(int threads);
+// The count in force; the first CPU op sets the default when nothing was set before.
 int cpu_threads();
+// OMP_NUM_THREADS's first count when it is set (as PyTorch reads it), else one thread per core.
+int default_cpu_threads();
 
 }  // namespace sprintnet

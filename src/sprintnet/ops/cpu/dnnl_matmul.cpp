@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/ops/cpu/jit_signal_shield.h"
 
 namespace sprintnet::cpu {
 namespace {
@@ -100,6 +101,7 @@ void DnnlMatmul::run(const void* a, const void* b, const float* bias, float* c) 
   impl_->c.set_data_handle(c);
   if (impl_->with_bias) impl_->bias.set_data_handle(const_cast<float*>(bias));
   DnnlContext& ctx = context();
+  const JitSignalShield shield;
   impl_->primitive.execute(ctx.stream, impl_->args);
   ctx.stream.wait();
 }

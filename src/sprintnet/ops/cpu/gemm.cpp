@@ -1,33 +1,21 @@
 #include <cblas.h>
-#include <omp.h>
 
-#include <atomic>
-#include <thread>
+#include <initializer_list>
+#include <limits>
 
 #include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/ops/cpu/dispatch.h"
 
 namespace sprintnet {
-namespace {
-std::atomic<int> g_threads{0};  // atomic: a sweep's CPU runs set it from several threads
-}
-
-void set_cpu_threads(int threads) {
-  SN_CHECK(threads >= 0 && threads <= kMaxCpuThreads, "thread count must be in [0, {}], got {}", kMaxCpuThreads, threads);
-  const int count = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  g_threads = count;
-  openblas_set_num_threads(count);
-  omp_set_num_threads(count);
-}
-
-int cpu_threads() {
-  if (g_threads == 0) set_cpu_threads(0);
-  return g_threads;
-}
 
 void CpuBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha,
                       double beta) {
   cpu_threads();  // first use fixes the thread count, so results are reproducible
+  for (const Tensor* t : {&a, &b, &c}) {
+    SN_CHECK(t->size(0) <= std::numeric_limits<blasint>::max() && t->size(1) <= std::numeric_limits<blasint>::max(),
+             "gemm: a matrix of shape {} has a dimension over {}, more than OpenBLAS's 32-bit interface takes",
+             shape_str(t->shape()), std::numeric_limits<blasint>::max());
+  }
   const auto m = static_cast<blasint>(c.size(0)), n = static_cast<blasint>(c.size(1));
   const auto k = static_cast<blasint>(a.size(trans_a ? 0 : 1));
   const auto lda = static_cast<blasint>(a.size(1)), ldb = static_cast<blasint>(b.size(1));
