@@ -226,14 +226,15 @@ TEST(Checkpoint, KeepLastAndEveryEpochsDecideWhichCheckpointsExist) {
 }
 
 // A stop request (Ctrl-C in the CLI) ends the run after the epoch in progress with that epoch's checkpoint, though
-// none is due, and the resumed run ends as the uninterrupted one.
+// none is due, and the resumed run ends as the uninterrupted one. One the epoch callback makes ends the run after
+// the callback's epoch, as a program that stops on a condition of its metrics expects.
 TEST(Checkpoint, AStopRequestEndsTheRunAfterItsEpochWithACheckpointToResumeFrom) {
   const fs::path out = test::temp_dir("checkpoint-stop");
   const std::vector<std::string> end_only = {"checkpoint.every_epochs=0", "checkpoint.keep_last=0"};
   const TrainSummary full = Trainer(tiny_config(out, "full", end_only)).fit();
   Trainer trainer(tiny_config(out, "stopped", end_only));
   trainer.on_epoch_end([](const EpochRecord& record) {
-    if (record.epoch == 2) request_stop();  // while epoch 3 would start: it trains, then the run stops
+    if (record.epoch == 2) request_stop();
   });
   TrainSummary stopped;
   {
@@ -241,15 +242,15 @@ TEST(Checkpoint, AStopRequestEndsTheRunAfterItsEpochWithACheckpointToResumeFrom)
     stopped = trainer.fit();
   }
   ASSERT_EQ(stopped.stop_signal, std::optional<int>(0));
-  EXPECT_EQ(stopped.epochs.size(), 3u);
-  EXPECT_EQ(read_lines(stopped.run_dir / "metrics.jsonl").size(), 3u);
-  EXPECT_EQ(names_of(list_checkpoints(stopped.run_dir)), std::vector<std::string>{"epoch-0003"});
+  EXPECT_EQ(stopped.epochs.size(), 2u);
+  EXPECT_EQ(read_lines(stopped.run_dir / "metrics.jsonl").size(), 2u);
+  EXPECT_EQ(names_of(list_checkpoints(stopped.run_dir)), std::vector<std::string>{"epoch-0002"});
   EXPECT_FALSE(fs::exists(stopped.run_dir / "model.safetensors")) << "the final weights are the last epoch's";
   EXPECT_FALSE(full.stop_signal);
 
   const TrainSummary resumed = resume(stopped.run_dir);
   EXPECT_FALSE(resumed.stop_signal);
-  EXPECT_EQ(resumed.epochs.size(), 2u);
+  EXPECT_EQ(resumed.epochs.size(), 3u);
   EXPECT_EQ(resumed.final_test.loss, full.final_test.loss);
   EXPECT_EQ(read_file(stopped.run_dir / "model.safetensors"), read_file(full.run_dir / "model.safetensors"));
 }

@@ -555,7 +555,8 @@ TrainSummary Trainer::fit() {
              summary.run_dir.string());
     // A stop request ends the run here, resumably: this epoch's checkpoint is written whatever the schedule.
     // (Not in a data-parallel job: its ranks would have to agree on the epoch.)
-    const std::optional<int> stop = last || rank_.world > 1 ? std::nullopt : stop_requested();
+    const bool may_stop = !last && rank_.world == 1;
+    std::optional<int> stop = may_stop ? stop_requested() : std::nullopt;
     const std::int64_t every = config_.checkpoint.every_epochs;
     const bool checkpoint = last || stop || (every > 0 && epoch % every == 0);
     phase.emplace(phases_, "weights and optimizer state from the engine");
@@ -570,6 +571,11 @@ TrainSummary Trainer::fit() {
     if (epoch_callback_) {
       writer_.wait();  // the callback is promised the epoch's files on disk
       epoch_callback_(record);
+      // A stop the callback requested ends the run after this epoch too (its weights are stored: a callback
+      // gets them), with the checkpoint a stop writes.
+      if (may_stop && !stop && (stop = stop_requested()) && !checkpoint && primary) {
+        write_in_background(summary.run_dir, epoch, false, true);
+      }
     }
     if (stop) {
       summary.stop_signal = stop;

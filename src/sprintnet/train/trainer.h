@@ -82,7 +82,8 @@ class Trainer {
   // (core/stop_request.h) ends it early after an epoch and that epoch's checkpoint (one rank only).
   TrainSummary fit();
   // Called after each epoch's metrics row, final weights and checkpoint are written. A callback
-  // may throw to end the run there (the tests use this to stand in for a kill).
+  // may throw to end the run there (the tests use this to stand in for a kill), or call request_stop()
+  // to end it after this epoch, resumably (its checkpoint is then written, due or not).
   void on_epoch_end(std::function<void(const EpochRecord&)> callback) { epoch_callback_ = std::move(callback); }
   // No per-epoch lines on stderr (a sweep prints one line per run instead).
   void set_quiet(bool quiet) { quiet_ = quiet; }
