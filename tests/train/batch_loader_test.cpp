@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <set>
 
 #include "sprintnet/train/batch_loader.h"
@@ -83,6 +84,31 @@ TEST(BatchLoader, DropLastAndPartialBatches) {
     ASSERT_EQ(all.batches_per_epoch(), 1);
     EXPECT_EQ(all.batch(0).inputs.size(0), 25);
   }
+}
+
+// Evaluation's batches: every sample once, in order, the last batch partial, whatever shuffle and drop_last say,
+// and the epoch's own order untouched (a training loader evaluated mid-epoch goes on with its epoch).
+TEST(BatchLoader, BatchesInOrderVisitEverySampleAndLeaveTheEpochAlone) {
+  const Dataset data = indexed_dataset(25, 2);
+  const LoaderOptions options{.batch_size = 10, .shuffle = true, .drop_last = true, .seed = 5};
+  BatchLoader loader(data, Normalization{1.0, 0.0}, options, Device::cpu());
+  BatchLoader untouched(data, Normalization{1.0, 0.0}, options, Device::cpu());
+  loader.start_epoch(3);
+  untouched.start_epoch(3);
+  ASSERT_EQ(loader.batches_in_order(), 3);
+  std::vector<float> seen;
+  for (std::int64_t b = 0; b < loader.batches_in_order(); ++b) {
+    const auto x = loader.batch_in_order(b).inputs.to_vector<float>();
+    for (std::size_t r = 0; r < x.size(); r += 2) seen.push_back(x[r]);
+  }
+  std::vector<float> all(25);
+  std::iota(all.begin(), all.end(), 0.0F);
+  EXPECT_EQ(seen, all);
+  EXPECT_THROW(loader.batch_in_order(3), Error);
+  EXPECT_EQ(loader.batch(1).inputs.to_vector<float>(), untouched.batch(1).inputs.to_vector<float>());
+  BatchLoader huge(data, Normalization{}, {.batch_size = std::numeric_limits<std::int64_t>::max(), .drop_last = false},
+                   Device::cpu());
+  EXPECT_EQ(huge.batches_in_order(), 1);
 }
 
 TEST(BatchLoader, NormalisesWithScaleAndShift) {

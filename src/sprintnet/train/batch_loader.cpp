@@ -56,9 +56,23 @@ void BatchLoader::start_epoch(std::int64_t epoch) {
 
 Batch BatchLoader::batch(std::int64_t index) {
   SN_CHECK(index >= 0 && index < batches_per_epoch(), "batch {} out of range [0, {})", index, batches_per_epoch());
+  return gathered(order_, index);
+}
+
+Batch BatchLoader::batch_in_order(std::int64_t index) {
+  SN_CHECK(index >= 0 && index < batches_in_order(), "batch {} out of range [0, {})", index, batches_in_order());
+  if (!identity_.defined()) {
+    std::vector<std::int32_t> identity(static_cast<std::size_t>(samples_));
+    std::iota(identity.begin(), identity.end(), 0);
+    identity_ = Tensor::from_vector(identity, {samples_}, device_);
+  }
+  return gathered(identity_, index);
+}
+
+Batch BatchLoader::gathered(const Tensor& order, std::int64_t index) {
   const std::int64_t begin = index * options_.batch_size;
   const std::int64_t end = std::min(samples_, begin + options_.batch_size);
-  const Tensor indices = order_.slice_rows(begin, end);
+  const Tensor indices = order.slice_rows(begin, end);
   Batch out = end - begin == options_.batch_size
                   ? full_batch_
                   : Batch{Tensor::empty({end - begin, features_}, dtype_, device_),

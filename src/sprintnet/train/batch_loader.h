@@ -44,10 +44,19 @@ class BatchLoader {
   // Batch `index` of the current epoch, 0 <= index < batches_per_epoch().
   // The returned tensors are reused by the next call of the same batch size.
   Batch batch(std::int64_t index);
+  // For evaluation: every sample once, in the data set's order, whatever the options' shuffle and drop_last
+  // (the last batch partial), without touching the epoch's order. 0 <= index < batches_in_order().
+  std::int64_t batches_in_order() const {
+    return samples_ / options_.batch_size + (samples_ % options_.batch_size != 0 ? 1 : 0);  // no overflow
+  }
+  Batch batch_in_order(std::int64_t index);
 
  private:
+  Batch gathered(const Tensor& order, std::int64_t index);  // batch `index` of the samples in `order`
+
   Tensor images_, labels_;   // on the device: uint8 [N, D] and int32 [N]
   Tensor order_;             // int32 [N] sample order of this epoch, on the device
+  Tensor identity_;          // int32 [N] 0, 1, ..., N-1 on the device, made by the first batch_in_order()
   Normalization norm_;
   LoaderOptions options_;
   std::int64_t samples_, features_;

@@ -20,7 +20,9 @@ struct EvalResult {
 // Sees each batch's logits and labels (on the device) after the loss and count are taken.
 using BatchHook = std::function<void(const Tensor& logits, const Tensor& labels)>;
 
-// loss_type: "cross_entropy" or "mse" (label smoothing is a training device, not used here).
+// loss_type: "cross_entropy" or "mse" (label smoothing is a training device, not used here). Means over every
+// sample of the loader's data set, in order, whatever its shuffle and drop_last (as the engines' plans
+// evaluate); the loader's epoch is not touched, and the model's mode is left as it was, whether it returns or throws.
 EvalResult evaluate(nn::Module& model, BatchLoader& loader, std::string_view loss_type,
                     const BatchHook& on_batch = {});
 
