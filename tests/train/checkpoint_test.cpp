@@ -255,6 +255,19 @@ TEST(Checkpoint, AStopRequestEndsTheRunAfterItsEpochWithACheckpointToResumeFrom)
   EXPECT_EQ(read_file(stopped.run_dir / "model.safetensors"), read_file(full.run_dir / "model.safetensors"));
 }
 
+// A second fit() on one trainer trained the same epochs again into a new run whose checkpoints resume refused.
+TEST(Checkpoint, ASecondFitIsRefusedNamingTheRunAndHowToContinueIt) {
+  const fs::path out = test::temp_dir("checkpoint-fit-twice");
+  Trainer trainer(tiny_config(out, "once", {"train.epochs=1"}));
+  const TrainSummary first = trainer.fit();
+  EXPECT_THAT([&] { trainer.fit(); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("fit() was already called"), HasSubstr(first.run_dir.string()),
+                                         HasSubstr("train.epochs"))));
+  EXPECT_FALSE(fs::exists(out / "once-1"));
+  const TrainSummary more = Trainer(plan_resume(first.run_dir, {}, {"train.epochs=2"})).fit();
+  EXPECT_EQ(more.epochs.size(), 1u);
+}
+
 TEST(Checkpoint, WeightsFileHoldsOnlyTheModelSoPyTorchLoadsItStrictly) {
   const fs::path out = test::temp_dir("checkpoint-files");
   const fs::path run = Trainer(tiny_config(out, "run", {"train.epochs=1"})).fit().run_dir;

@@ -466,6 +466,13 @@ EvalResult Trainer::evaluate_test() {
 }
 
 TrainSummary Trainer::fit() {
+  // A second fit() trained the same epochs again from the trained weights, into a new run whose checkpoints
+  // resume refused (their step count went on from the first run's).
+  SN_CHECK(!fit_called_, "Trainer::fit() was already called on this trainer{}: to train more epochs, resume the "
+           "run with a higher train.epochs (train::plan_resume, or `sprintnet train --resume RUN_DIR --set "
+           "train.epochs=N`); for a new run, make a new Trainer",
+           last_run_dir_.empty() ? "" : fmt::format(" (its run is {})", last_run_dir_.string()));
+  fit_called_ = true;
   TrainSummary summary;
   const bool resumed = !resume_run_dir_.empty();
   // Data parallel: rank 0 alone writes the run (directory, metrics, checkpoints, weights) and
@@ -488,6 +495,7 @@ TrainSummary Trainer::fit() {
   std::optional<ScopedPhase> phase(std::in_place, phases_, "run directory, config.toml, metrics files");
   if (primary) {
     summary.run_dir = resumed ? resume_run_dir_ : create_run_directory(config_);
+    last_run_dir_ = summary.run_dir;
     try {
       lock.emplace(summary.run_dir);  // before anything in it is rewritten
       // A resumed run may have a new train.epochs: the run's config.toml says what it now is.

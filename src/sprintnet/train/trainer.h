@@ -79,7 +79,8 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   // Trains the epochs after start_epoch(). The summary lists only the epochs this call trained. A stop request
-  // (core/stop_request.h) ends it early after an epoch and that epoch's checkpoint (one rank only).
+  // (core/stop_request.h) ends it early after an epoch and that epoch's checkpoint (one rank only). Once a
+  // trainer: a run goes on from its checkpoint through plan_resume and a new Trainer.
   TrainSummary fit();
   // Called after each epoch's metrics row, final weights and checkpoint are written. A callback
   // may throw to end the run there (the tests use this to stand in for a kill), or call request_stop()
@@ -153,6 +154,8 @@ class Trainer {
   std::int64_t step_ = 0;
   std::int64_t start_epoch_ = 0;
   std::filesystem::path resume_run_dir_;  // empty unless resuming
+  bool fit_called_ = false;
+  std::filesystem::path last_run_dir_;    // fit()'s run, for the message of a second call
   std::function<void(const EpochRecord&)> epoch_callback_;
   bool quiet_ = false;
   SmTurns* turns_ = nullptr;
