@@ -1,3 +1,4 @@
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -5,6 +6,7 @@
 #include <vector>
 
 #include "sprintnet/core/tensor.h"
+#include "support/error_message.h"
 #include "support/test_util.h"
 
 namespace sprintnet {
@@ -29,6 +31,15 @@ TEST(Tensor, AnUndefinedTensorHasNoElements) {
   EXPECT_EQ(t.numel(), 0);
   EXPECT_EQ(t.nbytes(), 0u);
   EXPECT_EQ(Tensor::zeros({}, DType::kF32).numel(), 1);  // a defined scalar has one
+  EXPECT_THAT(test::error_message([&] { t.item(); }), testing::HasSubstr("item() of an undefined tensor"));
+}
+
+// The axis named as the caller gave it (-3 was reported as -1, after adding the dimension count).
+TEST(Tensor, AnAxisOutOfRangeIsNamedAsGiven) {
+  const Tensor t = Tensor::zeros({2, 3}, DType::kF32);
+  EXPECT_EQ(t.size(-1), 3);
+  EXPECT_THAT(test::error_message([&] { t.size(-3); }), testing::HasSubstr("axis -3 out of range for shape [2, 3]"));
+  EXPECT_THAT(test::error_message([&] { t.size(2); }), testing::HasSubstr("axis 2 out of range for shape [2, 3]"));
 }
 
 // Conversions that cannot hold a value are errors, not the undefined behaviour of a cast (300 as uint8 was 44).

@@ -6,11 +6,13 @@
 
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/io/safetensors.h"
+#include "support/error_message.h"
 #include "support/test_util.h"
 
 namespace sprintnet {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::string error_of(std::string_view bytes) {
@@ -63,6 +65,13 @@ TEST(Safetensors, ShapesWhoseByteCountWrapsAreRejected) {
               HasSubstr("a"));
   EXPECT_THAT(error_of(with_header("{\"a\":{\"dtype\":\"F16\",\"shape\":[4611686018427387904,2],\"data_offsets\":[0,0]}}", 0)),
               HasSubstr("overflows"));
+}
+
+TEST(Safetensors, AnUndefinedTensorIsNamedWithTheFile) {
+  const std::filesystem::path path = test::temp_dir("safetensors-undefined") / "w.safetensors";
+  EXPECT_THAT(test::error_message([&] { save_safetensors(path, {{"x", Tensor()}}); }),
+              AllOf(HasSubstr(path.string()), HasSubstr("tensor 'x' is undefined")));
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST(Safetensors, EmptyNamesAreRejectedOnReadAsOnWrite) {

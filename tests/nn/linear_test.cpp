@@ -100,6 +100,8 @@ TEST(Linear, ShapeErrorsNameTheModuleAndShapes) {
   EXPECT_THAT(wrong_grad, HasSubstr("[3, 5]"));
   EXPECT_THAT(wrong_grad, HasSubstr("[3, 4]"));
 
+  EXPECT_THAT(test::error_message([] { nn::Linear(4, 3).forward(Tensor::zeros({2, 4}, DType::kF64)); }),
+              HasSubstr("Linear(4, 3): input is fp64 on cpu, the weights fp32 on cpu"));
   EXPECT_THROW(nn::Linear(0, 4), Error);
   EXPECT_THROW(nn::Linear(4, 0), Error);
 }
@@ -122,6 +124,20 @@ TEST(Linear, EvalModeSavesNothingSoBackwardThrows) {
   linear->train();
   linear->forward(x);
   EXPECT_NO_THROW(linear->backward(dy));
+}
+
+// An activation alike: its backward after an eval-mode forward returned the gradient of the training input
+// before it (ReLU's [0, 1] for the input [1, -1]).
+TEST(Activation, EvalModeForwardDropsWhatTrainingSavedSoBackwardThrows) {
+  nn::ReLU relu;
+  const Tensor dy = Tensor::from_vector(std::vector<float>{1.0F, 1.0F}, {1, 2});
+  relu.forward(Tensor::from_vector(std::vector<float>{-1.0F, 1.0F}, {1, 2}));
+  relu.eval();
+  relu.forward(Tensor::from_vector(std::vector<float>{1.0F, -1.0F}, {1, 2}));
+  EXPECT_THAT(test::error_message([&] { relu.backward(dy); }), HasSubstr("ReLU::backward without a forward in training mode"));
+  relu.train();
+  relu.forward(Tensor::from_vector(std::vector<float>{1.0F, -1.0F}, {1, 2}));
+  EXPECT_EQ(relu.backward(dy).to_vector<float>(), (std::vector<float>{1.0F, 0.0F}));
 }
 
 TEST(Linear, EvalPropagatesThroughSequential) {

@@ -54,6 +54,9 @@ TEST(OpChecks, LossesNameTheOperand) {
   EXPECT_TRUE(test::throws_error_containing(
       [] { ops::count_correct(f32({2, 3}), Tensor::zeros({2}, DType::kI32), f32({1})); },
       "count_correct: counter must be int32"));
+  EXPECT_TRUE(test::throws_error_containing(  // MSE's scores are predictions, not logits
+      [&] { ops::mse_one_hot(f32({2}), Tensor::zeros({2}, DType::kI32), loss, 1.0, nullptr, 0.0); },
+      "mse: pred must be a matrix"));
 }
 
 TEST(OpChecks, OptimizersNameTheOperand) {

@@ -73,9 +73,9 @@ template Tensor Tensor::from_vector(const std::vector<std::uint8_t>&, Shape, Dev
 
 std::int64_t Tensor::size(std::int64_t axis) const {
   const std::int64_t d = dim();
-  if (axis < 0) axis += d;
-  SN_CHECK(axis >= 0 && axis < d, "axis {} out of range for shape {}", axis, shape_str(shape_));
-  return shape_[static_cast<std::size_t>(axis)];
+  const std::int64_t index = axis < 0 ? axis + d : axis;
+  SN_CHECK(index >= 0 && index < d, "axis {} out of range for shape {}", axis, shape_str(shape_));
+  return shape_[static_cast<std::size_t>(index)];
 }
 
 Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
@@ -197,6 +197,7 @@ template std::vector<std::int32_t> Tensor::to_vector() const;
 template std::vector<std::uint8_t> Tensor::to_vector() const;
 
 double Tensor::item() const {
+  SN_CHECK(defined(), "item() of an undefined tensor");
   SN_CHECK(numel() == 1, "item() needs one element, the tensor has shape {}", shape_str(shape_));
   return to_vector<double>()[0];
 }

@@ -45,6 +45,7 @@ void save_safetensors(const std::filesystem::path& path, const TensorList& tenso
   for (const auto& [name, tensor] : tensors) {
     SN_CHECK(!name.empty() && name != "__metadata__" && names.insert(name).second,
              "{}: tensor name '{}' is empty, reserved or repeated", path.string(), name);
+    SN_CHECK(tensor.defined(), "{}: tensor '{}' is undefined (no storage)", path.string(), name);
     const std::uint64_t bytes = tensor.nbytes();
     header[name] = {{"dtype", dtype_code(tensor.dtype())}, {"shape", tensor.shape()},
                     {"data_offsets", {offset, offset + bytes}}};

@@ -7,29 +7,31 @@ namespace sprintnet::nn {
 Tensor ActivationModule::forward(const Tensor& input) {
   Tensor output = Tensor::empty(input.shape(), input.dtype(), input.device());
   ops::activation_forward(act_, input, output);
-  if (training_) {
-    saved_input_ = input;
-    saved_output_ = output;
-  }
+  // An eval-mode forward saves nothing and drops what a training one saved, as Linear does: a backward
+  // after it would otherwise return the gradient of the earlier input.
+  saved_input_ = training_ ? input : Tensor();
+  saved_output_ = training_ ? output : Tensor();
   return output;
 }
 
 Tensor ActivationModule::backward(const Tensor& grad_output) {
-  SN_CHECK(saved_input_.defined(), "{}::backward without a forward in training mode", ops::activation_name(act_));
+  SN_CHECK(saved_input_.defined(), "{}::backward without a forward in training mode", class_name());
   Tensor grad_input = Tensor::empty(grad_output.shape(), grad_output.dtype(), grad_output.device());
   ops::activation_backward(act_, saved_input_, saved_output_, grad_output, grad_input);
   saved_input_ = saved_output_ = Tensor();
   return grad_input;
 }
 
-std::string ActivationModule::describe() const {
+std::string ActivationModule::describe() const { return std::string(class_name()) + "()"; }
+
+const char* ActivationModule::class_name() const {
   switch (act_) {
-    case Activation::kReLU: return "ReLU()";
-    case Activation::kGELU: return "GELU()";
-    case Activation::kTanh: return "Tanh()";
-    case Activation::kSigmoid: return "Sigmoid()";
-    case Activation::kSiLU: return "SiLU()";
-    case Activation::kIdentity: return "Identity()";
+    case Activation::kReLU: return "ReLU";
+    case Activation::kGELU: return "GELU";
+    case Activation::kTanh: return "Tanh";
+    case Activation::kSigmoid: return "Sigmoid";
+    case Activation::kSiLU: return "SiLU";
+    case Activation::kIdentity: return "Identity";
   }
   return "?";
 }

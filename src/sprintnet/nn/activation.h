@@ -15,6 +15,8 @@ class ActivationModule : public Module {
   Activation activation() const { return act_; }
 
  private:
+  const char* class_name() const;  // "ReLU", as torch.nn names it
+
   Activation act_;
   Tensor saved_input_, saved_output_;
 };

@@ -57,6 +57,10 @@ void Linear::reset_parameters(Generator& gen, Init init) {
 Tensor Linear::forward(const Tensor& input) {
   SN_CHECK(input.dim() == 2 && input.size(1) == in_features_, "Linear({}, {}): input has shape {}, expected [B, {}]",
            in_features_, out_features_, shape_str(input.shape()), in_features_);
+  SN_CHECK(input.dtype() == weight_.value.dtype() && input.device() == weight_.value.device(),
+           "Linear({}, {}): input is {} on {}, the weights {} on {} (convert the input with .to(), or build the model "
+           "in its dtype and on its device)", in_features_, out_features_, dtype_name(input.dtype()),
+           input.device().str(), dtype_name(weight_.value.dtype()), weight_.value.device().str());
   Tensor output = Tensor::empty({input.size(0), out_features_}, weight_.value.dtype(), weight_.value.device());
   ops::gemm(input, false, weight_.value, true, output);
   if (has_bias()) ops::add_bias(output, bias_.value);

@@ -32,8 +32,9 @@ void check_matrix(const Tensor& t, std::string_view op, std::string_view what) {
   SN_CHECK(t.dim() == 2, "{}: {} must be a matrix, has shape {}", op, what, shape_str(t.shape()));
 }
 
-void check_labels(const Tensor& logits, const Tensor& labels, std::string_view op) {
-  check_matrix(logits, op, "logits");
+// `what`: the scores' name in messages (MSE's are predictions, not logits).
+void check_labels(const Tensor& logits, const Tensor& labels, std::string_view op, std::string_view what = "logits") {
+  check_matrix(logits, op, what);
   SN_CHECK(labels.dtype() == DType::kI32, "{}: labels must be int32, are {}", op, dtype_name(labels.dtype()));
   check_shape(labels, {logits.size(0)}, fmt::format("{}: labels", op));
 }
@@ -141,7 +142,7 @@ void cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoo
 void mse_one_hot(const Tensor& pred, const Tensor& labels, const Tensor& loss_sum, double loss_scale,
                  const Tensor* dpred, double grad_scale) {
   Backend& backend = common_backend("mse", {&pred, &labels, &loss_sum});
-  check_labels(pred, labels, "mse");
+  check_labels(pred, labels, "mse", "pred");
   check_float(pred, "mse", "pred");
   check_float(loss_sum, "mse", "loss_sum");
   check_shape(loss_sum, {1}, "mse: loss_sum");
