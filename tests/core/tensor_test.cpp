@@ -50,6 +50,10 @@ TEST(Tensor, ConversionsRefuseValuesTheTargetCannotHoldAndUndefinedTensors) {
   EXPECT_THROW(Tensor::from_vector(std::vector<float>{std::nanf(""), 1.0f}, {2}).to(DType::kI32), Error);
   EXPECT_EQ(Tensor::from_vector(std::vector<float>{2.5f, -3.0f}, {2}).to_vector<std::int32_t>(),
             (std::vector<std::int32_t>{2, -3}));  // in range: truncated, as before
+  // Truncated toward zero first, as torch: -0.5 and 255.9 are uint8's 0 and 255, -1 and 256 are not uint8.
+  EXPECT_EQ(Tensor::from_vector(std::vector<float>{-0.5f, 255.9f}, {2}).to_vector<std::uint8_t>(),
+            (std::vector<std::uint8_t>{0, 255}));
+  EXPECT_THROW(Tensor::from_vector(std::vector<float>{256.0f}, {1}).to(DType::kU8), Error);
   EXPECT_THROW(Tensor().to(DType::kF64), Error);
   EXPECT_THROW((void)Tensor().to_vector<float>(), Error);
 }

@@ -142,5 +142,15 @@ TEST(Init, NamesRoundTripAndUnknownNamesThrow) {
   EXPECT_THAT(test::error_message([] { nn::parse_init("orthogonal"); }), ::testing::HasSubstr("'orthogonal'"));
 }
 
+// As torch's uniform_ and normal_: reversed bounds and a negative std are errors, not silent draws.
+TEST(Init, FillsRefuseReversedBoundsAndANegativeStd) {
+  Generator gen(1);
+  const Tensor t = Tensor::zeros({4}, DType::kF64);
+  EXPECT_THAT(test::error_message([&] { nn::fill_uniform(t, gen, 1.0, -1.0); }), ::testing::HasSubstr("[1, -1]"));
+  EXPECT_THAT(test::error_message([&] { nn::fill_normal(t, gen, 0.0, -1.0); }), ::testing::HasSubstr("std -1"));
+  nn::fill_uniform(t, gen, 0.5, 0.5);
+  EXPECT_EQ(t.to_vector<double>(), std::vector<double>(4, 0.5));
+}
+
 }  // namespace
 }  // namespace sprintnet

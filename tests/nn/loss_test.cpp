@@ -128,6 +128,16 @@ TEST(Loss, BackwardBeforeForwardAndBadArgumentsThrow) {
               HasSubstr("labels"));
 }
 
+// The mean over an empty batch is NaN, as torch's; it was 0, a loss that looked trained.
+TEST(Loss, AnEmptyBatchsMeanIsNaN) {
+  const Tensor labels = Tensor::zeros({0}, DType::kI32);
+  for (const char* type : {"cross_entropy", "mse"}) {
+    auto loss = nn::make_loss(type, 0.0);
+    EXPECT_TRUE(std::isnan(loss->forward(Tensor::zeros({0, 3}, DType::kF64), labels).item())) << type;
+    EXPECT_EQ(loss->backward().shape(), (Shape{0, 3})) << type;
+  }
+}
+
 TEST(Loss, MakeLossAndDescribe) {
   EXPECT_EQ(nn::make_loss("cross_entropy", 0.1)->describe(), "CrossEntropyLoss(label_smoothing=0.1)");
   EXPECT_EQ(nn::make_loss("mse", 0.0)->describe(), "MSELoss()");

@@ -141,6 +141,23 @@ TEST(LrSchedule, BadConfigErrorsNameTheKey) {
   config.warmup_steps = -1;
   EXPECT_THAT(test::error_message([&] { optim::LrSchedule(config, 0.1, 10, 100); }),
               HasSubstr("schedule.warmup_steps"));
+
+  // Built by a program, not from a config: the config's bounds hold here too (a negative gamma gave a negative
+  // rate, pct_start 1.5 a OneCycle that never fell, div_factor 0 infinite and NaN rates).
+  const auto refusal = [](auto change) {
+    ScheduleConfig c = schedule("onecycle");
+    change(c);
+    return test::error_message([&] { optim::LrSchedule(c, 0.1, 10, 100); });
+  };
+  EXPECT_THAT(refusal([](ScheduleConfig& c) { c.gamma = -0.5; }), HasSubstr("schedule.gamma: must be > 0, got -0.5"));
+  EXPECT_THAT(refusal([](ScheduleConfig& c) { c.pct_start = 1.5; }), HasSubstr("schedule.pct_start: 1.5"));
+  EXPECT_THAT(refusal([](ScheduleConfig& c) { c.div_factor = 0.0; }), HasSubstr("schedule.div_factor"));
+  EXPECT_THAT(refusal([](ScheduleConfig& c) { c.final_div_factor = -1.0; }), HasSubstr("schedule.final_div_factor"));
+  EXPECT_THAT(refusal([](ScheduleConfig& c) { c.min_lr = -0.1; }), HasSubstr("schedule.min_lr"));
+  EXPECT_THAT(refusal([](ScheduleConfig& c) { c.warmup_start_factor = 2.0; }),
+              HasSubstr("schedule.warmup_start_factor"));
+  EXPECT_THAT(test::error_message([] { optim::LrSchedule(schedule("constant"), std::nan(""), 10, 100); }),
+              HasSubstr("base learning rate nan"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "sprintnet/core/tensor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -139,10 +140,11 @@ bool holds(double v) {
 
 // An integer element from a double: out of the type's range (or NaN) is an error naming the value, not the
 // undefined behaviour of a plain cast (which wraps 300 to 44 as uint8).
+// The value is truncated toward zero first, as torch converts (-0.5 is 0 in uint8, 2.7 is 2).
 template <typename I>
 I checked_integer(double v, std::size_t i) {
-  SN_CHECK(holds<I>(v), "element {} is {}, outside the range of {} ([{}, {}])", i, v, dtype_name(DTypeOf<I>::value),
-           kLowest<I>, kHighest<I>);
+  SN_CHECK(holds<I>(std::trunc(v)), "element {} is {}, outside the range of {} ([{}, {}])", i, v,
+           dtype_name(DTypeOf<I>::value), kLowest<I>, kHighest<I>);
   return static_cast<I>(v);
 }
 

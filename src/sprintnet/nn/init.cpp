@@ -1,5 +1,7 @@
 #include "sprintnet/nn/init.h"
 
+#include <cmath>
+
 #include "sprintnet/core/error.h"
 
 namespace sprintnet::nn {
@@ -40,10 +42,16 @@ std::string_view init_name(Init init) {
 }
 
 void fill_uniform(const Tensor& t, Generator& gen, double low, double high) {
+  SN_CHECK(std::isfinite(low) && std::isfinite(high) && low <= high,
+           "fill_uniform: the bounds [{}, {}] are not finite with low <= high (torch's uniform_ refuses them too)", low,
+           high);
   fill_with(t, [&] { return gen.uniform(low, high); });
 }
 
 void fill_normal(const Tensor& t, Generator& gen, double mean, double stddev) {
+  SN_CHECK(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0.0,
+           "fill_normal: mean {} and std {} must be finite, the std >= 0 (torch's normal_ refuses them too)", mean,
+           stddev);
   fill_with(t, [&] { return mean + stddev * gen.normal(); });
 }
 

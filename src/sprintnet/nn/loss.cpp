@@ -1,5 +1,7 @@
 #include "sprintnet/nn/loss.h"
 
+#include <cmath>
+
 #include "sprintnet/ops/ops.h"
 
 namespace sprintnet::nn {
@@ -20,6 +22,7 @@ Tensor CrossEntropyLoss::forward(const Tensor& logits, const Tensor& labels) {
   grad_input_ = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
   const double inv_batch = 1.0 / static_cast<double>(std::max<std::int64_t>(logits.size(0), 1));
   ops::cross_entropy(logits, labels, label_smoothing_, loss, inv_batch, &grad_input_, inv_batch);
+  if (logits.size(0) == 0) ops::fill(loss, std::nan(""));  // the mean of no rows, as torch's
   return loss;
 }
 
@@ -32,6 +35,7 @@ Tensor MSELoss::forward(const Tensor& pred, const Tensor& labels) {
   grad_input_ = Tensor::empty(pred.shape(), pred.dtype(), pred.device());
   const double inv_elements = 1.0 / static_cast<double>(std::max<std::int64_t>(pred.numel(), 1));
   ops::mse_one_hot(pred, labels, loss, inv_elements, &grad_input_, inv_elements);
+  if (pred.numel() == 0) ops::fill(loss, std::nan(""));  // the mean of no elements, as torch's
   return loss;
 }
 

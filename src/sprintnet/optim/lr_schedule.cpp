@@ -25,6 +25,21 @@ LrSchedule::LrSchedule(const ScheduleConfig& config, double base_lr, std::int64_
   SN_CHECK(config.step_size >= 1, "schedule.step_size: must be >= 1, got {}", config.step_size);
   SN_CHECK(config.warmup_steps >= 0 && config.warmup_steps < total_steps_ + 1,
            "schedule.warmup_steps: {} is not in [0, {}] (the run's total steps)", config.warmup_steps, total_steps_);
+  // The config's bounds again (io/config_schema.cpp), for a program that builds a schedule itself: outside them
+  // the rates came out negative, infinite or NaN, and only the optimizer's set_lr said so, naming no key.
+  SN_CHECK(std::isfinite(base_lr) && base_lr >= 0.0, "schedule: the base learning rate {} is not finite and >= 0",
+           base_lr);
+  SN_CHECK(config.warmup_start_factor >= 0.0 && config.warmup_start_factor <= 1.0,
+           "schedule.warmup_start_factor: {} is not in [0, 1]", config.warmup_start_factor);
+  SN_CHECK(config.gamma > 0.0 && std::isfinite(config.gamma), "schedule.gamma: must be > 0, got {}", config.gamma);
+  SN_CHECK(config.min_lr >= 0.0 && std::isfinite(config.min_lr), "schedule.min_lr: must be >= 0, got {}",
+           config.min_lr);
+  SN_CHECK(config.pct_start > 0.0 && config.pct_start < 1.0, "schedule.pct_start: {} is not in (0, 1)",
+           config.pct_start);
+  SN_CHECK(config.div_factor > 0.0 && std::isfinite(config.div_factor), "schedule.div_factor: must be > 0, got {}",
+           config.div_factor);
+  SN_CHECK(config.final_div_factor > 0.0 && std::isfinite(config.final_div_factor),
+           "schedule.final_div_factor: must be > 0, got {}", config.final_div_factor);
 }
 
 double LrSchedule::base_value(std::int64_t step) const {

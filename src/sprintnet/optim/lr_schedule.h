@@ -3,7 +3,9 @@
 // is a kernel argument, so a schedule costs no device work).
 //   constant  lr
 //   step      lr * gamma^floor(epoch / step_size)                      (torch StepLR, stepped per epoch)
-//   cosine    min_lr + (lr - min_lr) * (1 + cos(pi * t / T)) / 2       (CosineAnnealingLR over the steps after warm-up)
+//   cosine    min_lr + (lr - min_lr) * (1 + cos(pi * t / T)) / 2       (CosineAnnealingLR over the steps after warm-up,
+//             with T_max = total - 1 - warmup: the last step that runs gets min_lr, where torch's T_max = total
+//             leaves it one step short of it)
 //   onecycle  torch OneCycleLR, cosine annealing, two phases, max_lr = lr (momentum is not cycled)
 // A linear warm-up (torch LinearLR from warmup_start_factor to 1) multiplies
 // any of them during the first warmup_steps steps.
