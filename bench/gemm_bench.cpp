@@ -206,6 +206,8 @@ int main(int argc, char** argv) {
                       {"BLIS", false, [](const Gemm& g, Operands& o) { return blis_runner(g, o); }});
   }
 
+  std::printf("%s (%s), %s\n\n", sprintnet::cpu::dnnl_library_version().c_str(),
+              sprintnet::cpu::dnnl_cpu_isa().c_str(), openblas_get_config());
   std::printf("| config | threads | product (in->out) | m x n x k |");
   for (const auto& c : candidates) std::printf(" %s µs |", c.name.c_str());
   std::printf("\n|---|---|---|---|");

@@ -410,9 +410,10 @@ EvalResult CpuTrainPlan::evaluate(const BatchLoader& loader) {
 
 std::string CpuTrainPlan::describe() const {
   const bool relu = spec_.mlp.activation == Activation::kReLU;
-  return fmt::format("compiled CPU step: {}{}, oneDNN products ({}) with the bias{} fused, {} and its gradient in one "
+  return fmt::format("compiled CPU step: {}{}, {} products ({}) with the bias{} fused, {} and its gradient in one "
                      "pass, the {} update applied {} over {} flat parameters, {}",
-                     spec_.precision, bf16() ? " (fp32 master weights)" : "", cpu::dnnl_cpu_isa(),
+                     spec_.precision, bf16() ? " (fp32 master weights)" : "", cpu::dnnl_library_version(),
+                     cpu::dnnl_cpu_isa(),
                      relu ? " and ReLU" : "", spec_.loss == "mse" ? "MSE" : "softmax cross-entropy", spec_.optim.type,
                      bf16() ? "layer by layer" : "block by block with the weight gradient", layout_.size,
                      counted(cpu_threads(), "thread"));

@@ -112,6 +112,11 @@ bool cpu_has_native_bf16() {
   return (isa & bf16) == bf16;  // ISA values are nested bit masks: AMX includes AVX512-BF16
 }
 
+std::string dnnl_library_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
 std::string dnnl_cpu_isa() {
   // The widest named set the effective ISA contains (newer oneDNN names sets above these, such as
   // AVX10 with AMX-FP16, which contain them).

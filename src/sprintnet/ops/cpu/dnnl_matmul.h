@@ -43,5 +43,7 @@ class DnnlMatmul {
 bool cpu_has_native_bf16();
 // The instruction set oneDNN dispatches to here, e.g. "avx512_core_bf16".
 std::string dnnl_cpu_isa();
+// The oneDNN library this process runs, e.g. "oneDNN 2.6.3" (Debian 12's).
+std::string dnnl_library_version();
 
 }  // namespace sprintnet::cpu
