@@ -1,21 +1,25 @@
 // The compiled CPU step's oneDNN products (ops/cpu/dnnl_matmul.h): each product form against a naive loop
-// in double, and the products under a stream of signals whose handler runs on the computing thread, which
-// corrupted the heap before JitSignalShield (ops/cpu/jit_signal_shield.h).
+// in double; and JitSignalShield (ops/cpu/jit_signal_shield.h): the masks it sets and gives back, and the
+// products under a stream of signals whose handler runs on the computing thread, which corrupted the heap
+// before it.
 #include <gtest/gtest.h>
-#include <pthread.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <random>
-#include <thread>
+#include <string>
 #include <vector>
 
 #include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/ops/cpu/dnnl_matmul.h"
+#include "sprintnet/ops/cpu/jit_signal_shield.h"
+#include "sprintnet/ops/ops.h"
+#include "support/signal_storm.h"
 #include "support/test_util.h"
 
 namespace sprintnet::cpu {
@@ -108,85 +112,110 @@ TEST(DnnlMatmul, AnAccumulatingProductAddsToTheOutput) {
   for (std::size_t i = 0; i < product.size(); ++i) ASSERT_NEAR(o.c[i], 0.5 + product[i], tolerance(s.k)) << i;
 }
 
-std::atomic<long> signals_handled{0};
-
-void count_signal(int) {
-  volatile char frame[512];  // a frame of some size, as a real handler's
-  frame[0] = 1;
-  frame[511] = frame[0];
-  signals_handled.fetch_add(1, std::memory_order_relaxed);
+// A thread's blocked signals, read from /proc: "SigBlk:" in hex.
+unsigned long long blocked_signals_of(const std::string& task) {
+  std::ifstream status("/proc/self/task/" + task + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigBlk:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+  }
+  ADD_FAILURE() << "no SigBlk for task " << task;
+  return 0;
 }
 
-// A program that embeds the library and handles a frequent signal (a timer's SIGALRM, a profiler's SIGPROF)
-// while the CPU step runs. Sent to the process, a signal goes to the main thread first, which runs the
-// products here. Unshielded, this aborted in free() within a second or two (heap metadata overwritten by the
-// handler's frame); shielded, every product equals its quiet result bit for bit and the handler still runs.
-TEST(DnnlMatmul, SignalsDuringProductsLeaveTheHeapAndTheResultsIntact) {
-  set_cpu_threads(2);
-  std::mt19937 rng(static_cast<std::mt19937::result_type>(test::test_seed()));
-  // The products of a 784-512 layer at batch 128 as the step runs them: its weight gradient a block of 256
-  // rows at a time (A a strided block of dZ, which oneDNN 2.6 runs by its JIT GEMM: the kernel that moves rsp),
-  // the input gradient's blocks accumulating, and a bf16 forward.
-  struct Product {
-    MatmulShape shape;
-    MatmulInput input;
-    bool accumulate;
-  };
-  MatmulShape weight_grad_block = weight_grad_product(128, 784, 512);
-  weight_grad_block.m = 256;
-  MatmulShape input_grad_block = input_grad_product(128, 784, 512);
-  input_grad_block.k = 256;
-  std::vector<Product> products = {{forward_product(128, 784, 512), MatmulInput::kF32, false},
-                                   {weight_grad_block, MatmulInput::kF32, false},
-                                   {input_grad_block, MatmulInput::kF32, true}};
-  if (cpu_has_native_bf16()) products.push_back({forward_product(128, 784, 512), MatmulInput::kBF16, false});
+// Every thread of the process and its blocked signals.
+std::map<std::string, unsigned long long> blocked_signals_of_every_thread() {
+  std::map<std::string, unsigned long long> masks;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    const std::string id = task.path().filename().string();
+    masks[id] = blocked_signals_of(id);
+  }
+  return masks;
+}
+
+// A shield blocks the signals on its thread and every worker of its team, and leaves each as it was: workers keep
+// no mask of the library's after it (a profiler samples them, a signal sent to one is taken).
+TEST(JitSignalShield, BlocksTheTeamWhileItLivesAndLeavesItAsItWas) {
+  set_cpu_threads(4);
+  const Tensor x = Tensor::zeros({512, 512}, DType::kF32), y = Tensor::zeros({512, 512}, DType::kF32);
+  ops::activation_forward(Activation::kReLU, x, y);  // a loop of the library's own: the team's workers exist
+  const auto before = blocked_signals_of_every_thread();
+  ASSERT_GE(before.size(), 4u);
+  const unsigned long long usr1 = 1ULL << (SIGUSR1 - 1);
+  {
+    const JitSignalShield shield;
+    int blocked_workers = 0;
+    for (const auto& [task, mask] : blocked_signals_of_every_thread()) blocked_workers += (mask & usr1) != 0 ? 1 : 0;
+    EXPECT_GE(blocked_workers, 4) << "the calling thread and its team's three workers";
+  }
+  EXPECT_EQ(blocked_signals_of_every_thread(), before);
+}
+
+// The products of a 784-512 layer at batch 128 as the step runs them: its weight gradient a block of 256 rows
+// at a time (A a strided block of dZ, which oneDNN 2.6 runs by its JIT GEMM: the kernel that moves rsp), the
+// input gradient's blocks accumulating, and a bf16 forward; each with its result of a quiet run.
+struct StormProducts {
   std::vector<DnnlMatmul> plans;
+  std::vector<MatmulInput> inputs;
   std::vector<Operands> operands;
   std::vector<std::vector<float>> quiet;
-  for (const Product& p : products) {
-    plans.emplace_back(p.shape, p.input, false, false, p.accumulate);
-    operands.push_back(random_operands(p.shape, rng));
+
+  explicit StormProducts(std::mt19937& rng) {
+    MatmulShape weight_grad_block = weight_grad_product(128, 784, 512);
+    weight_grad_block.m = 256;
+    MatmulShape input_grad_block = input_grad_product(128, 784, 512);
+    input_grad_block.k = 256;
+    add(weight_grad_block, MatmulInput::kF32, false, rng);
+    add(input_grad_block, MatmulInput::kF32, true, rng);
+    add(forward_product(128, 784, 512), MatmulInput::kF32, false, rng);
+    if (cpu_has_native_bf16()) add(forward_product(128, 784, 512), MatmulInput::kBF16, false, rng);
+  }
+  void add(const MatmulShape& shape, MatmulInput input, bool accumulate, std::mt19937& rng) {
+    plans.emplace_back(shape, input, false, false, accumulate);
+    inputs.push_back(input);
+    operands.push_back(random_operands(shape, rng));
     Operands& o = operands.back();
     o.a16 = upper_halves(o.a);
     o.b16 = upper_halves(o.b);
-    std::fill(o.c.begin(), o.c.end(), 0.0F);
-    plans.back().run(o.a_data(p.input), o.b_data(p.input), nullptr, o.c.data());
-    quiet.push_back(o.c);
+    quiet.push_back(run(plans.size() - 1));
   }
+  std::vector<float> run(std::size_t i) {
+    Operands& o = operands[i];
+    std::fill(o.c.begin(), o.c.end(), 0.0F);
+    plans[i].run(o.a_data(inputs[i]), o.b_data(inputs[i]), nullptr, o.c.data());
+    return o.c;
+  }
+};
 
-  struct sigaction action = {}, previous = {};
-  action.sa_handler = count_signal;
-  sigemptyset(&action.sa_mask);
-  ASSERT_EQ(sigaction(SIGUSR1, &action, &previous), 0);
-  signals_handled = 0;
-  std::atomic<bool> done{false};
-  std::thread sender([&done] {
-    sigset_t usr1;
-    sigemptyset(&usr1);
-    sigaddset(&usr1, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &usr1, nullptr);  // to the process, taken by the computing threads
-    while (!done.load()) {
-      kill(getpid(), SIGUSR1);
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  });
+// A program that embeds the library and handles a frequent signal (a timer's SIGALRM, a profiler's SIGPROF)
+// while products run. Unshielded, this aborted in free() or crashed within a second or two (heap metadata
+// overwritten by the handler's frame); shielded, every product equals its quiet result bit for bit and the
+// handler still runs. First the thread count drops and rises again with loops of the library's own in between:
+// libgomp then ends the team's surplus workers and starts new ones, which a shield that blocked the workers
+// only once left unblocked (a review's finding: 5 crashes in 5).
+TEST(JitSignalShield, ProductsUnderAStormOfSignalsLeaveTheHeapAndTheResultsIntact) {
+  std::mt19937 rng(static_cast<std::mt19937::result_type>(test::test_seed()));
+  set_cpu_threads(4);
+  StormProducts products(rng);
+  const Tensor x = Tensor::zeros({512, 512}, DType::kF32), y = Tensor::zeros({512, 512}, DType::kF32);
+  set_cpu_threads(2);
+  ops::activation_forward(Activation::kReLU, x, y);  // a loop of the library's own, on 2 threads
+  set_cpu_threads(4);
+  ops::activation_forward(Activation::kReLU, x, y);  // and on 4: new workers
+
+  const test::SignalStorm storm;
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   long rounds = 0;
   while (std::chrono::steady_clock::now() < end) {
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      Operands& o = operands[i];
-      std::fill(o.c.begin(), o.c.end(), 0.0F);
-      plans[i].run(o.a_data(products[i].input), o.b_data(products[i].input), nullptr, o.c.data());
-      ASSERT_EQ(std::memcmp(o.c.data(), quiet[i].data(), o.c.size() * sizeof(float)), 0) << "product " << i;
+    for (std::size_t i = 0; i < products.plans.size(); ++i) {
+      const std::vector<float> c = products.run(i);
+      ASSERT_EQ(std::memcmp(c.data(), products.quiet[i].data(), c.size() * sizeof(float)), 0) << "product " << i;
       std::vector<std::vector<char>> churn(64, std::vector<char>(1000));  // the allocator walks its lists
     }
     ++rounds;
   }
-  done = true;
-  sender.join();
-  sigaction(SIGUSR1, &previous, nullptr);
   EXPECT_GT(rounds, 2);
-  EXPECT_GT(signals_handled.load(), 100) << "the signals did not arrive: the test proves nothing";
+  EXPECT_GT(test::SignalStorm::signals_handled(), 100) << "the signals did not arrive: the test proves nothing";
 }
 
 }  // namespace

@@ -103,6 +103,9 @@ TEST(Trainer, ARunThatCannotStartOnAFullDiskLeavesNoRunDirectory) {
   EXPECT_NE(message.find(test::FullDisk::reason()), std::string::npos) << message;
   ASSERT_TRUE(std::filesystem::exists(config.output.dir));
   EXPECT_TRUE(std::filesystem::is_empty(config.output.dir)) << "a run directory was left in " << config.output.dir;
+  // A start that failed left no run: the same trainer may try again once there is room (fit() is refused only
+  // once a run exists).
+  EXPECT_EQ(trainer.fit().epochs.size(), 1u);
 }
 
 TEST(Trainer, DivergenceIsReportedWithTheKeyToChange) {

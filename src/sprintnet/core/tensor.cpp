@@ -140,7 +140,8 @@ bool holds(double v) {
 
 // An integer element from a double: out of the type's range (or NaN) is an error naming the value, not the
 // undefined behaviour of a plain cast (which wraps 300 to 44 as uint8).
-// The value is truncated toward zero first, as torch converts (-0.5 is 0 in uint8, 2.7 is 2).
+// The value is truncated toward zero first, as torch converts (-0.5 is 0 in uint8, 2.7 is 2); what is out of
+// range after that is refused (torch wraps it: -1 would be 255).
 template <typename I>
 I checked_integer(double v, std::size_t i) {
   SN_CHECK(holds<I>(std::trunc(v)), "element {} is {}, outside the range of {} ([{}, {}])", i, v,
@@ -151,7 +152,7 @@ I checked_integer(double v, std::size_t i) {
 // The same for a fill value, named by the op that takes it.
 template <typename I>
 void check_fill(double v, std::string_view op) {
-  SN_CHECK(holds<I>(v), "{}: {} is outside the range of {} ([{}, {}])", op, v, dtype_name(DTypeOf<I>::value),
+  SN_CHECK(holds<I>(std::trunc(v)), "{}: {} is outside the range of {} ([{}, {}])", op, v, dtype_name(DTypeOf<I>::value),
            kLowest<I>, kHighest<I>);
 }
 

@@ -241,9 +241,10 @@ const RunResult* finished_earlier(const SweepOptions& o, const std::vector<RunRe
 }
 
 WorkerPlan plan_for(const SweepOptions& o, std::size_t runs) {
-  // The cores the CPU runs share: OMP_NUM_THREADS's count where it is set (a job's share of a node), else all.
+  // The cores the CPU runs share: those the process may run on (a job's cpuset), not OMP_NUM_THREADS, which
+  // clusters often set to 1 for the processes they start, each its own.
   return plan_workers(load_config(o.config_path, o.overrides), runs, o.parallel, cuda_device_count(),
-                      default_cpu_threads(), available_host_memory());
+                      usable_cores(), available_host_memory());
 }
 
 std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResult>& previous, const RunCallback& on_run) {

@@ -32,6 +32,7 @@
 #include "sprintnet/ops/cpu/bf16_copy.h"
 #include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/ops/cpu/dnnl_matmul.h"
+#include "sprintnet/ops/cpu/jit_signal_shield.h"
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/train/flat_parameters.h"
 #include "sprintnet/train/train_plan.h"
@@ -363,6 +364,7 @@ void CpuTrainPlan::update_range(std::int64_t offset, const Tensor& grad, const S
 
 void CpuTrainPlan::step() {
   SN_CHECK(epoch_step_ < steps_per_epoch_, "step {} of an epoch of {} steps", epoch_step_ + 1, steps_per_epoch_);
+  const cpu::JitSignalShield shield;  // for the whole step: its products' shields are then free
   const std::int64_t begin = epoch_step_ * batch_;
   Workspace& ws = workspace(std::min(batch_, samples_ - begin), true);
   gather(*spec_.train, order_, begin, ws);
@@ -387,6 +389,7 @@ EvalResult CpuTrainPlan::evaluate(const BatchLoader& loader) {
   SN_CHECK(loader.features() == spec_.mlp.inputs, "evaluation data has {} features, the model takes {}",
            loader.features(), spec_.mlp.inputs);
   SN_CHECK(loader.device().is_cpu(), "the compiled CPU step evaluates data on the CPU, not {}", loader.device().str());
+  const cpu::JitSignalShield shield;
   const std::int64_t n = loader.samples(), batch = loader.options().batch_size;
   if (identity_.numel() < n) {
     std::vector<std::int32_t> identity(static_cast<std::size_t>(n));

@@ -472,7 +472,6 @@ TrainSummary Trainer::fit() {
            "run with a higher train.epochs (train::plan_resume, or `sprintnet train --resume RUN_DIR --set "
            "train.epochs=N`); for a new run, make a new Trainer",
            last_run_dir_.empty() ? "" : fmt::format(" (its run is {})", last_run_dir_.string()));
-  fit_called_ = true;
   TrainSummary summary;
   const bool resumed = !resume_run_dir_.empty();
   // Data parallel: rank 0 alone writes the run (directory, metrics, checkpoints, weights) and
@@ -513,6 +512,8 @@ TrainSummary Trainer::fit() {
       throw;
     }
   }
+  fit_called_ = true;  // from here the run exists: a second fit() would train its epochs again (a start that
+                       // failed left nothing, and fit() may be tried again)
   phase.reset();
   const ProgressMode mode =
       primary ? resolve_progress_mode(config_.output.progress, stderr_is_terminal()) : ProgressMode::kNone;

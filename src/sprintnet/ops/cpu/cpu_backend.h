@@ -44,7 +44,9 @@ inline constexpr int kMaxCpuThreads = 1024;
 void set_cpu_threads(int threads);
 // The count in force; the first CPU op sets the default when nothing was set before.
 int cpu_threads();
-// OMP_NUM_THREADS's first count when it is set (as PyTorch reads it), else one thread per core.
+// OMP_NUM_THREADS's first count when it is set (as PyTorch reads it), else usable_cores().
 int default_cpu_threads();
+// The cores this process may run on: its CPU affinity (what a Slurm job's or a container's cpuset allows).
+int usable_cores();
 
 }  // namespace sprintnet

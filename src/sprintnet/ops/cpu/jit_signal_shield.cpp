@@ -8,6 +8,8 @@
 namespace sprintnet::cpu {
 namespace {
 
+thread_local int shields_held = 0;  // on this thread: an inner shield finds its team shielded already
+
 sigset_t make_asynchronous_signals() {
   sigset_t set;
   sigfillset(&set);
@@ -15,18 +17,14 @@ sigset_t make_asynchronous_signals() {
   return set;
 }
 
-// The worker threads of this thread's OpenMP team block the signals for good. libgomp keeps a team's
-// threads for the next parallel region of the same thread, so this runs again only when the team grows;
-// a thread it adds later inside a shield (oneDNN's own parallel region) inherits the blocked mask anyway.
-void shield_team_workers() {
-  thread_local int shielded_team = 1;  // the calling thread is shielded by the JitSignalShield itself
+// Every worker of this thread's team (the one its next parallel region gets) takes `mask`.
+void set_team_workers_mask(const sigset_t& mask) {
   const int team = omp_get_max_threads();
-  if (team <= shielded_team) return;
+  if (team <= 1) return;
 #pragma omp parallel num_threads(team)
   {
-    if (omp_get_thread_num() != 0) pthread_sigmask(SIG_BLOCK, &asynchronous_signals(), nullptr);
+    if (omp_get_thread_num() != 0) pthread_sigmask(SIG_SETMASK, &mask, nullptr);
   }
-  shielded_team = team;
 }
 
 }  // namespace
@@ -36,11 +34,19 @@ const sigset_t& asynchronous_signals() {
   return set;
 }
 
-JitSignalShield::JitSignalShield() {
+JitSignalShield::JitSignalShield() : outermost_(shields_held++ == 0) {
+  if (!outermost_) return;
   pthread_sigmask(SIG_BLOCK, &asynchronous_signals(), &previous_);
-  shield_team_workers();
+  sigset_t blocked;
+  pthread_sigmask(SIG_SETMASK, nullptr, &blocked);
+  set_team_workers_mask(blocked);
 }
 
-JitSignalShield::~JitSignalShield() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+JitSignalShield::~JitSignalShield() {
+  --shields_held;
+  if (!outermost_) return;
+  set_team_workers_mask(previous_);  // the mask they would have inherited from this thread
+  pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
 
 }  // namespace sprintnet::cpu
