@@ -216,7 +216,7 @@ const std::vector<ConfigKey>& keys() {
           "eager only for a GPU batch of more than 65535 samples",
           one_of({"auto", "fused", "compiled", "eager"})),
       // At most set_cpu_threads' kMaxCpuThreads: OpenMP asked for more threads than the system allows crashes.
-      key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = OMP_NUM_THREADS when it is set, else one a core)", closed(0, 1024)),
+      key("device.threads", &Config::device, &DeviceConfig::threads, "CPU threads (0 = OMP_NUM_THREADS when it is set, else one a core the process may run on)", closed(0, 1024)),
       key("device.update", &Config::device, &DeviceConfig::update,
           "data-parallel training (`--gpus N`): how the ranks apply the optimizer: `replicated` = the gradients "
           "all-reduced, every rank updates every parameter; `sharded` = ZeRO-1: the gradients reduce-scattered, each "
