@@ -370,8 +370,9 @@ std::string Trainer::describe() const {
     resuming = fmt::format("\nresuming {} after epoch {} of {} (step {})", resume_run_dir_.string(), start_epoch_,
                            config_.train.epochs, step_);
   }
-  const std::string engine = fmt::format("{} ({})", plan_ ? plan_->describe() : fmt::format("eager step, {}", precision_),
-                                         engine_.reason);
+  const std::string eager = fmt::format("eager step, {}{}", precision_,
+                                        device_.is_cpu() ? ", products by " + blas_description() : "");
+  const std::string engine = fmt::format("{} ({})", plan_ ? plan_->describe() : eager, engine_.reason);
   return fmt::format("{} train / {} test samples of {} ({}), {}\n{}\n{}, {}, batch {}, {}, lr schedule {}\n{}",
                      loaded_.data.train.size(), loaded_.data.test.size(), config_.data.dataset,
                      counted(loaded_.data.train.num_classes, "class", "classes"),

@@ -48,5 +48,9 @@ int cpu_threads();
 int default_cpu_threads();
 // The cores this process may run on: its CPU affinity (what a Slurm job's or a container's cpuset allows).
 int usable_cores();
+// The eager CPU ops' BLAS, for a run's banner: "OpenBLAS (SkylakeX kernels)". OpenBLAS 0.3.21 runs generic
+// (Prescott) kernels on the Xeons it does not know, 3.5-4x slower on AVX-512 ones: then the line says how to
+// choose its AVX-512 kernels (OPENBLAS_CORETYPE, read when the library loads, before main).
+std::string blas_description();
 
 }  // namespace sprintnet
