@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 #include "sprintnet/io/read_file.h"
 
@@ -27,6 +28,14 @@ Tensor random_labels(std::int64_t n, std::int64_t classes, Generator& gen, Devic
   std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
   for (auto& y : labels) y = static_cast<std::int32_t>(gen.below(static_cast<std::uint64_t>(classes)));
   return Tensor::from_vector(labels, {n}, device);
+}
+
+Dataset random_dataset(const std::string& name, std::int64_t n, std::int64_t features, std::int64_t classes,
+                       Generator& gen) {
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(n * features));
+  for (auto& p : pixels) p = static_cast<std::uint8_t>(gen.below(256));
+  Tensor images = Tensor::from_vector(pixels, {n, features});
+  return Dataset{name, std::move(images), random_labels(n, classes, gen), {features}, classes};
 }
 
 Tensor poisoned(const Shape& shape, DType dtype, Device device) {

@@ -8,6 +8,7 @@
 
 #include "sprintnet/core/random.h"
 #include "sprintnet/core/tensor.h"
+#include "sprintnet/data/dataset.h"
 
 namespace sprintnet::test {
 
@@ -20,6 +21,9 @@ Tensor random_uniform(const Shape& shape, DType dtype, Generator& gen, double lo
                       Device device = Device::cpu());
 // Labels uniform in [0, classes), int32.
 Tensor random_labels(std::int64_t n, std::int64_t classes, Generator& gen, Device device = Device::cpu());
+// A data set of `n` samples of uniform uint8 pixels (drawn first) and random_labels (then), on the CPU.
+Dataset random_dataset(const std::string& name, std::int64_t n, std::int64_t features, std::int64_t classes,
+                       Generator& gen);
 // A tensor filled with NaN (floating) or 0x5A bytes (integer): any element an op fails to write shows.
 Tensor poisoned(const Shape& shape, DType dtype, Device device = Device::cpu());
 

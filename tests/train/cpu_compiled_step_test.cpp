@@ -35,17 +35,6 @@ namespace {
 constexpr std::int64_t kSamples = 300, kFeatures = 20, kClasses = 5, kBatch = 128;  // batches 128, 128, 44
 constexpr int kSteps = 3;
 
-Dataset random_dataset(Generator& gen) {
-  Dataset data;
-  data.name = "random";
-  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(kSamples * kFeatures));
-  for (auto& p : pixels) p = static_cast<std::uint8_t>(gen.below(256));
-  data.images = Tensor::from_vector(pixels, {kSamples, kFeatures});
-  data.labels = test::random_labels(kSamples, kClasses, gen);
-  data.sample_shape = {kFeatures};
-  data.num_classes = kClasses;
-  return data;
-}
 
 struct Case {
   Activation activation = Activation::kReLU;
@@ -108,7 +97,7 @@ struct Fixture {
   std::unique_ptr<BatchLoader> loader;
   Fixture() {
     Generator gen(test::test_seed(), 3);
-    data = random_dataset(gen);
+    data = test::random_dataset("random", kSamples, kFeatures, kClasses, gen);
     loader = std::make_unique<BatchLoader>(data, norm, LoaderOptions{kBatch, true, false, 99}, Device::cpu());
   }
 };
@@ -298,14 +287,7 @@ TEST(CpuCompiledStep, IsBitIdenticalRunToRunAtAFixedThreadCount) {
 TEST(CpuCompiledStep, TrainsThroughAStormOfSignalsAsItTrainsQuietly) {
   set_cpu_threads(2);
   Generator gen(test::test_seed(), 5);
-  Dataset data;
-  data.name = "random-784";
-  std::vector<std::uint8_t> pixels(256 * 784);
-  for (auto& p : pixels) p = static_cast<std::uint8_t>(gen.below(256));
-  data.images = Tensor::from_vector(pixels, {256, 784});
-  data.labels = test::random_labels(256, 10, gen);
-  data.sample_shape = {784};
-  data.num_classes = 10;
+  const Dataset data = test::random_dataset("random-784", 256, 784, 10, gen);
   const BatchLoader loader(data, Normalization{1.0 / 255, -0.5}, LoaderOptions{128, true, true, 3}, Device::cpu());
   TrainPlanSpec spec;
   spec.mlp = {.inputs = 784, .hidden = {512, 512}, .outputs = 10};

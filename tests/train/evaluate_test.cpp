@@ -12,17 +12,6 @@ namespace {
 
 using testing::HasSubstr;
 
-Dataset random_dataset(std::int64_t samples, std::int64_t features, Generator& gen) {
-  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(samples * features));
-  for (auto& p : pixels) p = static_cast<std::uint8_t>(gen.below(256));
-  Dataset data;
-  data.name = "random";
-  data.images = Tensor::from_vector(pixels, {samples, features});
-  data.labels = test::random_labels(samples, 4, gen);
-  data.sample_shape = {features};
-  data.num_classes = 4;
-  return data;
-}
 
 std::unique_ptr<nn::Sequential> model_of(std::int64_t inputs) {
   Generator gen(11, 0);
@@ -32,7 +21,7 @@ std::unique_ptr<nn::Sequential> model_of(std::int64_t inputs) {
 // A drop_last loader's partial batch counted in the mean but not evaluated understated the loss by 60/64.
 TEST(Evaluate, EverySampleOnceWhateverTheLoadersShuffleAndDropLast) {
   Generator gen(test::test_seed(), 1);
-  const Dataset data = random_dataset(64, 6, gen);
+  const Dataset data = test::random_dataset("random", 64, 6, 4, gen);
   const Normalization norm{1.0 / 255, 0.0};
   auto model = model_of(6);
   BatchLoader plain(data, norm, {.batch_size = 10, .shuffle = false, .drop_last = false}, Device::cpu());
@@ -49,7 +38,7 @@ TEST(Evaluate, EverySampleOnceWhateverTheLoadersShuffleAndDropLast) {
 
 TEST(Evaluate, LeavesTheLoadersEpochAndTheModelsModeAsTheyWere) {
   Generator gen(test::test_seed(), 2);
-  const Dataset data = random_dataset(40, 6, gen);
+  const Dataset data = test::random_dataset("random", 40, 6, 4, gen);
   const Normalization norm{1.0 / 255, 0.0};
   const LoaderOptions options{.batch_size = 8, .shuffle = true, .drop_last = true, .seed = 9};
   BatchLoader loader(data, norm, options, Device::cpu()), untouched(data, norm, options, Device::cpu());
