@@ -1,8 +1,8 @@
 #include <cblas.h>
 
 #include <initializer_list>
-#include <string>
 #include <limits>
+#include <string>
 
 #include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/ops/cpu/dispatch.h"
@@ -12,7 +12,7 @@ namespace sprintnet {
 std::string blas_description() {
   const std::string core = openblas_get_corename();
   std::string line = fmt::format("OpenBLAS ({} kernels)", core);
-  if ((core == "Prescott" || core == "prescott") && __builtin_cpu_supports("avx512f")) {
+  if (core == "Prescott" && __builtin_cpu_supports("avx512f")) {
     line += ": generic ones on this AVX-512 CPU, which this OpenBLAS does not know; OPENBLAS_CORETYPE=SkylakeX in "
             "the environment runs its AVX-512 ones, ~4x faster";
   }

@@ -17,6 +17,11 @@ sigset_t make_asynchronous_signals() {
   return set;
 }
 
+const sigset_t& asynchronous_signals() {
+  static const sigset_t set = make_asynchronous_signals();
+  return set;
+}
+
 // Every worker of this thread's team (the one its next parallel region gets) takes `mask`.
 void set_team_workers_mask(const sigset_t& mask) {
   const int team = omp_get_max_threads();
@@ -28,11 +33,6 @@ void set_team_workers_mask(const sigset_t& mask) {
 }
 
 }  // namespace
-
-const sigset_t& asynchronous_signals() {
-  static const sigset_t set = make_asynchronous_signals();
-  return set;
-}
 
 JitSignalShield::JitSignalShield() : outermost_(shields_held++ == 0) {
   if (!outermost_) return;

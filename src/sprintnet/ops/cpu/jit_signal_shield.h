@@ -4,8 +4,9 @@
 // computing thread then writes its frame into the heap and corrupts it: a program embedding the library and
 // handling SIGUSR1, SIGALRM or SIGPROF aborted in free() in 20 of 22 CPU runs.
 //
-// A shield blocks every signal but the synchronous ones (faults, which the kernels do not raise) on the calling
-// thread and on the worker threads of its OpenMP team, and gives each the calling thread's mask back when it ends.
+// A shield blocks every signal but the synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS: faults,
+// which the kernels do not raise) on the calling thread and on the worker threads of its OpenMP team, and gives
+// each the calling thread's mask back when it ends.
 // The workers are blocked anew by every outermost shield: libgomp ends a team's surplus workers when a smaller
 // team runs and starts new ones for a larger team, which inherit the mask of the thread that starts them, so a
 // record of "blocked once" would not last. Inside a shield, a new worker inherits the blocked mask. A signal sent
@@ -29,8 +30,5 @@ class JitSignalShield {
   bool outermost_;
   sigset_t previous_;  // the calling thread's mask before the outermost shield
 };
-
-// The signals a shield holds back: all but SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP and SIGSYS.
-const sigset_t& asynchronous_signals();
 
 }  // namespace sprintnet::cpu
