@@ -235,7 +235,7 @@ double known_answer_tolerance(const std::string& section) {
   // normalisation and (through fp32 rounding, almost never visible) initial weights.
   if (section == "generator" || section == "schedule" || section == "normalization") return 1e-14;
   if (section == "trainer_init") return 1e-7;  // one fp32 ulp of a normal draw
-  // Training runs go through OpenBLAS, whose kernels (and so summation order) depend on the CPU.
+  // Training runs go through oneDNN's sgemm, whose kernels (and so summation order) depend on the CPU.
   if (section == "trainer_runs") return 1e-5;
   return 0.0;
 }

@@ -371,7 +371,7 @@ std::string Trainer::describe() const {
                            config_.train.epochs, step_);
   }
   const std::string eager = fmt::format("eager step, {}{}", precision_,
-                                        device_.is_cpu() ? ", products by " + blas_description() : "");
+                                        device_.is_cpu() ? ", products by " + eager_gemm_description() : "");
   const std::string engine = fmt::format("{} ({})", plan_ ? plan_->describe() : eager, engine_.reason);
   return fmt::format("{} train / {} test samples of {} ({}), {}\n{}\n{}, {}, batch {}, {}, lr schedule {}\n{}",
                      loaded_.data.train.size(), loaded_.data.test.size(), config_.data.dataset,

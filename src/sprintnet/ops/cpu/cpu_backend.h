@@ -1,5 +1,5 @@
 #pragma once
-// The CPU backend: OpenBLAS for matrix products, OpenMP loops for the rest.
+// The CPU backend: oneDNN (fp32) and OpenBLAS (fp64) for matrix products, OpenMP loops for the rest.
 // It is also the reference every CUDA op is tested against, so it favours
 // plain, obviously-correct loops and a fixed reduction order (results are
 // identical run to run for a fixed thread count).
@@ -48,9 +48,7 @@ int cpu_threads();
 int default_cpu_threads();
 // The cores this process may run on: its CPU affinity (what a Slurm job's or a container's cpuset allows).
 int usable_cores();
-// The eager CPU ops' BLAS, for a run's banner: "OpenBLAS (SkylakeX kernels)". OpenBLAS 0.3.21 runs generic
-// (Prescott) kernels on the Xeons it does not know, 3.5-4x slower on AVX-512 ones: then the line says how to
-// choose its AVX-512 kernels (OPENBLAS_CORETYPE, read when the library loads, before main).
-std::string blas_description();
+// The eager CPU ops' fp32 matrix product, for a run's banner: "oneDNN 2.6.3 sgemm (avx512_core_amx)".
+std::string eager_gemm_description();
 
 }  // namespace sprintnet

@@ -1,27 +1,52 @@
+// The eager CPU ops' matrix product. fp32 runs oneDNN's sgemm: its JIT kernels match the CPU they run on, where
+// OpenBLAS 0.3.21 (Debian 12's) runs generic Prescott kernels on the Xeons it does not know (Sapphire Rapids:
+// 3.5-4x slower there, docs/PERFORMANCE.md) and was no faster elsewhere. fp64 (the finite-difference gradient
+// checks, double tensors) runs OpenBLAS, as oneDNN has no fp64 product.
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 
+#include <cstdlib>
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/ops/cpu/dispatch.h"
+#include "sprintnet/ops/cpu/dnnl_matmul.h"
+#include "sprintnet/ops/cpu/jit_signal_shield.h"
 
 namespace sprintnet {
+namespace {
 
-std::string blas_description() {
-  const std::string core = openblas_get_corename();
-  std::string line = fmt::format("OpenBLAS ({} kernels)", core);
-  if (core == "Prescott" && __builtin_cpu_supports("avx512f")) {
-    line += ": generic ones on this AVX-512 CPU, which this OpenBLAS does not know; OPENBLAS_CORETYPE=SkylakeX in "
-            "the environment runs its AVX-512 ones, ~4x faster";
-  }
-  return line;
+// Kernel lab (docs/PERFORMANCE.md): SPRINTNET_EAGER_GEMM=openblas brings back the fp32 products this replaced,
+// so the two are timed side by side in one binary.
+bool openblas_sgemm() {
+  static const bool chosen = [] {
+    const char* env = std::getenv("SPRINTNET_EAGER_GEMM");
+    return env != nullptr && std::string_view(env) == "openblas";
+  }();
+  return chosen;
 }
 
-void CpuBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha,
-                      double beta) {
-  cpu_threads();  // first use fixes the thread count, so results are reproducible
+void sgemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha, double beta) {
+  const std::int64_t m = c.size(0), n = c.size(1), k = a.size(trans_a ? 0 : 1);
+  if (openblas_sgemm()) {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), static_cast<float>(alpha),
+                a.data<float>(), static_cast<blasint>(a.size(1)), b.data<float>(), static_cast<blasint>(b.size(1)),
+                static_cast<float>(beta), c.data<float>(), static_cast<blasint>(n));
+    return;
+  }
+  const cpu::JitSignalShield shield;  // oneDNN 2's JIT GEMM moves the stack pointer (jit_signal_shield.h)
+  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, static_cast<float>(alpha),
+                                          a.data<float>(), a.size(1), b.data<float>(), b.size(1),
+                                          static_cast<float>(beta), c.data<float>(), n);
+  SN_CHECK(status == dnnl_success, "gemm: oneDNN's sgemm failed on {}x{}x{} (status {})", m, n, k,
+           static_cast<int>(status));
+}
+
+void dgemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha, double beta) {
   for (const Tensor* t : {&a, &b, &c}) {
     SN_CHECK(t->size(0) <= std::numeric_limits<blasint>::max() && t->size(1) <= std::numeric_limits<blasint>::max(),
              "gemm: a matrix of shape {} has a dimension over {}, more than OpenBLAS's 32-bit interface takes",
@@ -30,9 +55,22 @@ void CpuBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans
   const auto m = static_cast<blasint>(c.size(0)), n = static_cast<blasint>(c.size(1));
   const auto k = static_cast<blasint>(a.size(trans_a ? 0 : 1));
   const auto lda = static_cast<blasint>(a.size(1)), ldb = static_cast<blasint>(b.size(1));
-  const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // BLAS leaves C untouched here; the maths says C = beta * C
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+              a.data<double>(), lda, b.data<double>(), ldb, beta, c.data<double>(), n);
+}
+
+}  // namespace
+
+std::string eager_gemm_description() {
+  if (openblas_sgemm()) return fmt::format("OpenBLAS ({} kernels; SPRINTNET_EAGER_GEMM)", openblas_get_corename());
+  return fmt::format("{} sgemm ({})", cpu::dnnl_library_version(), cpu::dnnl_cpu_isa());
+}
+
+void CpuBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha,
+                      double beta) {
+  cpu_threads();  // first use fixes the thread count, so results are reproducible
+  if (c.size(0) == 0 || c.size(1) == 0) return;
+  if (a.size(trans_a ? 0 : 1) == 0) {  // BLAS leaves C untouched here; the maths says C = beta * C
     if (beta == 0.0) {
       fill(c, 0.0);
     } else {
@@ -41,11 +79,9 @@ void CpuBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans
     return;
   }
   if (a.dtype() == DType::kF32) {
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(), ldb,
-                static_cast<float>(beta), c.data<float>(), n);
+    sgemm(a, trans_a, b, trans_b, c, alpha, beta);
   } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a.data<double>(), lda, b.data<double>(), ldb, beta,
-                c.data<double>(), n);
+    dgemm(a, trans_a, b, trans_b, c, alpha, beta);
   }
 }
 
