@@ -38,8 +38,13 @@ Dataset random_dataset(const std::string& name, std::int64_t n, std::int64_t fea
   return Dataset{name, std::move(images), random_labels(n, classes, gen), {features}, classes};
 }
 
+// NaN in floating point; in int32 the one value no index, label or count takes (90, the old poison, was a valid
+// permutation entry); bytes have no such value: 0x5A.
 Tensor poisoned(const Shape& shape, DType dtype, Device device) {
-  return Tensor::full(shape, is_floating(dtype) ? std::numeric_limits<double>::quiet_NaN() : 0x5A, dtype, device);
+  const double poison = is_floating(dtype)      ? std::numeric_limits<double>::quiet_NaN()
+                        : dtype == DType::kI32 ? static_cast<double>(std::numeric_limits<std::int32_t>::min())
+                                               : 0x5A;
+  return Tensor::full(shape, poison, dtype, device);
 }
 
 double relative_error(const Tensor& a, const Tensor& b) {

@@ -1,7 +1,7 @@
 // The compiled CPU step (train/cpu_train_plan.cpp) against the eager step, which stays the
 // reference: the same initial weights, data and batch order through both, for every activation,
 // both losses, every optimizer, and a partial last batch. Both run the same elementwise, loss and
-// optimizer code on fp32; only the matrix products differ (oneDNN against OpenBLAS: another
+// optimizer code on fp32; only the matrix products differ (oneDNN's matmul against its sgemm: another
 // summation order). After three steps weights, state and losses agree to 1e-5 relative: a
 // reordered fp32 sum of K <= 128 products is off by ~sqrt(K)*6e-8 ≈ 7e-7 per element, and three
 // steps compound that only a few times. Adam(W) runs with eps = 1e-4 rather than 1e-8: its update
@@ -26,6 +26,7 @@
 #include "sprintnet/optim/make_optimizer.h"
 #include "sprintnet/train/evaluate.h"
 #include "sprintnet/train/train_plan.h"
+#include "support/training_steps.h"
 #include "support/signal_storm.h"
 #include "support/test_util.h"
 
@@ -105,20 +106,7 @@ struct Fixture {
 // Three eager steps; returns the sum of the steps' mean losses.
 double train_eager(const Case& c, Model& m, BatchLoader& loader) {
   auto loss = nn::make_loss(c.loss, c.loss == "cross_entropy" ? 0.1 : 0.0);
-  m.net->train();
-  loader.start_epoch(0);
-  double sum = 0.0;
-  const auto lr = learning_rates(c);
-  for (int s = 0; s < kSteps; ++s) {
-    m.optimizer->set_lr(lr[static_cast<std::size_t>(s)]);
-    const Batch batch = loader.batch(s);
-    m.optimizer->zero_grad();
-    const Tensor value = loss->forward(m.net->forward(batch.inputs), batch.labels);
-    m.net->backward(loss->backward());
-    m.optimizer->step();
-    sum += value.item();
-  }
-  return sum;
+  return test::train_eager_steps(*m.net, *m.optimizer, *loss, loader, learning_rates(c));
 }
 
 std::unique_ptr<TrainPlan> make_plan(const Case& c, const BatchLoader& loader) {
@@ -136,12 +124,7 @@ std::unique_ptr<TrainPlan> make_plan(const Case& c, const BatchLoader& loader) {
 // Three compiled steps, stored back into `m`; returns the epoch's totals.
 EpochTotals train_compiled(const Case& c, Model& m, const BatchLoader& loader) {
   auto plan = make_plan(c, loader);
-  plan->load(*m.net, *m.optimizer);
-  plan->start_epoch(0);
-  for (int s = 0; s < kSteps; ++s) plan->step();
-  const EpochTotals totals = plan->finish_epoch();
-  plan->store(*m.net, *m.optimizer);
-  return totals;
+  return test::train_plan_steps(*plan, *m.net, *m.optimizer, kSteps);
 }
 
 // `state_tolerance` (default: `tolerance`) bounds the optimizer's state, which holds the gradients alone.
