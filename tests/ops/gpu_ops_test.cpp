@@ -314,6 +314,12 @@ TEST(GpuOps, MseMatchesOracle) {
     test::expect_matches_oracle(loss[0], loss_ref, kReductionTolerance, "loss of " + what);
     test::expect_matches_oracle(grad[0], grad_ref, kElementwiseTolerance, "gradient of " + what);
     test::expect_bit_identical(loss[0], loss[1], "loss of " + what);
+    test::expect_bit_identical(grad[0], grad[1], "gradient of " + what);
+    // The loss alone (evaluation: no gradient, its own path in mse.cu), into an fp64 sum as evaluate() keeps it:
+    // the same loss as the run with the gradient.
+    const Tensor loss_only = Tensor::full({1}, 0.25, DType::kF64, gpu());
+    ops::mse_one_hot(pred_gpu, labels_gpu, loss_only, loss_scale, nullptr, grad_scale);
+    test::expect_matches_oracle(loss_only, loss_ref, kReductionTolerance, "loss alone of " + what);
   }
 }
 

@@ -36,7 +36,9 @@ struct DeviceValue {
   Tensor bytes;
   explicit DeviceValue(const T& value = T{}) {
     bytes = Tensor::empty({static_cast<std::int64_t>(sizeof(T))}, DType::kU8, gpu());
-    SN_CUDA_CHECK(cudaMemcpy(bytes.raw_data(), &value, sizeof(T), cudaMemcpyHostToDevice));
+    // On the kernels' stream (non-blocking: a copy on the legacy stream would not be ordered before them).
+    SN_CUDA_CHECK(cudaMemcpyAsync(bytes.raw_data(), &value, sizeof(T), cudaMemcpyHostToDevice, stream()));
+    SN_CUDA_CHECK(cudaStreamSynchronize(stream()));
   }
   T* get() const { return static_cast<T*>(bytes.raw_data()); }
   T read() const {
@@ -361,11 +363,11 @@ TEST(GpuStepKernels, BatchGatherTakesTheStepsBatchFromTheOrder) {
     const std::string what = fmt::format("{} features, batch {}, {}", features, batch, dtype_name(type));
     const std::int64_t n = 2500, steps_per_epoch = n / batch;
     std::vector<std::uint8_t> pixels(static_cast<std::size_t>(n * features));
-    for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 7919) % 251);
+    for (auto& p : pixels) p = static_cast<std::uint8_t>(gen.below(251));  // exact in bf16 and fp16 after scaling
     const Tensor images = Tensor::from_vector(pixels, {n, features}, gpu());
     const Tensor labels = test::random_labels(n, 10, gen);
     const Tensor d_labels = labels.to(gpu());
-    const std::vector<std::int32_t> order = epoch_permutation(5, 1, n);
+    const std::vector<std::int32_t> order = epoch_permutation(test::test_seed(), 1, n);
     const Tensor d_order = Tensor::from_vector(order, {n}, gpu());
     DeviceValue<cuda::StepState> state({.step = 2 * steps_per_epoch + 1});  // epoch 2, batch 1
     const Tensor dst = test::poisoned({batch, features}, type, gpu());
@@ -455,6 +457,50 @@ TEST(GpuStepKernels, ReluGradientIsTheCpusSelectInEveryElementType) {
       if (act[i] == 0.0f) {
         EXPECT_EQ(got[i], 0.0f) << dtype_name(dtype) << " masked entry " << i;
       }
+    }
+  }
+}
+
+// The activations the compiled step applies by kernel (GELU, tanh, sigmoid, SiLU, and identity and ReLU through the
+// same code), in bf16 and fp16, against the CPU in fp64 on the same rounded inputs. Each kernel computes in fp32 and
+// rounds once to its type: |error| <= 2^-8 |y| in bf16, 2^-11 in fp16 (rtol 4.5e-3, 6e-4 with fp32's own error),
+// plus 2e-6 for fp32's erf/exp near zero and fp16's subnormals. The forward runs out of place and in place, the
+// backward (from x and the kernel's own y, as the step calls it) out of place into a poisoned buffer and in place
+// over dy: the two must agree bit for bit. (fp32: GpuOps' activation tests.)
+TEST(GpuStepKernels, ActivationKernelsMatchTheCpuInBf16AndFp16) {
+  SN_REQUIRE_GPU();
+  Generator gen(test::test_seed() + 8);
+  const std::int64_t n = 5000;  // not a multiple of any vector width
+  for (const auto& [dtype, element, rtol] : std::vector<std::tuple<DType, cuda::ElementType, double>>{
+           {DType::kBF16, cuda::ElementType::kBF16, 4.5e-3}, {DType::kF16, cuda::ElementType::kF16, 6e-4}}) {
+    for (const Activation act : {Activation::kIdentity, Activation::kReLU, Activation::kGELU, Activation::kTanh,
+                                 Activation::kSigmoid, Activation::kSiLU}) {
+      const std::string what = fmt::format("{} {}", ops::activation_name(act), dtype_name(dtype));
+      const auto kind = static_cast<cuda::ActivationKind>(act);
+      const Tensor x = test::random_uniform({n}, DType::kF32, gen, -5.0, 5.0).to(dtype);
+      const Tensor dy = test::random_uniform({n}, DType::kF32, gen, -2.0, 2.0).to(dtype);
+      const Tensor d_x = x.to(gpu()), d_dy = dy.to(gpu());
+
+      const Tensor y = test::poisoned({n}, dtype).to(gpu());
+      SN_CUDA_CHECK(cuda::launch_activation_forward(kind, element, d_x.raw_data(), y.raw_data(), n, stream()));
+      Tensor ref_y = Tensor::empty({n}, DType::kF64);
+      ops::activation_forward(act, test::oracle_copy(x), ref_y);
+      test::expect_allclose(y, ref_y, 2e-6, rtol, "forward " + what);
+      const Tensor in_place = d_x.clone();
+      SN_CUDA_CHECK(
+          cuda::launch_activation_forward(kind, element, in_place.raw_data(), in_place.raw_data(), n, stream()));
+      test::expect_bit_identical(in_place, y, "forward in place " + what);
+
+      const Tensor dx = test::poisoned({n}, dtype).to(gpu());
+      SN_CUDA_CHECK(cuda::launch_activation_backward(kind, element, d_x.raw_data(), y.raw_data(), d_dy.raw_data(),
+                                                     dx.raw_data(), n, stream()));
+      Tensor ref_dx = Tensor::empty({n}, DType::kF64);
+      ops::activation_backward(act, test::oracle_copy(x), test::oracle_copy(y), test::oracle_copy(dy), ref_dx);
+      test::expect_allclose(dx, ref_dx, 2e-6, rtol, "backward " + what);
+      const Tensor dx_in_place = d_dy.clone();
+      SN_CUDA_CHECK(cuda::launch_activation_backward(kind, element, d_x.raw_data(), y.raw_data(),
+                                                     dx_in_place.raw_data(), dx_in_place.raw_data(), n, stream()));
+      test::expect_bit_identical(dx_in_place, dx, "backward in place " + what);
     }
   }
 }
