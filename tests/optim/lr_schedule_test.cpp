@@ -128,6 +128,18 @@ TEST(LrSchedule, OneCycleMatchesTorch) {
   }
 }
 
+// A warm-up may last the whole run (warmup_steps = total steps, the bound the error names as "[0, total]"): the
+// rate then rises on every step and the run ends below lr. One step more is refused (BadConfigErrorsNameTheKey).
+TEST(LrSchedule, AWarmUpAsLongAsTheRunIsAccepted) {
+  ScheduleConfig config = schedule("cosine");
+  config.warmup_steps = 100;
+  config.warmup_start_factor = 0.1;
+  const optim::LrSchedule s(config, 0.2, 10, 100);
+  EXPECT_NEAR(s.lr_at(0), 0.02, kTolerance);
+  EXPECT_NEAR(s.lr_at(99), 0.2 * (0.1 + 0.9 * 0.99), kTolerance);
+  for (std::int64_t step = 1; step < 100; ++step) EXPECT_GT(s.lr_at(step), s.lr_at(step - 1)) << step;
+}
+
 TEST(LrSchedule, BadConfigErrorsNameTheKey) {
   const std::string type = test::error_message([] { optim::LrSchedule(schedule("linear"), 0.1, 10, 100); });
   EXPECT_THAT(type, HasSubstr("schedule.type"));

@@ -330,6 +330,26 @@ TEST(Checkpoint, LeftoversOfAKilledWriteAreIgnoredAndCleanedUp) {
   EXPECT_EQ(read_checkpoint(checkpoints / "epoch-0004").epoch, 4);
 }
 
+// The leftover of an earlier life (a checkpoint renamed into place before `latest` named it) goes at the resumed
+// run's first checkpoint, not only when the run reaches its epoch and rewrites it: a run that dies again in
+// between leaves no checkpoint of a life that `latest` never named. (In LeftoversOfAKilledWriteAreIgnoredAndCleanedUp
+// the resumed run goes on to rewrite epoch 4, which hides whether the leftover was deleted.)
+TEST(Checkpoint, ALeftoverNewerThanLatestGoesAtTheResumedRunsFirstCheckpoint) {
+  const fs::path out = test::temp_dir("checkpoint-leftover-newer");
+  const fs::path run = train_until_killed(tiny_config(out, "run", {"checkpoint.keep_last=0"}), 2);
+  const fs::path checkpoints = run / kCheckpointsDirName;
+  fs::copy(checkpoints / "epoch-0002", checkpoints / "epoch-0004", fs::copy_options::recursive);
+  ASSERT_EQ(latest_checkpoint(run).filename(), "epoch-0002");
+
+  Trainer resumed(plan_resume(run, {}, {}));
+  resumed.on_epoch_end([](const EpochRecord& record) {
+    if (record.epoch == 3) throw SimulatedKill{};
+  });
+  EXPECT_THROW(resumed.fit(), SimulatedKill);
+  EXPECT_EQ(latest_checkpoint(run).filename(), "epoch-0003");
+  EXPECT_EQ(names_of(list_checkpoints(run)), (std::vector<std::string>{"epoch-0001", "epoch-0002", "epoch-0003"}));
+}
+
 // A checkpoint whose write fails part way (here its second file: a full disk, say) leaves no temporary
 // directory behind, and `latest` still names the checkpoint before it.
 TEST(Checkpoint, AFailedWriteLeavesNothingBehind) {

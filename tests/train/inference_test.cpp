@@ -14,6 +14,7 @@
 #include <numeric>
 
 #include "sprintnet/io/safetensors.h"
+#include "sprintnet/nn/mlp.h"
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/train/trainer.h"
 #include "support/error_message.h"
@@ -265,6 +266,24 @@ TEST(ConfusionMatrix, CountsCellsAndClassAccuracy) {
   EXPECT_THAT(test::error_message([] { ConfusionMatrix(-5); }), HasSubstr("0 to 65536 classes, got -5"));
   EXPECT_THROW(ConfusionMatrix(kMaxClasses + 1), Error);
   EXPECT_EQ(ConfusionMatrix().total(), 0);
+}
+
+// Equal logits (a model whose weights are all zero, as a dead or untrained one may be): the confusion matrix takes
+// the first maximum, as ops::count_correct does, so its diagonal is the evaluation's count of correct samples and
+// every prediction is class 0. (No test had a tie: the matrix taking the last maximum went unnoticed.)
+TEST(ConfusionMatrix, TiedLogitsPredictTheFirstClassAsTheAccuracyCounts) {
+  Generator gen(test::test_seed());
+  constexpr std::int64_t kClasses = 4;
+  const Dataset data = test::random_dataset("ties", 50, 6, kClasses, gen);
+  auto model = nn::make_mlp({.inputs = 6, .hidden = {5}, .outputs = kClasses}, gen);
+  for (nn::Parameter* p : model->parameters()) ops::fill(p->value, 0.0);
+  BatchLoader loader(data, Normalization{1.0 / 255, 0.0}, LoaderOptions{16, false, false, 0}, Device::cpu());
+  const Evaluation evaluation = evaluate_with_confusion(*model, loader, "cross_entropy", kClasses);
+  EXPECT_EQ(evaluation.confusion.correct(), evaluation.result.correct);
+  const std::vector<std::int32_t> labels = data.labels.to_vector<std::int32_t>();
+  for (std::int64_t truth = 0; truth < kClasses; ++truth) {
+    EXPECT_EQ(evaluation.confusion.at(truth, 0), std::count(labels.begin(), labels.end(), truth)) << truth;
+  }
 }
 
 }  // namespace

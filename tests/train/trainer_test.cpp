@@ -2,6 +2,8 @@
 // in data/; `make test` runs that first), and bit-for-bit determinism.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/train/trainer.h"
@@ -75,6 +77,91 @@ TEST(Trainer, SameConfigAndSeedGiveIdenticalResults) {
   EXPECT_EQ(read_file(a.run_dir / "model.safetensors"), read_file(b.run_dir / "model.safetensors"));
   const TrainSummary c = Trainer(small_mnist_config("det-c", {"train.epochs=1", "seed=1"})).fit();
   EXPECT_NE(a.epochs[0].train_loss, c.epochs[0].train_loss);
+}
+
+// The engine decides how the products are computed, not what a run trains on: an eager and a compiled run of one
+// config and seed see the same batches in the same order every epoch (both take epoch e's order from
+// epoch_permutation(the loader's seed, e - 1)), so their epochs agree to the products' rounding (oneDNN's sgemm
+// against its matmul primitives). Over 60 seeds 2 epochs of 8 steps (tanh, whose slope follows the rounding
+// smoothly; see tests/train/cpu_compiled_step_test.cpp) stayed within 1.5e-7 relative (measured when the eager step
+// ran OpenBLAS); the eager loop drawing another epoch's order moved an epoch's train loss by 9e-4 to 4e-2 relative.
+// 1e-5 lies between, ~60x from either.
+TEST(Trainer, EagerAndCompiledStepsTrainOnTheSameBatches) {
+  const std::uint64_t seed = test::test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  const auto run = [&](const std::string& engine) {
+    return Trainer(small_mnist_config("engine-" + engine, {fmt::format("seed={}", seed), "data.train_limit=1024",
+                                                           "data.test_limit=500", "train.epochs=2",
+                                                           "model.activation=\"tanh\"", "device.threads=1",
+                                                           fmt::format("device.engine=\"{}\"", engine)}))
+        .fit();
+  };
+  const TrainSummary eager = run("eager"), compiled = run("compiled");
+  ASSERT_EQ(eager.epochs.size(), 2u);
+  ASSERT_EQ(compiled.epochs.size(), 2u);
+  for (std::size_t e = 0; e < 2; ++e) {
+    const double expected = eager.epochs[e].train_loss;
+    EXPECT_NEAR(compiled.epochs[e].train_loss, expected, 1e-5 * expected) << "epoch " << e + 1;
+  }
+  EXPECT_NEAR(compiled.final_test.loss, eager.final_test.loss, 1e-5 * eager.final_test.loss);
+}
+
+// An epoch's record (its metrics row and epoch line): train_loss is the mean of the epoch's step losses, and lr is
+// the rate its last step ran at. The run evaluates its own training samples (data.test_* name the training files)
+// at a rate of 1e-9, so the weights stay put: in 4 equal batches the mean of the step means is the evaluation's
+// mean loss over the same 512 samples (measured 4e-10 relative apart; 1e-6 allows for other BLAS kernels, and a
+// loss divided by the samples instead of the steps is off by 128x).
+// A step schedule halving the rate each epoch makes each epoch's last rate differ from the next step's.
+// (The golden trainer runs of tests/parity were the only test that caught a loss divided by the samples rather
+// than the steps, or the rate of the step after the epoch.)
+TEST(Trainer, AnEpochsRecordHasTheMeanStepLossAndTheRateOfItsLastStep) {
+  const auto mnist_file = [](const std::string& name) {
+    const std::filesystem::path raw = test::data_dir() / "mnist" / name;
+    return std::filesystem::exists(raw) ? raw.string() : raw.string() + ".gz";  // raw, or gzipped as get-data may
+  };
+  const std::string images = mnist_file("train-images-idx3-ubyte"), labels = mnist_file("train-labels-idx1-ubyte");
+  const std::uint64_t seed = test::test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  const std::vector<std::string> overrides = {
+      fmt::format("seed={}", seed),
+      "data.dataset=\"idx\"",
+      fmt::format("data.train_images=\"{}\"", images),
+      fmt::format("data.train_labels=\"{}\"", labels),
+      fmt::format("data.test_images=\"{}\"", images),
+      fmt::format("data.test_labels=\"{}\"", labels),
+      "data.train_limit=512",
+      "data.test_limit=512",
+      "train.batch_size=128",
+      "train.epochs=2",
+      "optim.lr=1e-9",
+      "schedule.type=\"step\"",
+      "schedule.step_size=1",
+      "schedule.gamma=0.5",
+  };
+  const TrainSummary summary = Trainer(small_mnist_config("epoch-record", overrides)).fit();
+  ASSERT_EQ(summary.epochs.size(), 2u);
+  for (std::size_t e = 0; e < 2; ++e) {
+    const EpochRecord& r = summary.epochs[e];
+    EXPECT_DOUBLE_EQ(r.lr, 1e-9 * (e == 0 ? 1.0 : 0.5)) << "epoch " << e + 1;
+    ASSERT_TRUE(r.test_loss.has_value()) << "epoch " << e + 1;
+    EXPECT_NEAR(r.train_loss, *r.test_loss, 1e-6 * *r.test_loss) << "epoch " << e + 1;
+  }
+}
+
+// train.eval_every = N evaluates after every N-th epoch and after the last; 0, after the last only.
+TEST(Trainer, TestMetricsComeEveryEvalEveryEpochsAndAfterTheLast) {
+  const auto evaluated = [](const std::string& name, const std::string& eval_every) {
+    const TrainSummary summary = Trainer(small_mnist_config(name, {"data.train_limit=256", "data.test_limit=100",
+                                                                   "train.epochs=3", "train.eval_every=" + eval_every}))
+                                     .fit();
+    std::vector<bool> out;
+    for (const EpochRecord& r : summary.epochs) {
+      EXPECT_EQ(r.test_loss.has_value(), r.test_accuracy.has_value()) << name << " epoch " << r.epoch;
+      out.push_back(r.test_loss.has_value());
+    }
+    return out;
+  };
+  EXPECT_EQ(evaluated("eval-every-1", "1"), (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(evaluated("eval-every-2", "2"), (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(evaluated("eval-every-0", "0"), (std::vector<bool>{false, false, true}));
 }
 
 TEST(Trainer, RunDirectoriesAreNeverReused) {
