@@ -18,6 +18,10 @@ std::uint64_t test_seed() {
   return seed;
 }
 
+std::uint64_t config_seed() {
+  return test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+}
+
 Tensor random_uniform(const Shape& shape, DType dtype, Generator& gen, double low, double high, Device device) {
   std::vector<double> values(static_cast<std::size_t>(shape_numel(shape)));
   for (double& v : values) v = gen.uniform(low, high);

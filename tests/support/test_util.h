@@ -15,6 +15,8 @@ namespace sprintnet::test {
 // A seed that differs per test run unless SPRINTNET_TEST_SEED is set; printed
 // by the test main so a failure can be replayed.
 std::uint64_t test_seed();
+// test_seed() as a config's `seed`: TOML integers are signed, so it is kept below 2^63.
+std::uint64_t config_seed();
 
 // Uniform values in [low, high) of the given dtype, on `device`.
 Tensor random_uniform(const Shape& shape, DType dtype, Generator& gen, double low = -1.0, double high = 1.0,

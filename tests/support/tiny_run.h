@@ -5,7 +5,6 @@
 // 2^63 because TOML integers are signed.
 #include <cstdint>
 #include <filesystem>
-#include <limits>
 
 #include "sprintnet/io/config.h"
 #include "support/test_util.h"
@@ -13,9 +12,8 @@
 namespace sprintnet::test {
 
 inline Config tiny_run_config(const std::filesystem::path& out_dir, std::int64_t test_samples) {
-  const std::uint64_t seed = test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   return config_from_overrides({
-      fmt::format("seed={}", seed),
+      fmt::format("seed={}", config_seed()),
       fmt::format("data.dir=\"{}\"", data_dir().string()),
       "data.train_limit=2000",
       fmt::format("data.test_limit={}", test_samples),

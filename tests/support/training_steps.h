@@ -1,5 +1,5 @@
 #pragma once
-// The first steps of epoch 0 through the eager step, the reference every engine is compared with (zero_grad,
+// The first steps of an epoch through the eager step, the reference every engine is compared with (zero_grad,
 // forward, loss, backward, the optimizer at that step's learning rate, as a PyTorch loop writes it), and through an
 // engine's plan, from the same model and optimizer.
 #include <vector>
@@ -12,11 +12,12 @@
 
 namespace sprintnet::test {
 
-// One step per entry of `lr_per_step`; returns the sum of the steps' mean losses.
+// One step per entry of `lr_per_step` (the first batches of epoch `epoch`); returns the sum of the steps' mean losses.
 inline double train_eager_steps(nn::Sequential& net, optim::Optimizer& optimizer, nn::Loss& loss,
-                                train::BatchLoader& loader, const std::vector<double>& lr_per_step) {
+                                train::BatchLoader& loader, const std::vector<double>& lr_per_step,
+                                std::int64_t epoch = 0) {
   net.train();
-  loader.start_epoch(0);
+  loader.start_epoch(epoch);
   double sum = 0.0;
   for (std::size_t s = 0; s < lr_per_step.size(); ++s) {
     optimizer.set_lr(lr_per_step[s]);

@@ -54,14 +54,9 @@ std::vector<std::string> read_lines(const fs::path& path) {
   return lines;
 }
 
-// TOML integers are signed, so the random seed is kept below 2^63.
-std::uint64_t run_seed() {
-  return test::test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-}
-
 std::vector<std::string> tiny_overrides(const fs::path& out_dir, const std::string& name) {
   return {
-      fmt::format("seed={}", run_seed()),
+      fmt::format("seed={}", test::config_seed()),
       fmt::format("data.dir=\"{}\"", test::data_dir().string()),
       "data.train_limit=2000",
       "data.test_limit=500",

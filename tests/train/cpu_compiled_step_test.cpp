@@ -232,21 +232,10 @@ TEST(CpuCompiledStep, ASecondEpochTakesTheRunsRatesItsOwnOrderAndAFreshLossSum) 
 
   Model eager = make_model(c), compiled = make_model(c);
   auto loss = nn::make_loss(c.loss, 0.1);
-  eager.net->train();
   std::vector<double> eager_sums;
   for (int e = 0; e < kEpochs; ++e) {
-    f.loader->start_epoch(e);
-    double sum = 0.0;
-    for (int s = 0; s < kSteps; ++s) {
-      eager.optimizer->set_lr(lr[static_cast<std::size_t>(e * kSteps + s)]);
-      const Batch batch = f.loader->batch(s);
-      eager.optimizer->zero_grad();
-      const Tensor value = loss->forward(eager.net->forward(batch.inputs), batch.labels);
-      eager.net->backward(loss->backward());
-      eager.optimizer->step();
-      sum += value.item();
-    }
-    eager_sums.push_back(sum);
+    const std::vector<double> epoch_lr(lr.begin() + e * kSteps, lr.begin() + (e + 1) * kSteps);
+    eager_sums.push_back(test::train_eager_steps(*eager.net, *eager.optimizer, *loss, *f.loader, epoch_lr, e));
   }
 
   auto plan = make_plan(c, *f.loader, lr);

@@ -2,8 +2,7 @@
 // in data/; `make test` runs that first), and bit-for-bit determinism.
 #include <gtest/gtest.h>
 
-#include <limits>
-
+#include "sprintnet/data/dataset.h"
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/train/trainer.h"
@@ -87,12 +86,11 @@ TEST(Trainer, SameConfigAndSeedGiveIdenticalResults) {
 // ran OpenBLAS); the eager loop drawing another epoch's order moved an epoch's train loss by 9e-4 to 4e-2 relative.
 // 1e-5 lies between, ~60x from either.
 TEST(Trainer, EagerAndCompiledStepsTrainOnTheSameBatches) {
-  const std::uint64_t seed = test::test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   const auto run = [&](const std::string& engine) {
-    return Trainer(small_mnist_config("engine-" + engine, {fmt::format("seed={}", seed), "data.train_limit=1024",
-                                                           "data.test_limit=500", "train.epochs=2",
-                                                           "model.activation=\"tanh\"", "device.threads=1",
-                                                           fmt::format("device.engine=\"{}\"", engine)}))
+    return Trainer(small_mnist_config("engine-" + engine,
+                                      {fmt::format("seed={}", test::config_seed()), "data.train_limit=1024",
+                                       "data.test_limit=500", "train.epochs=2", "model.activation=\"tanh\"",
+                                       "device.threads=1", fmt::format("device.engine=\"{}\"", engine)}))
         .fit();
   };
   const TrainSummary eager = run("eager"), compiled = run("compiled");
@@ -114,14 +112,12 @@ TEST(Trainer, EagerAndCompiledStepsTrainOnTheSameBatches) {
 // (The golden trainer runs of tests/parity were the only test that caught a loss divided by the samples rather
 // than the steps, or the rate of the step after the epoch.)
 TEST(Trainer, AnEpochsRecordHasTheMeanStepLossAndTheRateOfItsLastStep) {
-  const auto mnist_file = [](const std::string& name) {
-    const std::filesystem::path raw = test::data_dir() / "mnist" / name;
-    return std::filesystem::exists(raw) ? raw.string() : raw.string() + ".gz";  // raw, or gzipped as get-data may
-  };
-  const std::string images = mnist_file("train-images-idx3-ubyte"), labels = mnist_file("train-labels-idx1-ubyte");
-  const std::uint64_t seed = test::test_seed() & static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  DataConfig mnist;  // MNIST's training files as get-data left them (raw or gzipped)
+  mnist.dir = test::data_dir().string();
+  const DatasetFiles files = dataset_files(mnist);
+  const std::string images = files.train_images.string(), labels = files.train_labels.string();
   const std::vector<std::string> overrides = {
-      fmt::format("seed={}", seed),
+      fmt::format("seed={}", test::config_seed()),
       "data.dataset=\"idx\"",
       fmt::format("data.train_images=\"{}\"", images),
       fmt::format("data.train_labels=\"{}\"", labels),

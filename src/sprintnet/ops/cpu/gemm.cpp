@@ -21,7 +21,7 @@ namespace {
 
 // Kernel lab (docs/PERFORMANCE.md): SPRINTNET_EAGER_GEMM=openblas brings back the fp32 products this replaced,
 // so the two are timed side by side in one binary.
-bool openblas_sgemm() {
+bool fp32_by_openblas() {
   static const bool chosen = [] {
     const char* env = std::getenv("SPRINTNET_EAGER_GEMM");
     return env != nullptr && std::string_view(env) == "openblas";
@@ -29,15 +29,10 @@ bool openblas_sgemm() {
   return chosen;
 }
 
-void sgemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha, double beta) {
+// fp32 by oneDNN's JIT sgemm.
+void dnnl_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha,
+               double beta) {
   const std::int64_t m = c.size(0), n = c.size(1), k = a.size(trans_a ? 0 : 1);
-  if (openblas_sgemm()) {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), static_cast<float>(alpha),
-                a.data<float>(), static_cast<blasint>(a.size(1)), b.data<float>(), static_cast<blasint>(b.size(1)),
-                static_cast<float>(beta), c.data<float>(), static_cast<blasint>(n));
-    return;
-  }
   const cpu::JitSignalShield shield;  // oneDNN 2's JIT GEMM moves the stack pointer (jit_signal_shield.h)
   const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, static_cast<float>(alpha),
                                           a.data<float>(), a.size(1), b.data<float>(), b.size(1),
@@ -46,7 +41,9 @@ void sgemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const T
            static_cast<int>(status));
 }
 
-void dgemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha, double beta) {
+// fp64 (and fp32 under the lab switch) by OpenBLAS.
+void openblas_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha,
+                   double beta) {
   for (const Tensor* t : {&a, &b, &c}) {
     SN_CHECK(t->size(0) <= std::numeric_limits<blasint>::max() && t->size(1) <= std::numeric_limits<blasint>::max(),
              "gemm: a matrix of shape {} has a dimension over {}, more than OpenBLAS's 32-bit interface takes",
@@ -55,14 +52,20 @@ void dgemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const T
   const auto m = static_cast<blasint>(c.size(0)), n = static_cast<blasint>(c.size(1));
   const auto k = static_cast<blasint>(a.size(trans_a ? 0 : 1));
   const auto lda = static_cast<blasint>(a.size(1)), ldb = static_cast<blasint>(b.size(1));
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
-              a.data<double>(), lda, b.data<double>(), ldb, beta, c.data<double>(), n);
+  const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+  if (a.dtype() == DType::kF32) {
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(), ldb,
+                static_cast<float>(beta), c.data<float>(), n);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a.data<double>(), lda, b.data<double>(), ldb, beta,
+                c.data<double>(), n);
+  }
 }
 
 }  // namespace
 
 std::string eager_gemm_description() {
-  if (openblas_sgemm()) return fmt::format("OpenBLAS ({} kernels; SPRINTNET_EAGER_GEMM)", openblas_get_corename());
+  if (fp32_by_openblas()) return fmt::format("OpenBLAS ({} kernels; SPRINTNET_EAGER_GEMM)", openblas_get_corename());
   return fmt::format("{} sgemm ({})", cpu::dnnl_library_version(), cpu::dnnl_cpu_isa());
 }
 
@@ -78,10 +81,10 @@ void CpuBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans
     }
     return;
   }
-  if (a.dtype() == DType::kF32) {
-    sgemm(a, trans_a, b, trans_b, c, alpha, beta);
+  if (a.dtype() == DType::kF32 && !fp32_by_openblas()) {
+    dnnl_gemm(a, trans_a, b, trans_b, c, alpha, beta);
   } else {
-    dgemm(a, trans_a, b, trans_b, c, alpha, beta);
+    openblas_gemm(a, trans_a, b, trans_b, c, alpha, beta);
   }
 }
 
