@@ -38,10 +38,11 @@ train: build-cli data
 test: build data
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# CPU code built with AddressSanitizer and UBSan, CUDA off; all CPU tests.
+# CPU code built with AddressSanitizer and UBSan, CUDA off; all CPU tests. CUDA=OFF comes after
+# CMAKE_FLAGS: CI's flags ask for CUDA, and the last -D wins (it compiled every .cu file twice in CI).
 test-sanitize: deps data
 	cmake -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSPRINTNET_SANITIZE=ON \
-	  -DSPRINTNET_WITH_CUDA=OFF $(CMAKE_FLAGS)
+	  $(CMAKE_FLAGS) -DSPRINTNET_WITH_CUDA=OFF
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -LE gpu
 
