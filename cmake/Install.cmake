@@ -6,7 +6,7 @@ include(CMakePackageConfigHelpers)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/sprintnet DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
-# The static library's private link dependencies travel with it: our interface targets (OpenBLAS,
+# The static library's private link dependencies travel with it: our interface targets (OpenBLAS's header and path,
 # stb, the warning flags, which consumers only link, never compile with) go into the same export.
 install(TARGETS sprintnet sprintnet_blas sprintnet_dnnl sprintnet_stb sprintnet_warnings EXPORT sprintnetTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -20,9 +20,9 @@ install(FILES ${PROJECT_BINARY_DIR}/sprintnetConfig.cmake ${PROJECT_BINARY_DIR}/
         DESTINATION ${SPRINTNET_CMAKE_DIR})
 
 # pkg-config: a static library lists everything it links in Libs.
-set(SPRINTNET_PC_LIBS "-lsprintnet ${OPENBLAS_LIBRARY} ${DNNL_LIBRARY} ${STB_LIBRARY} -ltomlplusplus -lprotobuf -lfmt -lz -fopenmp -pthread")
+set(SPRINTNET_PC_LIBS "-lsprintnet ${DNNL_LIBRARY} ${STB_LIBRARY} -ltomlplusplus -lprotobuf -lfmt -lz -fopenmp -pthread -ldl")
 if(SPRINTNET_CUDA)
-  string(APPEND SPRINTNET_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart ${SPRINTNET_NCCL_LIBRARY} -ldl")
+  string(APPEND SPRINTNET_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart ${SPRINTNET_NCCL_LIBRARY}")
 endif()
 set(SPRINTNET_PC_CFLAGS "-DSPRINTNET_CUDA=$<BOOL:${SPRINTNET_CUDA}>")
 if(SPRINTNET_CUDA)

@@ -20,6 +20,7 @@
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/ops/backend.h"
 #include "sprintnet/train/checkpoint.h"
+#include "support/scoped_env.h"
 #include "support/test_util.h"
 #include "support/tiny_run.h"
 
@@ -277,6 +278,46 @@ TEST(TrainCli, AFileSizeLimitIsANamedError) {
   }));
   EXPECT_EQ(exit_code(status), 1) << read_file(log);
   EXPECT_THAT(read_file(log), HasSubstr("File too large"));
+}
+
+// OpenBLAS (the fp64 products) is opened on first use, not linked: its initialiser, run before main(), retried
+// for ever where the address space was capped below what its buffers and CUDA's libraries need together, so
+// `sprintnet --help` hung under `ulimit -v 500000` (ops/cpu/openblas_library.h). A training run never opens it:
+// the loader's own log of the libraries it initialises (LD_DEBUG=libs) has no OpenBLAS in it.
+TEST(TrainCli, TrainingNeverOpensOpenBlas) {
+  const fs::path dir = test::temp_dir("train-cli-no-openblas");
+  const fs::path log = dir / "log.txt";
+  const fs::path config = write_tiny_config(dir, 1);
+  const test::ScopedEnv loader_log("LD_DEBUG", "libs");
+  const int status = wait_for(start_cli({"train", config.string(), "-q"}, log));
+  const std::string said = read_file(log);
+  EXPECT_EQ(exit_code(status), 0) << said;
+  EXPECT_THAT(said, HasSubstr("calling init:")) << "the loader's log is missing: the test cannot see what loads";
+  EXPECT_THAT(said, Not(HasSubstr("libopenblas")));
+}
+
+// The hang itself, under the limit it hung at: the help ends, at once.
+TEST(TrainCli, AnAddressSpaceLimitDoesNotHangTheStart) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space for its shadow: no limit leaves it room";
+#endif
+  const fs::path dir = test::temp_dir("train-cli-as-limit");
+  const fs::path log = dir / "log.txt";
+  const pid_t pid = start_cli({"--help"}, log, [] {
+    const rlimit limit{500'000'000, 500'000'000};
+    ::setrlimit(RLIMIT_AS, &limit);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      wait_for(pid);
+      FAIL() << "`sprintnet --help` under a 500 MB address-space limit still runs after 60 s:\n" << read_file(log);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(exit_code(status), 0) << read_file(log);
 }
 
 // `sprintnet sweep` on Ctrl-C: the runs in flight stop after their epoch with its checkpoint, the sweep says how

@@ -1,7 +1,9 @@
 // CPU gemm against a naive triple loop in double, for all four transpose
 // combinations. Inputs are small integers, so every fp32 product and sum is
 // exact and results must be equal, not close.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <link.h>
 
 #include <chrono>
 #include <cmath>
@@ -108,6 +110,46 @@ TEST(Gemm, RandomRealsCloseToDoubleReference) {
   const auto expected = naive_gemm(test::values(a), false, test::values(b), true, test::values(c), s, 0.3, 0.7);
   ops::gemm(a, false, b, true, c, 0.3, 0.7);
   EXPECT_LE(test::relative_error(test::values(c), expected), 1e-5);
+}
+
+// The path of the loaded object whose name holds `part` (empty if none is loaded).
+std::string loaded_library(const char* part) {
+  struct Search {
+    const char* part;
+    std::string found;
+  } search{part, {}};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        if (info->dlpi_name != nullptr && std::strstr(info->dlpi_name, s->part) != nullptr) s->found = info->dlpi_name;
+        return s->found.empty() ? 0 : 1;
+      },
+      &search);
+  return search.found;
+}
+
+// OpenBLAS is opened by the first product that needs it (openblas_library.h says why; that training never opens
+// it: train_cli_test) and runs with the CPU ops' thread count, set before it opened or after.
+TEST(Gemm, OpenBlasOpensForFp64AndFollowsTheThreadCount) {
+  set_cpu_threads(2);
+  Generator gen(test::test_seed());
+  const Tensor a = test::random_uniform({5, 7}, DType::kF64, gen);
+  const Tensor c = Tensor::zeros({5, 5}, DType::kF64);
+  ops::gemm(a, false, a, true, c, 1.0, 0.0);
+  const std::string path = loaded_library("libopenblas");
+  ASSERT_FALSE(path.empty()) << "an fp64 product ran, yet no OpenBLAS is loaded";
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  const auto threads = reinterpret_cast<int (*)()>(::dlsym(handle, "openblas_get_num_threads"));
+  ASSERT_NE(threads, nullptr) << ::dlerror();
+  EXPECT_EQ(threads(), 2);
+  set_cpu_threads(1);
+  EXPECT_EQ(threads(), 1);
+  set_cpu_threads(2);
+  EXPECT_EQ(threads(), 2);
+  set_cpu_threads(0);  // back to the default, as every other test in this process expects
+  EXPECT_EQ(threads(), cpu_threads());
+  ::dlclose(handle);  // (RTLD_NOLOAD took a reference)
 }
 
 // The eager CPU step's banner names the library and instruction set of its fp32 products.

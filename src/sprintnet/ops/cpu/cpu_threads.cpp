@@ -1,4 +1,3 @@
-#include <cblas.h>
 #include <sched.h>
 #include <omp.h>
 
@@ -11,6 +10,7 @@
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/ops/cpu/cpu_backend.h"
+#include "sprintnet/ops/cpu/openblas_library.h"
 
 namespace sprintnet {
 namespace {
@@ -45,7 +45,7 @@ void set_cpu_threads(int threads) {
   SN_CHECK(threads >= 0 && threads <= kMaxCpuThreads, "thread count must be in [0, {}], got {}", kMaxCpuThreads, threads);
   const int count = threads > 0 ? threads : default_cpu_threads();
   g_threads = count;
-  openblas_set_num_threads(count);
+  cpu::openblas_threads_changed(count);
   omp_set_num_threads(count);
 }
 

@@ -2,7 +2,6 @@
 // OpenBLAS 0.3.21 (Debian 12's) runs generic Prescott kernels on the Xeons it does not know (Sapphire Rapids:
 // 3.5-4x slower there, docs/PERFORMANCE.md) and was no faster elsewhere. fp64 (the finite-difference gradient
 // checks, double tensors) runs OpenBLAS, as oneDNN has no fp64 product.
-#include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cstdlib>
@@ -15,6 +14,7 @@
 #include "sprintnet/ops/cpu/dispatch.h"
 #include "sprintnet/ops/cpu/dnnl_matmul.h"
 #include "sprintnet/ops/cpu/jit_signal_shield.h"
+#include "sprintnet/ops/cpu/openblas_library.h"
 
 namespace sprintnet {
 namespace {
@@ -53,11 +53,12 @@ void openblas_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
   const auto k = static_cast<blasint>(a.size(trans_a ? 0 : 1));
   const auto lda = static_cast<blasint>(a.size(1)), ldb = static_cast<blasint>(b.size(1));
   const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+  const cpu::OpenBlas& blas = cpu::openblas();
   if (a.dtype() == DType::kF32) {
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(), ldb,
+    blas.sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(), ldb,
                 static_cast<float>(beta), c.data<float>(), n);
   } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a.data<double>(), lda, b.data<double>(), ldb, beta,
+    blas.dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a.data<double>(), lda, b.data<double>(), ldb, beta,
                 c.data<double>(), n);
   }
 }
@@ -65,7 +66,7 @@ void openblas_gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
 }  // namespace
 
 std::string eager_gemm_description() {
-  if (fp32_by_openblas()) return fmt::format("OpenBLAS ({} kernels; SPRINTNET_EAGER_GEMM)", openblas_get_corename());
+  if (fp32_by_openblas()) return fmt::format("OpenBLAS ({} kernels; SPRINTNET_EAGER_GEMM)", cpu::openblas().get_corename());
   return fmt::format("{} sgemm ({})", cpu::dnnl_library_version(), cpu::dnnl_cpu_isa());
 }
 
