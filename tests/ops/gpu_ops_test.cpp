@@ -6,6 +6,7 @@
 // gpu_compare.h) is stated with its reason where it is defined.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -323,18 +324,55 @@ TEST(GpuOps, MseMatchesOracle) {
   }
 }
 
+// Labels built so the count is known: in one pass the even rows, in a second the odd rows, are labelled with
+// their first maximum (hits); every other row gets a later tied maximum where the row has one (a miss, since
+// the first index wins) or else a class below the maximum (a miss). Each pass then adds a known number strictly
+// between 0 and rows (rows >= 2), so a kernel that writes nothing, counts every row, drops a partial warp or
+// block, or breaks ties the other way is caught; with one row the two passes expect 1 and 0.
 TEST(GpuOps, CountCorrectMatchesOracleWithTies) {
   SN_REQUIRE_GPU();
   Generator gen(test::test_seed());
+  constexpr int kStart = 7;  // the counter accumulates: it starts non-zero on both sides
   for (const Dims d : kRowShapes) {
     // Integer logits in [0, 3]: many rows have tied maxima, which the first index must win.
     const Tensor logits = test::random_integers({d.rows, d.cols}, DType::kF32, gen, 0, 3);
-    const Tensor labels = test::random_labels(d.rows, d.cols, gen);
-    const Tensor ref = Tensor::full({1}, 7, DType::kI32);
-    ops::count_correct(logits, labels, ref);
-    const Tensor correct = Tensor::full({1}, 7, DType::kI32, gpu());
-    ops::count_correct(logits.to(gpu()), labels.to(gpu()), correct);
-    EXPECT_EQ(correct.item(), ref.item()) << "count_correct " << str(d);
+    const auto x = logits.to_vector<float>();
+    for (const std::int64_t hit_parity : {0, 1}) {
+      std::vector<std::int32_t> y(static_cast<std::size_t>(d.rows));
+      std::int64_t hits = 0;
+      for (std::int64_t r = 0; r < d.rows; ++r) {
+        const float* row = x.data() + r * d.cols;
+        const auto first_max = static_cast<std::int32_t>(std::max_element(row, row + d.cols) - row);
+        std::int32_t label = first_max;
+        if (r % 2 == hit_parity) {
+          ++hits;
+        } else {
+          // The last tied maximum after the first, or else a class below the maximum (with no later tie,
+          // every other class is below it, and cols >= 2).
+          label = -1;
+          for (std::int32_t c = first_max + 1; c < d.cols; ++c) {
+            if (row[c] == row[first_max]) label = c;
+          }
+          for (std::int32_t c = 0; label < 0 && c < d.cols; ++c) {
+            if (row[c] < row[first_max]) label = c;
+          }
+          ASSERT_GE(label, 0) << "row " << r << " of " << str(d);
+        }
+        y[static_cast<std::size_t>(r)] = label;
+      }
+      const Tensor labels = Tensor::from_vector(y, {d.rows});
+      const std::string what = "count_correct " + str(d) + " hits on rows of parity " + std::to_string(hit_parity);
+      const Tensor ref = Tensor::full({1}, kStart, DType::kI32);
+      ops::count_correct(logits, labels, ref);
+      ASSERT_EQ(ref.item(), static_cast<double>(kStart + hits)) << what << ": the oracle disagrees with the labels";
+      if (d.rows >= 2) {  // neither "nothing counted" nor "every row counted" can pass
+        EXPECT_GT(ref.item(), kStart) << what;
+        EXPECT_LT(ref.item(), static_cast<double>(kStart + d.rows)) << what;
+      }
+      const Tensor correct = Tensor::full({1}, kStart, DType::kI32, gpu());
+      ops::count_correct(logits.to(gpu()), labels.to(gpu()), correct);
+      EXPECT_EQ(correct.item(), ref.item()) << what;
+    }
   }
 }
 

@@ -111,7 +111,7 @@ __global__ void check_finite_kernel(const void* grad, ElementType type, std::int
 
 cudaError_t launch_flat_optimizer_range(const FlatOptimizerArgs& args, std::int64_t begin, std::int64_t end,
                                         bool advance, cudaStream_t stream) {
-  if (begin % 4 != 0 || end % 4 != 0 || begin > end || end > args.count) return cudaErrorInvalidValue;
+  if (begin < 0 || begin % 4 != 0 || end % 4 != 0 || begin > end || end > args.count) return cudaErrorInvalidValue;
   const NvtxRange range("flat_optimizer");
   // At least one block even for an empty range: with advance it moves the counters on.
   const std::int64_t vectors = (end - begin) / 4;

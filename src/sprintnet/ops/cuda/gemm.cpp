@@ -1,7 +1,9 @@
 #include "sprintnet/ops/cuda/gemm.h"
 
 #include <bit>
+#include <cstdlib>
 #include <functional>
+#include <string_view>
 
 #include "sprintnet/core/cuda_check.h"
 #include "sprintnet/core/error.h"
@@ -58,6 +60,14 @@ void set_preference(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAtt
 }
 
 // Owns a preference descriptor for the duration of one heuristic query.
+bool output_type_reduction_allowed() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("SPRINTNET_GEMM_OUTPUT_TYPE_REDUCTION");
+    return env != nullptr && std::string_view(env) == "1";
+  }();
+  return allowed;
+}
+
 struct Preference {
   cublasLtMatmulPreference_t pref = nullptr;
   ~Preference() {
@@ -197,6 +207,14 @@ CublasLtGemm::Plan* CublasLtGemm::plan_for(const GemmDesc& desc) {
   set_preference(preference.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, desc.align_a, desc);  // second = our A
   set_preference(preference.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, desc.align_c, desc);
   set_preference(preference.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, desc.align_c, desc);
+  // No split-K whose partial sums are added in C's type: in bf16 that rounds every partial sum to 8 bits, and
+  // the heuristic picked it for a 128x256 input gradient with the DRELU epilogue (66 splits; 1-2 % off fp64 on
+  // the H200, 2026-11-29, GemmEpilogueTest). Splits summed in fp32 stay allowed. Kernel lab:
+  // SPRINTNET_GEMM_OUTPUT_TYPE_REDUCTION=1 allows it again.
+  if (!output_type_reduction_allowed()) {
+    set_preference(preference.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                   std::uint32_t{CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE}, desc);
+  }
 
   // The heuristic reads the bias and aux pointers' alignment only; run() sets the real ones, which come
   // from allocations aligned to at least 256 bytes like these placeholders.
