@@ -6,7 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stb/stb_image_write.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <map>
@@ -18,7 +17,7 @@
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/train/inference.h"
 #include "sprintnet/train/trainer.h"
-#include "support/gpu.h"
+#include "cli_run.h"
 #include "support/test_util.h"
 #include "support/tiny_run.h"
 
@@ -29,24 +28,11 @@ namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using test::CliResult;
+using test::run_cli;
 
 constexpr std::int64_t kTestSamples = 500;
 constexpr std::int64_t kIdxImages = 5;
-
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Runs the sprintnet binary with `arguments` (already quoted where needed).
-CliResult run_cli(const std::string& arguments, const fs::path& dir) {
-  const fs::path out = dir / "stdout.txt";
-  const fs::path err = dir / "stderr.txt";
-  const std::string command =
-      fmt::format("'{}' {} > '{}' 2> '{}'", SPRINTNET_CLI_PATH, arguments, out.string(), err.string());
-  const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
-}
 
 class EvalPredictCli : public ::testing::Test {
  protected:
@@ -213,26 +199,6 @@ TEST_F(EvalPredictCli, ACsvDestinationThatCannotBeWrittenIsNamedFirst) {
     EXPECT_EQ(result.exit_code, 1) << destination;
     EXPECT_THAT(result.err, AllOf(HasSubstr("eval --csv"), HasSubstr(reason), Not(HasSubstr(".tmp"))));
     EXPECT_THAT(result.out, Not(HasSubstr("accuracy"))) << "refused before the evaluation";
-  }
-}
-
-// A model too big for the GPU gets the out-of-memory advice while it loads, before any batch:
-// model.hidden = [1e11] asks 313 TB for its first weight, more than any GPU has.
-TEST_F(EvalPredictCli, OutOfDeviceMemoryWhileLoadingNamesTheConfigAndItsKeys) {
-  SN_REQUIRE_GPU();
-  const fs::path pgm = *dir_ / "flat.pgm";
-  std::ofstream(pgm) << "P2 2 2 1\n0 1\n1 0\n";
-  const std::string too_big = "--device cuda --set 'model.hidden=[100000000000]'";
-  for (const std::string& command : {fmt::format("eval '{}' {}", run_->string(), too_big),
-                                     fmt::format("predict '{}' '{}' {}", run_->string(), pgm.string(), too_big)}) {
-    const CliResult result = run_cli(command, *dir_);
-    EXPECT_EQ(result.exit_code, 1) << command;
-    EXPECT_THAT(result.err, AllOf(HasSubstr("out of device memory"),
-                                  HasSubstr("config.toml: the model ran out of device memory with "
-                                            "train.eval_batch_size = "),
-                                  HasSubstr("model.hidden = [100000000000]"),
-                                  HasSubstr("--device cpu")))
-        << command;
   }
 }
 

@@ -1,6 +1,8 @@
 // Data-parallel training over NCCL, end to end through the command line (`sprintnet train --gpus N`):
-// N GPUs at a global batch compute what one GPU computes at that batch; a killed rank ends the job
-// naming the rank; a checkpoint written by 4 ranks resumes on 2. Label multigpu: needs 2 (and 4) GPUs.
+// N GPUs at a global batch compute what one GPU computes at that batch (SGD, Adam and AdamW; the
+// replicated and the sharded update; fp32, fp16 and bf16); a killed rank ends the job naming the
+// rank; a checkpoint written by 4 ranks resumes on 2. Label multigpu: needs 2 GPUs; the tests of 4
+// skip, saying so, on a machine with fewer.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -8,22 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
-#include "sprintnet/ops/backend.h"
+#include "support/gpu.h"
 #include "support/test_util.h"
 
 namespace sprintnet {
 namespace {
 
 using ::testing::HasSubstr;
-
-#define SN_REQUIRE_GPUS(n)                                                                          \
-  do {                                                                                              \
-    if (cuda_device_count() < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs, this machine has " \
-                                                << cuda_device_count();                            \
-  } while (false)
 
 struct JobResult {
   int exit_code = -1;
@@ -42,12 +39,17 @@ JobResult shell(const std::string& cmd) {
   return run;
 }
 
+// Every run takes the compiled step, the one engine a data-parallel rank runs: the one-GPU reference is
+// that step too, never the fused engine `auto` may pick for one GPU. And the test seed (printed by the test
+// main, replayed with SPRINTNET_TEST_SEED): fresh initial weights and batch order each run; a test whose
+// bound was measured on one draw sets its seed after these.
 std::string train_command(const std::filesystem::path& out, const std::string& name, int gpus,
                           const std::vector<std::string>& sets) {
   std::string cmd = fmt::format("'{}' train '{}/configs/mnist_mlp.toml' --gpus {} --set data.dir='\"{}\"' "
-                                "--set output.dir='\"{}\"' --set output.name='\"{}\"' --set output.progress='\"none\"'",
+                                "--set output.dir='\"{}\"' --set output.name='\"{}\"' --set output.progress='\"none\"' "
+                                "--set device.engine='\"compiled\"' --set seed={}",
                                 SPRINTNET_CLI_PATH, SPRINTNET_SOURCE_DIR, gpus, test::data_dir().string(),
-                                out.string(), name);
+                                out.string(), name, test::config_seed());
   for (const std::string& s : sets) cmd += fmt::format(" --set '{}'", s);
   return cmd;
 }
@@ -78,62 +80,144 @@ double final_accuracy(const std::filesystem::path& run_dir) {
   return acc;
 }
 
+// `sets` and then `more` (a later --set of a key wins).
+std::vector<std::string> with(std::vector<std::string> sets, const std::vector<std::string>& more) {
+  sets.insert(sets.end(), more.begin(), more.end());
+  return sets;
+}
+
 const std::vector<std::string> kSlice = {"data.train_limit=16384", "data.test_limit=2000", "train.epochs=3",
                                          "train.batch_size=512", "model.hidden=[512, 512]"};
+const std::string kFp32 = "device.precision=\"fp32\"";
+const std::string kPerLayer = "model.hidden=[2048, 2048]";  // 5.8 M parameters: over the plan's 4 M threshold
+const std::vector<std::string> kBothUpdates = {"replicated", "sharded"};
+
+// How far an N-GPU run may be from one GPU's: each epoch's mean training loss (relative), and the final test
+// accuracy (absolute; not compared where negative).
+struct Bounds {
+  double first_epoch = 0.0, later_epochs = 0.0;
+  double accuracy = -1.0;
+  double loss(std::size_t epoch) const { return epoch == 0 ? first_epoch : later_epochs; }
+};
 
 // fp32: the ranks' gradients are summed in a different order than one GPU sums its batch (2^-24
 // relative per add). In the first epoch that keeps the mean loss within ~1e-6 relative (measured
-// 1.1e-6 on 2 H200s); afterwards ReLU inputs that rounding moves across zero compound it, as in the
-// CPU's fp32-against-fp64 drift (Fp32Drift): 1.6e-4 relative in epoch 2, 5e-5 in epoch 3 on 2
-// H200s. So 1e-5 for the first epoch and 1e-3 after; a rank reading the wrong rows or a missing
-// all-reduce moves the first epoch's loss by more than 1e-3.
-void expect_losses_follow_one_gpu(const std::string& name, std::vector<std::string> sets) {
-  sets.push_back("device.precision=\"fp32\"");
+// 1.1e-6 on 2 H200s, with the sharded update, whose sum of 2 ranks is the replicated one's); afterwards
+// ReLU inputs that rounding moves across zero compound it, as in the CPU's fp32-against-fp64 drift
+// (Fp32Drift): 1.6e-4 relative in epoch 2, 5e-5 in epoch 3 on 2 H200s. So 1e-5 for the first epoch
+// and 1e-3 after; a rank reading the wrong rows or a missing all-reduce moves the first epoch's loss by
+// more than 1e-3. Other draws part no more: the CPU's eager and compiled steps (two summation orders) on
+// this slice, seeds 0-9, part by at most 3.9e-6 in the first epoch and 3.1e-5 after.
+constexpr Bounds kFp32Bounds{.first_epoch = 1e-5, .later_epochs = 1e-3};
+
+// fp16: both sides compute every product in fp16 (an 11-bit significand) and differ in the gradients'
+// sums: each rank rounds its share to fp16 and NCCL adds the shares in fp16, where one GPU rounds the whole
+// sum once. A gradient may so differ by an ulp (2^-11 relative), 2^13 times fp32's difference: enough for
+// the runs to part within an epoch, as 16-bit runs do. Not measured (no fp16 multi-GPU run yet): the bars
+// are bf16's in this file (each epoch's loss within 5 %, the test accuracy of 2000 images within a point),
+// which fp16, whose rounding is 8 times finer, keeps with room. What they catch: a missing all-reduce
+// halves each rank's step (the gradient is weighted by the global batch), and one GPU at half the learning
+// rate is 25, 21 and 33 % off in the three epochs (CPU, seed 0); an update that forgot to divide out the
+// loss scale (65536) diverges.
+constexpr Bounds kFp16Bounds{.first_epoch = 0.05, .later_epochs = 0.05, .accuracy = 0.01};
+
+// Trains `sets` on one GPU, then on `gpus` GPUs with each device.update of `updates`, and expects each
+// epoch's loss (and the test accuracy, where bounded) within `bounds` of one GPU's. One GPU's losses go to
+// `one_gpu` when given. `sets` names the precision.
+void expect_follows_one_gpu(const std::string& name, const std::vector<std::string>& sets, int gpus,
+                            const Bounds& bounds, const std::vector<std::string>& updates,
+                            std::vector<double>* one_gpu = nullptr) {
   const JobResult one = train(name + "-1", 1, sets);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   const auto reference = train_losses(one.dir);
   ASSERT_EQ(reference.size(), 3u);
-  for (const int gpus : {2, 4}) {
-    if (gpus > cuda_device_count()) continue;
-    const JobResult many = train(fmt::format("{}-{}", name, gpus), gpus, sets);
+  if (one_gpu != nullptr) *one_gpu = reference;
+  for (const std::string& update : updates) {
+    SCOPED_TRACE("device.update = " + update);
+    const std::string asked = fmt::format("device.update=\"{}\"", update);
+    const JobResult many = train(fmt::format("{}-{}-{}", name, update, gpus), gpus, with(sets, {asked}));
     ASSERT_EQ(many.exit_code, 0) << many.output;
     EXPECT_THAT(many.output, HasSubstr(fmt::format("data parallel over {} GPUs", gpus)));
+    // The update asked for is the one that ran (auto shards wherever it can, so a replicated run says so).
+    EXPECT_THAT(many.output, HasSubstr(update == "sharded" ? "device.update = sharded" : "the update replicated"));
     const auto losses = train_losses(many.dir);
     ASSERT_EQ(losses.size(), reference.size());
     for (std::size_t e = 0; e < losses.size(); ++e) {
-      std::printf("%s, %d GPUs epoch %zu: %.8f vs %.8f\n", name.c_str(), gpus, e + 1, losses[e], reference[e]);
-      const double tolerance = e == 0 ? 1e-5 : 1e-3;
-      EXPECT_NEAR(losses[e], reference[e], tolerance * reference[e]) << gpus << " GPUs, epoch " << e + 1;
+      std::printf("%s, %s, %d GPUs epoch %zu: %.8f vs %.8f\n", name.c_str(), update.c_str(), gpus, e + 1, losses[e],
+                  reference[e]);
+      EXPECT_NEAR(losses[e], reference[e], bounds.loss(e) * reference[e]) << gpus << " GPUs, epoch " << e + 1;
+    }
+    if (bounds.accuracy >= 0.0) {
+      const double got = final_accuracy(many.dir), expected = final_accuracy(one.dir);
+      std::printf("%s, %s, %d GPUs: test accuracy %.4f vs %.4f\n", name.c_str(), update.c_str(), gpus, got, expected);
+      EXPECT_NEAR(got, expected, bounds.accuracy) << gpus << " GPUs";
     }
   }
 }
 
-// 784-512-512-10 (0.67 M parameters): one all-reduce of every gradient after the backward.
-TEST(DataParallel, TwoAndFourGpusComputeWhatOneGpuComputesAtTheSameGlobalBatch) {
-  SN_REQUIRE_GPUS(2);
-  expect_losses_follow_one_gpu("fp32", kSlice);
+// Each comparison with one GPU on 2 GPUs and on 4, separate tests: the 4-GPU ones skip, saying so, on a
+// machine with 2 (never a silent pass with half the test left out).
+class FollowsOneGpu : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { SN_REQUIRE_GPUS(GetParam()); }
+};
+
+// 784-512-512-10 (0.67 M parameters, under the plan's 4 M threshold): one all-reduce of every gradient
+// after the backward, then the update on every rank (replicated); or one reduce-scatter, each rank
+// updating its shard of the master weights and state, then the weights all-gathered (sharded, ZeRO-1).
+// Both sum in NCCL's order: the same bars.
+TEST_P(FollowsOneGpu, SgdAtTheSameGlobalBatch) {
+  expect_follows_one_gpu("sgd", with(kSlice, {kFp32}), GetParam(), kFp32Bounds, kBothUpdates);
 }
 
-// 784-2048-2048-10 (5.8 M parameters, over the plan's 4 M threshold): an all-reduce per layer,
-// overlapped with the backward of the layers below, then that layer's update.
-TEST(DataParallel, PerLayerAllReducesComputeWhatOneGpuComputes) {
-  SN_REQUIRE_GPUS(2);
-  std::vector<std::string> sets = kSlice;
-  sets.back() = "model.hidden=[2048, 2048]";
-  expect_losses_follow_one_gpu("per-layer", sets);
+// 784-2048-2048-10: per layer, an all-reduce (or a reduce-scatter, the shard's update and an
+// all-gather), overlapped with the backward of the layers below, then that layer's update.
+TEST_P(FollowsOneGpu, SgdWithACollectivePerLayer) {
+  expect_follows_one_gpu("sgd-per-layer", with(kSlice, {kFp32, kPerLayer}), GetParam(), kFp32Bounds, kBothUpdates);
 }
 
-// device.update = sharded (ZeRO-1): the gradients reduce-scattered, each rank updating its shard of
-// the master weights and state, the weights all-gathered. The same bar as the replicated update:
-// the one all-reduce is now a reduce-scatter, summing in NCCL's order as before.
-TEST(DataParallel, ShardedUpdatesComputeWhatOneGpuComputes) {
-  SN_REQUIRE_GPUS(2);
-  std::vector<std::string> sets = kSlice;
-  sets.push_back("device.update=\"sharded\"");
-  expect_losses_follow_one_gpu("sharded", sets);  // 0.67 M parameters: one range
-  sets[4] = "model.hidden=[2048, 2048]";
-  expect_losses_follow_one_gpu("sharded-per-layer", sets);  // 5.8 M: a reduce-scatter per layer
+// Adam: two state buffers, each sharded by the sharded update; the bias corrections read the update count
+// each rank advances itself. Adam divides each gradient by its running RMS, which might amplify the
+// rounding of small gradients; it does not here: the CPU's eager and compiled steps part by at most 3.3e-7
+// relative on this slice (seeds 0-3; SGD's: 3.1e-5), so the fp32 bars. (The data-parallel collectives do
+// not depend on the optimizer: one range of 0.67 M parameters covers Adam's part.)
+TEST_P(FollowsOneGpu, Adam) {
+  expect_follows_one_gpu("adam", with(kSlice, {kFp32, "optim.type=\"adam\"", "optim.lr=0.001"}), GetParam(),
+                         kFp32Bounds, kBothUpdates);
 }
+
+// AdamW's decoupled decay (weight_decay 1 at lr 1e-3: every step scales the weights by 1 - 1e-3), applied by
+// each rank to its shard of the master weights (sharded) or by every rank to all of them (replicated). An
+// N-GPU run that left the decay out would fail the comparison: one GPU without it departs from one GPU with
+// it by more than the bar in every epoch (checked here; on the CPU, seeds 0 and 3: 1.2e-3 to 1.7e-3 in the
+// first epoch against 1e-5, 7.6e-3 to 2.3e-2 after against 1e-3). A decay of 0.1 would not (4e-4 to 6e-4 after).
+TEST_P(FollowsOneGpu, AdamWWithWeightDecay) {
+  const std::vector<std::string> adamw = with(kSlice, {kFp32, "optim.type=\"adamw\"", "optim.lr=0.001"});
+  std::vector<double> decayed;
+  expect_follows_one_gpu("adamw", with(adamw, {"optim.weight_decay=1.0"}), GetParam(), kFp32Bounds, kBothUpdates,
+                         &decayed);
+  ASSERT_EQ(decayed.size(), 3u);
+  const JobResult plain = train("adamw-no-decay-1", 1, with(adamw, {"optim.weight_decay=0"}));
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const auto without = train_losses(plain.dir);
+  ASSERT_EQ(without.size(), decayed.size());
+  for (std::size_t e = 0; e < without.size(); ++e) {
+    const double departure = std::abs(without[e] - decayed[e]) / decayed[e];
+    std::printf("adamw, 1 GPU without the decay, epoch %zu: %.2e relative\n", e + 1, departure);
+    EXPECT_GT(departure, kFp32Bounds.loss(e)) << "epoch " << e + 1 << ": the decay is lost in the bar";
+  }
+}
+
+// fp16 (dynamic loss scaling): never sharded (the scaling decides from every gradient whether the step
+// updates at all), one update after the step: the all-reduce, then the finiteness check of the summed
+// gradients (so every rank skips the same steps), then the update.
+TEST_P(FollowsOneGpu, Fp16) {
+  expect_follows_one_gpu("fp16", with(kSlice, {"device.precision=\"fp16\""}), GetParam(), kFp16Bounds,
+                         {"replicated"});
+}
+
+INSTANTIATE_TEST_SUITE_P(DataParallel, FollowsOneGpu, ::testing::Values(2, 4),
+                         [](const auto& gpus) { return fmt::format("{}Gpus", gpus.param); });
 
 // A sharded run's checkpoint holds every shard: it resumes on one GPU and goes on as the sharded run
 // goes on (the third epoch's loss within the fp32 tolerance above); Adam has two state buffers.
@@ -164,20 +248,25 @@ TEST(DataParallel, AShardedCheckpointResumesOnOneGpu) {
 // checkpoint) with per-layer ranges: the sharded update trains as the replicated one. Both sum the
 // ranks' bf16 gradients in NCCL's order (a reduce-scatter and an all-reduce may differ), so not bit
 // for bit: after 3 epochs of 16 K samples the losses agree within 5 % and the test accuracies
-// within a point (stale weights on one rank, or a shard left out of the update, are far off).
+// within a point (stale weights on one rank, or a shard left out of the update, are far off). The
+// replicated run asks for it by name: `auto` shards wherever it can, which made this test compare the
+// sharded update with itself (both banners said "sharded"; the same accuracy to the image).
 TEST(DataParallel, ShardedBf16TrainsAsTheReplicatedUpdate) {
   SN_REQUIRE_GPUS(2);
-  std::vector<std::string> sets = kSlice;
-  sets[4] = "model.hidden=[2048, 2048]";
-  sets.push_back("device.precision=\"bf16\"");
-  const JobResult replicated = train("bf16-replicated", 2, sets);
-  sets.push_back("device.update=\"sharded\"");
-  const JobResult sharded = train("bf16-sharded", 2, sets);
+  const std::vector<std::string> sets = with(kSlice, {kPerLayer, "device.precision=\"bf16\""});
+  const JobResult replicated = train("bf16-replicated", 2, with(sets, {"device.update=\"replicated\""}));
+  const JobResult sharded = train("bf16-sharded", 2, with(sets, {"device.update=\"sharded\""}));
   ASSERT_EQ(replicated.exit_code, 0) << replicated.output;
   ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
+  EXPECT_THAT(replicated.output, HasSubstr("the update replicated"));
+  EXPECT_THAT(sharded.output, HasSubstr("device.update = sharded"));
   const auto a = train_losses(replicated.dir), b = train_losses(sharded.dir);
+  ASSERT_EQ(a.size(), 3u);
   ASSERT_EQ(a.size(), b.size());
-  for (std::size_t e = 0; e < a.size(); ++e) EXPECT_NEAR(b[e], a[e], 0.05 * a[e]) << "epoch " << e + 1;
+  for (std::size_t e = 0; e < a.size(); ++e) {
+    std::printf("bf16, 2 GPUs epoch %zu: sharded %.8f, replicated %.8f\n", e + 1, b[e], a[e]);
+    EXPECT_NEAR(b[e], a[e], 0.05 * a[e]) << "epoch " << e + 1;
+  }
   std::printf("bf16, 2 GPUs: replicated %.4f, sharded %.4f test accuracy\n", final_accuracy(replicated.dir),
               final_accuracy(sharded.dir));
   EXPECT_NEAR(final_accuracy(sharded.dir), final_accuracy(replicated.dir), 0.01);
@@ -185,10 +274,13 @@ TEST(DataParallel, ShardedBf16TrainsAsTheReplicatedUpdate) {
 }
 
 // bf16 on all of MNIST: 2 GPUs end within 0.1 points of 1 GPU's test accuracy (the gradients are
-// summed in bf16 by NCCL: rounding differs, the training does not).
+// summed in bf16 by NCCL: rounding differs, the training does not). Seed 0, not the test seed: a tenth
+// of a point is 10 of the 10000 test images, this draw's measurement (one GPU's compiled step 0.9825, 2
+// GPUs 0.9829 on 2 H200s; since `auto` gave one GPU the fused engine, this test compared that: 0.9830 to
+// 0.9837), not a bound that two runs parted by rounding keep on any draw.
 TEST(DataParallel, Bf16AccuracyMatchesOneGpuWithinATenthOfAPoint) {
   SN_REQUIRE_GPUS(2);
-  const std::vector<std::string> sets = {"train.epochs=5", "device.precision=\"bf16\""};
+  const std::vector<std::string> sets = {"train.epochs=5", "device.precision=\"bf16\"", "seed=0"};
   const JobResult one = train("bf16-1", 1, sets), two = train("bf16-2", 2, sets);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   ASSERT_EQ(two.exit_code, 0) << two.output;
@@ -262,7 +354,7 @@ TEST(DataParallel, ARankKilledOnAnotherNodeEndsEveryNodeWithinAMinute) {
 }
 
 // Epochs 1-2 sum the gradients over 4 ranks, the whole run over 2: the third epoch's loss differs
-// by rounding compounded as in expect_losses_follow_one_gpu (1e-3 after the first epoch).
+// by rounding compounded as in kFp32Bounds (1e-3 after the first epoch).
 TEST(DataParallel, AFourGpuCheckpointResumesOnTwo) {
   SN_REQUIRE_GPUS(4);
   std::vector<std::string> sets = kSlice;
@@ -272,8 +364,8 @@ TEST(DataParallel, AFourGpuCheckpointResumesOnTwo) {
   two_epochs.push_back("train.epochs=2");
   const JobResult four = train("resume-4", 4, two_epochs);
   ASSERT_EQ(four.exit_code, 0) << four.output;
-  const JobResult resumed = shell(fmt::format("'{}' train --resume '{}' --gpus 2 --set train.epochs=3", SPRINTNET_CLI_PATH,
-                                        four.dir.string()));
+  const JobResult resumed = shell(fmt::format("'{}' train --resume '{}' --gpus 2 --set train.epochs=3",
+                                              SPRINTNET_CLI_PATH, four.dir.string()));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   const JobResult whole = train("whole-2", 2, sets);
   ASSERT_EQ(whole.exit_code, 0) << whole.output;

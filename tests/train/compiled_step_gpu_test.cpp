@@ -16,8 +16,14 @@ namespace {
 
 struct SimulatedKill {};
 
+// Seed 0, after the test seed in `extra`, where a test's bound is an accuracy measured on that draw alone.
+const std::string kMeasuredDraw = "seed=0";
+
+// The shipped default config; initial weights and batch order from the test seed (printed by the test main,
+// replayed with SPRINTNET_TEST_SEED), the same for every run a test compares.
 Config mnist_config(const std::string& precision, const std::string& name, std::vector<std::string> extra = {}) {
   std::vector<std::string> overrides = {
+      fmt::format("seed={}", test::config_seed()),
       fmt::format("data.dir=\"{}\"", test::data_dir().string()),
       "device.name=\"cuda\"",
       "device.engine=\"compiled\"",
@@ -31,13 +37,15 @@ Config mnist_config(const std::string& precision, const std::string& name, std::
 }
 
 // The shipped default config (784-256-256-10, SGD momentum, cosine, 10 epochs) on all of MNIST:
-// the requirement is the same accuracy within 0.3 % of fp32.
+// the requirement is the same accuracy within 0.3 % of fp32. Seed 0, the config's own: runs in
+// other precisions part from the fp32 run, and a third of a point (and 98 %) is what this draw reached,
+// not a bound on any draw's.
 TEST(CompiledStep, EveryPrecisionReachesTheFp32AccuracyWithinAThirdOfAPercent) {
   SN_REQUIRE_GPU();
-  const TrainSummary fp32 = Trainer(mnist_config("fp32", "fp32")).fit();
+  const TrainSummary fp32 = Trainer(mnist_config("fp32", "fp32", {kMeasuredDraw})).fit();
   EXPECT_GT(fp32.final_test.accuracy, 0.98);
   for (const std::string precision : {"bf16", "tf32", "fp16"}) {
-    const TrainSummary run = Trainer(mnist_config(precision, precision)).fit();
+    const TrainSummary run = Trainer(mnist_config(precision, precision, {kMeasuredDraw})).fit();
     std::printf("%s: test accuracy %.2f %% (fp32 %.2f %%), train %.3f s\n", precision.c_str(),
                 100.0 * run.final_test.accuracy, 100.0 * fp32.final_test.accuracy, run.train_time_s);
     EXPECT_NEAR(run.final_test.accuracy, fp32.final_test.accuracy, 0.003) << precision;
@@ -65,10 +73,12 @@ TEST(CompiledStep, SoftmaxRegressionInFp32FollowsTheCpuRun) {
   EXPECT_NEAR(gpu.final_test.accuracy, cpu.final_test.accuracy, 0.003);
 }
 
+// An accuracy floor on one run: seed 0, the draw it was set on.
 TEST(CompiledStep, AdamWTrainsInBf16) {
   SN_REQUIRE_GPU();
   const TrainSummary run = Trainer(mnist_config("bf16", "adamw", {"optim.type=\"adamw\"", "optim.lr=0.001",
-                                                                  "optim.weight_decay=0.01", "train.epochs=3"}))
+                                                                  "optim.weight_decay=0.01", "train.epochs=3",
+                                                                  kMeasuredDraw}))
                                .fit();
   EXPECT_GT(run.final_test.accuracy, 0.97);
 }

@@ -1,13 +1,14 @@
-// "No host in the loop", counted: this test executable interposes the CUDA
-// runtime calls that make the host wait for the device (or allocate device
-// memory) and counts every call our code makes while an epoch of the compiled
-// step is enqueued. The interposed functions forward to the real ones
-// (dlsym RTLD_NEXT), so the run itself is unchanged; calls from sprintnet's
-// static library bind to these definitions when this executable is linked.
+// "No host in the loop", counted: this test executable interposes the CUDA runtime calls that make
+// the host wait for the device (or allocate device or pinned memory, or poll the device) and counts
+// every call our code makes while an epoch of the compiled step or the fused engine is enqueued. The
+// interposed functions forward to the real ones (dlsym RTLD_NEXT), so the run itself is unchanged;
+// calls from sprintnet's static library bind to these definitions when this executable is linked.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <cuda_runtime_api.h>
 
@@ -20,9 +21,20 @@
 namespace {
 
 std::atomic<bool> counting{false};
-std::atomic<int> waits{0};        // calls that block the host until device work finishes
-std::atomic<int> allocations{0};  // calls that allocate or free device or pinned memory
+std::atomic<int> waits{0};            // calls that block the host until device work finishes
+std::atomic<int> pageable_copies{0};  // cudaMemcpyAsync to or from pageable host memory: it waits for the copy
+std::atomic<int> allocations{0};      // calls that allocate, free, pin or unpin device or host memory
+// cudaStreamQuery and cudaEventQuery: a look that returns at once is no wait, but a loop of them is one.
+std::atomic<int> polls{0};
 std::atomic<int> cooperative_launches{0}, cluster_launches{0}, graph_launches{0};
+
+// Every counter to zero: each counted window of each test starts from it (CountingWindow).
+void reset_counters() {
+  for (std::atomic<int>* c : {&waits, &pageable_copies, &allocations, &polls, &cooperative_launches,
+                              &cluster_launches, &graph_launches}) {
+    *c = 0;
+  }
+}
 
 template <typename F>
 F real(const char* name) {
@@ -31,6 +43,27 @@ F real(const char* name) {
 
 void count(std::atomic<int>& counter) {
   if (counting) ++counter;
+}
+
+// Host memory the driver has not pinned (cudaHostAlloc, cudaMallocHost, cudaHostRegister): a copy from or to
+// it goes through a staging buffer, and the call returns only once the host's side of it is done (a copy to
+// the host: after the stream's earlier work).
+bool pageable(const void* p) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());  // older runtimes answer an error for such memory: not the caller's
+    return true;
+  }
+  return attributes.type == cudaMemoryTypeUnregistered;
+}
+
+// Only while counting (the pointer query costs a driver call): whether a copy of `kind` reads or writes
+// pageable host memory (cudaMemcpyDefault: either side may be the host's).
+bool copies_pageable_memory(void* dst, const void* src, cudaMemcpyKind kind) {
+  if (!counting) return false;
+  const bool host_src = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost || kind == cudaMemcpyDefault;
+  const bool host_dst = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost || kind == cudaMemcpyDefault;
+  return (host_src && pageable(src)) || (host_dst && pageable(dst));
 }
 
 }  // namespace
@@ -52,10 +85,26 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   static const auto f = real<cudaError_t (*)(cudaEvent_t)>("cudaEventSynchronize");
   return f(e);
 }
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  count(polls);
+  static const auto f = real<cudaError_t (*)(cudaStream_t)>("cudaStreamQuery");
+  return f(s);
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  count(polls);
+  static const auto f = real<cudaError_t (*)(cudaEvent_t)>("cudaEventQuery");
+  return f(e);
+}
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
   count(waits);
   static const auto f = real<cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind)>("cudaMemcpy");
   return f(dst, src, n, kind);
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+  if (copies_pageable_memory(dst, src, kind)) count(pageable_copies);
+  static const auto f =
+      real<cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t)>("cudaMemcpyAsync");
+  return f(dst, src, n, kind, s);
 }
 cudaError_t cudaMemset(void* p, int v, size_t n) {
   count(waits);
@@ -104,9 +153,24 @@ cudaError_t cudaMallocHost(void** p, size_t n) {
   static const auto f = real<cudaError_t (*)(void**, size_t)>("cudaMallocHost");
   return f(p, n);
 }
+cudaError_t cudaHostAlloc(void** p, size_t n, unsigned int flags) {  // the pinned pool's (pinned_host_pool.cpp)
+  count(allocations);
+  static const auto f = real<cudaError_t (*)(void**, size_t, unsigned int)>("cudaHostAlloc");
+  return f(p, n, flags);
+}
 cudaError_t cudaFreeHost(void* p) {
   count(allocations);
   static const auto f = real<cudaError_t (*)(void*)>("cudaFreeHost");
+  return f(p);
+}
+cudaError_t cudaHostRegister(void* p, size_t n, unsigned int flags) {
+  count(allocations);
+  static const auto f = real<cudaError_t (*)(void*, size_t, unsigned int)>("cudaHostRegister");
+  return f(p, n, flags);
+}
+cudaError_t cudaHostUnregister(void* p) {
+  count(allocations);
+  static const auto f = real<cudaError_t (*)(void*)>("cudaHostUnregister");
   return f(p);
 }
 }
@@ -114,9 +178,24 @@ cudaError_t cudaFreeHost(void* p) {
 namespace sprintnet::train {
 namespace {
 
+// Counts, from zero, the calls made while it lives (each window of each test starts afresh: a test does not
+// depend on what ran before it, under --gtest_repeat or --gtest_shuffle too).
+class CountingWindow {
+ public:
+  CountingWindow() {
+    reset_counters();
+    counting = true;
+  }
+  ~CountingWindow() { counting = false; }
+  CountingWindow(const CountingWindow&) = delete;
+  CountingWindow& operator=(const CountingWindow&) = delete;
+};
+
+// The test seed (printed by the test main): nothing this file checks depends on the draw.
 Config run_config(const std::string& allocator, const std::string& engine = "compiled",
                   const std::string& hidden = "[256, 256]") {
   return config_from_overrides({
+      fmt::format("seed={}", test::config_seed()),
       fmt::format("data.dir=\"{}\"", test::data_dir().string()),
       "data.train_limit=10000",
       "data.test_limit=1000",
@@ -131,6 +210,50 @@ Config run_config(const std::string& allocator, const std::string& engine = "com
   });
 }
 
+// The interposers see the calls they stand for, and a copy counts as pageable exactly when its host side is:
+// the same buffer is counted before it is registered and after it is unregistered, not while it is pinned.
+TEST(HostSync, TheCountersSeeTheCallsTheyCount) {
+  SN_REQUIRE_GPU();
+  constexpr std::size_t kBytes = 4096;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t event = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), cudaSuccess);
+  void* host = std::aligned_alloc(kBytes, kBytes);  // page-aligned, for cudaHostRegister
+  ASSERT_NE(host, nullptr);
+  std::memset(host, 0, kBytes);
+  void* device = nullptr;
+  void* pinned = nullptr;
+  {
+    const CountingWindow window;
+    EXPECT_EQ(cudaMalloc(&device, kBytes), cudaSuccess);
+    EXPECT_EQ(cudaHostAlloc(&pinned, kBytes, cudaHostAllocMapped), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(device, host, kBytes, cudaMemcpyHostToDevice, stream), cudaSuccess);  // pageable
+    EXPECT_EQ(cudaMemcpyAsync(pinned, device, kBytes, cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    EXPECT_EQ(cudaHostRegister(host, kBytes, cudaHostRegisterDefault), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(host, device, kBytes, cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(device, host, kBytes, cudaMemcpyDefault, stream), cudaSuccess);
+    EXPECT_EQ(cudaEventRecord(event, stream), cudaSuccess);
+    for (const cudaError_t looked : {cudaEventQuery(event), cudaStreamQuery(stream)}) {
+      EXPECT_TRUE(looked == cudaSuccess || looked == cudaErrorNotReady) << cudaGetErrorString(looked);
+    }
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(cudaHostUnregister(host), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(host, device, kBytes, cudaMemcpyDefault, stream), cudaSuccess);  // pageable again
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
+    EXPECT_EQ(cudaFree(device), cudaSuccess);
+  }
+  EXPECT_EQ(allocations.load(), 6) << "cudaMalloc, cudaHostAlloc, cudaHostRegister, cudaHostUnregister, cudaFreeHost, "
+                                      "cudaFree";
+  EXPECT_EQ(pageable_copies.load(), 2) << "the copies from and to the buffer while it was not registered";
+  EXPECT_EQ(polls.load(), 2) << "cudaEventQuery, cudaStreamQuery";
+  EXPECT_EQ(waits.load(), 2) << "the two cudaStreamSynchronize";
+  EXPECT_EQ(cudaEventDestroy(event), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  std::free(host);
+}
+
 TEST(HostSync, AnEpochOfTheCompiledStepNeverWaitsForTheDeviceNorAllocates) {
   SN_REQUIRE_GPU();
   Trainer trainer(run_config("caching"));
@@ -142,29 +265,41 @@ TEST(HostSync, AnEpochOfTheCompiledStepNeverWaitsForTheDeviceNorAllocates) {
   for (std::int64_t s = 0; s < steps; ++s) plan->step();
   plan->finish_epoch();
 
-  counting = true;
-  plan->start_epoch(1);
-  std::int64_t snapshots = 0;
-  for (std::int64_t s = 0; s < steps; ++s) {
-    plan->step();
-    if ((s + 1) % 5 == 0 && plan->progress(s + 1)) ++snapshots;
+  std::int64_t reads = 0, snapshots = 0;
+  {
+    const CountingWindow window;
+    plan->start_epoch(1);
+    for (std::int64_t s = 0; s < steps; ++s) {
+      plan->step();
+      if ((s + 1) % 5 == 0) {
+        ++reads;
+        if (plan->progress(s + 1)) ++snapshots;
+      }
+    }
   }
-  counting = false;
   EXPECT_EQ(waits.load(), 0) << "synchronising CUDA calls while enqueuing an epoch";
+  EXPECT_EQ(pageable_copies.load(), 0) << "copies to or from pageable host memory while enqueuing an epoch";
   EXPECT_EQ(allocations.load(), 0) << "device or pinned allocations while enqueuing an epoch";
+  // A progress read looks (cudaEventQuery, which returns at once) whether the reads it asked for earlier
+  // have arrived: each arrived one once, and at most one that has not, a call; so at most 2 a call. More
+  // would be a wait by polling. The reads do look, so the count shows the poll counter sees the plan's calls.
+  EXPECT_GT(polls.load(), 0) << "the progress reads' event queries went uncounted";
+  EXPECT_LE(polls.load(), 2 * reads) << "cudaEventQuery/cudaStreamQuery polled while enqueuing an epoch";
 
-  // The counters do count: finishing the epoch waits exactly once (its one read).
-  counting = true;
-  const EpochTotals totals = plan->finish_epoch();
-  counting = false;
+  // The counters do count: finishing the epoch waits exactly once (its one read, into pinned memory).
+  const EpochTotals totals = [&] {
+    const CountingWindow window;
+    return plan->finish_epoch();
+  }();
   EXPECT_EQ(waits.load(), 1);
+  EXPECT_EQ(pageable_copies.load(), 0);
   EXPECT_GT(totals.loss_sum, 0.0);
   std::printf("epoch of %lld steps: 0 waits, 0 allocations while enqueued; %lld progress snapshots seen on the way\n",
               static_cast<long long>(steps), static_cast<long long>(snapshots));
 }
 
 // The fused engine: an epoch is one cooperative launch of its kernel (after the permutation's
-// sort), no graph, no wait, no allocation; progress comes from host-mapped memory.
+// sort), no graph, no wait, no allocation; progress comes from host-mapped memory (no poll).
 // The grid kernel (one cooperative launch), the cluster, rows and split kernels (one launch with a
 // cluster shape each; "split_narrow": its 256-wide shape), each asked for.
 class FusedKernels : public ::testing::TestWithParam<std::string> {};
@@ -205,23 +340,21 @@ TEST_P(FusedKernels, AnEpochOfTheFusedEngineIsOneLaunchAndNoWait) {
   TrainPlan* plan = trainer.plan();
   ASSERT_NE(plan, nullptr);
   const std::int64_t steps = trainer.steps_per_epoch();
-  waits = 0;
-  allocations = 0;
-  cooperative_launches = 0;
-  cluster_launches = 0;
-  graph_launches = 0;
-  counting = true;
-  plan->start_epoch(0);
-  for (std::int64_t s = 0; s < steps; ++s) {
-    plan->step();
-    if ((s + 1) % 5 == 0) plan->progress(s + 1);
+  {
+    const CountingWindow window;
+    plan->start_epoch(0);
+    for (std::int64_t s = 0; s < steps; ++s) {
+      plan->step();
+      if ((s + 1) % 5 == 0) plan->progress(s + 1);
+    }
   }
-  counting = false;
   EXPECT_EQ(cooperative_launches.load(), kernel == "grid" ? 1 : 0) << "the grid kernel's epoch";
   EXPECT_EQ(cluster_launches.load(), kernel == "grid" ? 0 : 1) << "the cluster, rows, split or regression kernel's epoch";
   EXPECT_EQ(graph_launches.load(), 0);
   EXPECT_EQ(waits.load(), 0) << "synchronising CUDA calls while enqueuing an epoch";
+  EXPECT_EQ(pageable_copies.load(), 0) << "copies to or from pageable host memory while enqueuing an epoch";
   EXPECT_EQ(allocations.load(), 0) << "device or pinned allocations while enqueuing an epoch";
+  EXPECT_EQ(polls.load(), 0) << "progress is read from host-mapped memory, with no CUDA call";
   const EpochTotals totals = plan->finish_epoch();
   EXPECT_GT(totals.loss_sum, 0.0);
   const auto seen = plan->progress(steps);

@@ -44,10 +44,10 @@ struct TrainConfig {
 struct DeviceConfig {
   std::string name = "auto";        // auto, cpu, cuda, cuda:N
   std::string precision = "auto";   // auto (bf16 for the compiled GPU step, else fp32), fp32, tf32, bf16, fp16
-  std::string engine = "auto";      // GPU training step: compiled (CUDA graph), eager, auto (compiled when supported)
+  std::string engine = "auto";      // training step: fused (GPU, one kernel an epoch), compiled, eager, auto (CONFIG.md)
   std::string allocator = "auto";   // CUDA memory: caching (ours), async (cudaMallocAsync pool), auto (ALLOCATOR_TYPE)
   std::int64_t threads = 0;         // CPU threads (0 = OMP_NUM_THREADS when set, else one a usable core)
-  std::string update = "auto";      // data parallel: replicated, sharded (ZeRO-1), auto (replicated)
+  std::string update = "auto";      // data parallel: replicated, sharded (ZeRO-1), auto (sharded where it can)
 };
 
 struct LossConfig {
