@@ -104,11 +104,11 @@ struct Bounds {
 // relative per add). In the first epoch that keeps the mean loss within ~1e-6 relative (measured
 // 1.1e-6 on 2 H200s, with the sharded update, whose sum of 2 ranks is the replicated one's); afterwards
 // ReLU inputs that rounding moves across zero compound it, as in the CPU's fp32-against-fp64 drift
-// (Fp32Drift): 1.6e-4 relative in epoch 2, 5e-5 in epoch 3 on 2 H200s. So 1e-5 for the first epoch
-// and 1e-3 after; a rank reading the wrong rows or a missing all-reduce moves the first epoch's loss by
-// more than 1e-3. Other draws part no more: the CPU's eager and compiled steps (two summation orders) on
-// this slice, seeds 0-9, part by at most 3.9e-6 in the first epoch and 3.1e-5 after.
-constexpr Bounds kFp32Bounds{.first_epoch = 1e-5, .later_epochs = 1e-3};
+// (Fp32Drift): 1.6e-4 relative in epoch 2, 5e-5 in epoch 3 on 2 H200s. Other draws part further in the
+// first epoch: 2.4e-5 at test seed 53275725813 on 2 H200s (2026-11-29; the CPU's eager and compiled steps, two
+// summation orders, part by at most 3.9e-6 on seeds 0-9). So 1e-4 for the first epoch and 1e-3 after; a rank
+// reading the wrong rows or a missing all-reduce moves the first epoch's loss by more than 1e-3.
+constexpr Bounds kFp32Bounds{.first_epoch = 1e-4, .later_epochs = 1e-3};
 
 // fp16: both sides compute every product in fp16 (an 11-bit significand) and differ in the gradients'
 // sums: each rank rounds its share to fp16 and NCCL adds the shares in fp16, where one GPU rounds the whole
@@ -189,8 +189,8 @@ TEST_P(FollowsOneGpu, Adam) {
 // AdamW's decoupled decay (weight_decay 1 at lr 1e-3: every step scales the weights by 1 - 1e-3), applied by
 // each rank to its shard of the master weights (sharded) or by every rank to all of them (replicated). An
 // N-GPU run that left the decay out would fail the comparison: one GPU without it departs from one GPU with
-// it by more than the bar in every epoch (checked here; on the CPU, seeds 0 and 3: 1.2e-3 to 1.7e-3 in the
-// first epoch against 1e-5, 7.6e-3 to 2.3e-2 after against 1e-3). A decay of 0.1 would not (4e-4 to 6e-4 after).
+// it by more than the bar in the last epoch (checked here; on the CPU, seeds 0 and 3: 1.2e-3 to 1.7e-3 in the
+// first epoch against 1e-4, 7.6e-3 to 2.3e-2 after against 1e-3). A decay of 0.1 would not (4e-4 to 6e-4 after).
 TEST_P(FollowsOneGpu, AdamWWithWeightDecay) {
   const std::vector<std::string> adamw = with(kSlice, {kFp32, "optim.type=\"adamw\"", "optim.lr=0.001"});
   std::vector<double> decayed;
@@ -201,11 +201,15 @@ TEST_P(FollowsOneGpu, AdamWWithWeightDecay) {
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   const auto without = train_losses(plain.dir);
   ASSERT_EQ(without.size(), decayed.size());
+  // A run that lost the decay fails the comparison once one epoch is beyond its bar; the last epoch, where the
+  // decay has compounded, must be. (The first can sit near its bar: 1.07e-4 against 1e-4 at seed 53275725813 on
+  // 2 H200s; 1.2e-3 to 2.0e-3 at seeds 1 and 2. The last: 2.1e-2 to 2.4e-2 at those three seeds against 1e-3.)
+  double departure = 0.0;
   for (std::size_t e = 0; e < without.size(); ++e) {
-    const double departure = std::abs(without[e] - decayed[e]) / decayed[e];
+    departure = std::abs(without[e] - decayed[e]) / decayed[e];
     std::printf("adamw, 1 GPU without the decay, epoch %zu: %.2e relative\n", e + 1, departure);
-    EXPECT_GT(departure, kFp32Bounds.loss(e)) << "epoch " << e + 1 << ": the decay is lost in the bar";
   }
+  EXPECT_GT(departure, kFp32Bounds.loss(without.size() - 1)) << "the decay is lost in the bar of the last epoch";
 }
 
 // fp16 (dynamic loss scaling): never sharded (the scaling decides from every gradient whether the step
