@@ -16,7 +16,9 @@
 #include <fmt/format.h>
 
 #include "adam_fast_probe.h"
+#include "sprintnet/io/config.h"
 #include "sprintnet/ops/ops.h"
+#include "sprintnet/train/padded_parameters.h"
 #include "step_kernel_util.h"
 #include "support/test_util.h"
 
@@ -52,23 +54,19 @@ std::vector<OptimizerCase> optimizer_cases() {
   };
 }
 
-// The case's hyper-parameters as the plan derives them (train/padded_parameters.cpp's flat_optimizer_config);
+// The case's hyper-parameters, derived by the plan's own flat_optimizer_config from the case as a config;
 // buffers, types and state are the caller's.
 cuda::FlatOptimizerArgs hyper_args(const OptimizerCase& c) {
-  cuda::FlatOptimizerArgs args;
-  const double weight_decay = c.adam_like() ? c.adam.weight_decay : c.sgd.weight_decay;
-  args.kind = c.kind;
-  args.momentum = static_cast<float>(c.sgd.momentum);
-  args.keep = static_cast<float>(1.0 - c.sgd.dampening);
-  args.weight_decay = static_cast<float>(weight_decay);
-  args.nesterov = c.sgd.nesterov;
-  args.beta1 = static_cast<float>(c.adam.beta1);
-  args.beta2 = static_cast<float>(c.adam.beta2);
-  args.eps = static_cast<float>(c.adam.eps);
-  args.beta1_d = c.adam.beta1;
-  args.beta2_d = c.adam.beta2;
-  args.weight_decay_d = weight_decay;
-  return args;
+  OptimConfig o;
+  o.type = c.kind == cuda::FlatOptimizerKind::kSgd ? "sgd" : c.kind == cuda::FlatOptimizerKind::kAdam ? "adam" : "adamw";
+  o.momentum = c.sgd.momentum;
+  o.dampening = c.sgd.dampening;
+  o.nesterov = c.sgd.nesterov;
+  o.weight_decay = c.adam_like() ? c.adam.weight_decay : c.sgd.weight_decay;
+  o.beta1 = c.adam.beta1;
+  o.beta2 = c.adam.beta2;
+  o.eps = c.adam.eps;
+  return train::flat_optimizer_config(o, false);  // check_finite: flat_args decides
 }
 
 OptimizerCase without_weight_decay(OptimizerCase c) {

@@ -59,7 +59,7 @@ void set_preference(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAtt
                "cublasLtMatmulPreferenceSetAttribute", desc);
 }
 
-// Owns a preference descriptor for the duration of one heuristic query.
+// Kernel lab: SPRINTNET_GEMM_OUTPUT_TYPE_REDUCTION=1 lets the heuristic sum split-K products in C's type again.
 bool output_type_reduction_allowed() {
   static const bool allowed = [] {
     const char* env = std::getenv("SPRINTNET_GEMM_OUTPUT_TYPE_REDUCTION");
@@ -68,6 +68,7 @@ bool output_type_reduction_allowed() {
   return allowed;
 }
 
+// Owns a preference descriptor for the duration of one heuristic query.
 struct Preference {
   cublasLtMatmulPreference_t pref = nullptr;
   ~Preference() {
