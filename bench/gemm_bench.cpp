@@ -1,22 +1,27 @@
 // The matrix products of one CPU training step, timed in each GEMM library Debian offers:
 // OpenBLAS (cblas), BLIS (its typed API: bli_sgemm takes strides, so transposes are free),
 // oneDNN matmul in fp32, fp32 with the forward's bias+ReLU as a fused post-op, and bf16 inputs
-// (fp32 output). Libraries are interleaved round by round and each time is the median over rounds,
-// so a machine shared with other work biases every library alike. Not a test: bench/ only.
+// (fp32 output; only where the CPU has AVX512-BF16 or AMX). Libraries are interleaved round by round
+// and each time is the median over rounds, so a machine shared with other work biases every library
+// alike. Not a test: bench/ only.
 //
 //   gemm_bench --config 4x784x128 3x256x128 --threads 1 2 --rounds 15
 #include <cblas.h>
 #include <dlfcn.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -108,6 +113,18 @@ Runner openblas_runner(const Gemm& g, Operands& o) {
   };
 }
 
+// oneDNN's JIT sgemm (the eager step's fp32 products, ops/cpu/gemm.cpp): its own kernels (the
+// gemm:jit family), not the matmul primitive's brgemm ones, on CPUs where both exist.
+Runner dnnl_sgemm_runner(const Gemm& g, Operands& o) {
+  return [&g, &o] {
+    const dnnl_status_t status =
+        dnnl_sgemm(g.transposed_a() ? 'T' : 'N', g.transposed_b() ? 'T' : 'N', g.m, g.n, g.k, 1.0F, o.a.data(),
+                   g.transposed_a() ? g.a_cs : g.a_rs, o.b.data(), g.transposed_b() ? g.b_cs : g.b_rs, 0.0F,
+                   o.c.data(), g.n);
+    if (status != dnnl_success) throw std::runtime_error("dnnl_sgemm failed");
+  };
+}
+
 // BLIS (Debian's libblis4-openmp) is opened at run time with RTLD_LOCAL, not linked: it exports
 // cblas_sgemm and sgemm_ too, and linked it would answer OpenBLAS's calls. Where it is not installed
 // (the GPU machines) its column is left out. Its typed API, declared here so no header is needed:
@@ -184,7 +201,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> layers_of(const MlpShape& s) 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   CLI::App app{"GEMM libraries on the products of one CPU training step"};
   std::vector<std::string> configs{"4x784x128", "3x256x128"};
   std::vector<int> threads{1, 2};
@@ -198,10 +215,15 @@ int main(int argc, char** argv) {
   std::vector<Candidate> candidates = {
       {"OpenBLAS", false, [](const Gemm& g, Operands& o) { return openblas_runner(g, o); }},
       {"oneDNN fp32", false, [](const Gemm& g, Operands& o) { return dnnl_runner(g, o, false, false); }},
+      {"oneDNN sgemm", false, [](const Gemm& g, Operands& o) { return dnnl_sgemm_runner(g, o); }},
       {"oneDNN fp32+bias+relu", true,
        [](const Gemm& g, Operands& o) { return dnnl_runner(g, o, false, true); }},
-      {"oneDNN bf16", false, [](const Gemm& g, Operands& o) { return dnnl_runner(g, o, true, false); }},
   };
+  // oneDNN would emulate bf16 on a CPU without AVX512-BF16 or AMX; the compiled step refuses it there.
+  if (sprintnet::cpu::cpu_has_native_bf16()) {
+    candidates.push_back(
+        {"oneDNN bf16", false, [](const Gemm& g, Operands& o) { return dnnl_runner(g, o, true, false); }});
+  }
   if (blis().sgemm != nullptr) {
     candidates.insert(candidates.begin() + 1,
                       {"BLIS", false, [](const Gemm& g, Operands& o) { return blis_runner(g, o); }});
@@ -283,4 +305,7 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "gemm_bench: %s\n", e.what());
+  return 1;
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -21,7 +22,7 @@
 
 using namespace sprintnet;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   CLI::App app{"sprintnet training-step benchmark"};
   std::vector<std::string> configs{"4x784x128", "3x256x128"};
   std::string device_name = "cpu";
@@ -110,4 +111,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "step_bench: %s\n", e.what());
+  return 1;
 }
