@@ -24,11 +24,35 @@ const CublasLtApi& lt() {
 // cuBLASLt's recommendation for Hopper (and more than enough for Ampere/Ada).
 inline constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 
+const char* precision_name(GemmPrecision p) {
+  switch (p) {
+    case GemmPrecision::kF32: return "fp32";
+    case GemmPrecision::kTF32: return "tf32";
+    case GemmPrecision::kBF16: return "bf16";
+    case GemmPrecision::kF16: return "fp16";
+  }
+  return "unknown";
+}
+
+const char* epilogue_name(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::kNone: return "none";
+    case GemmEpilogue::kBias: return "bias";
+    case GemmEpilogue::kReluAuxBias: return "relu_aux_bias";
+    case GemmEpilogue::kReluAux: return "relu_aux";
+    case GemmEpilogue::kReluBias: return "relu_bias";
+    case GemmEpilogue::kRelu: return "relu";
+    case GemmEpilogue::kDRelu: return "drelu";
+    case GemmEpilogue::kBiasGradA: return "bias_grad_a";
+  }
+  return "unknown";
+}
+
 std::string describe(const GemmDesc& d) {
   return fmt::format("gemm m={} n={} k={} trans_a={} trans_b={} precision={} c_f32={} epilogue={} (alignments a={} "
                      "b={} c={} bytes)",
-                     d.m, d.n, d.k, d.trans_a, d.trans_b, static_cast<int>(d.precision), d.c_f32,
-                     static_cast<int>(d.epilogue), d.align_a, d.align_b, d.align_c);
+                     d.m, d.n, d.k, d.trans_a, d.trans_b, precision_name(d.precision), d.c_f32,
+                     epilogue_name(d.epilogue), d.align_a, d.align_b, d.align_c);
 }
 
 // Throws `what` failed with `status`. ALLOC_FAILED is cuBLASLt not getting memory ("usually a cudaMalloc
@@ -249,16 +273,14 @@ void CublasLtGemm::run(const GemmDesc& desc, const float* a, const float* b, flo
 
 void CublasLtGemm::run(const GemmDesc& desc, const GemmArgs& args, cudaStream_t stream) {
   SN_CHECK(desc.m >= 1 && desc.n >= 1 && desc.k >= 1, "{}: empty products are handled by the caller", describe(desc));
+  // The arguments first: a missing bias or mask is the caller's mistake, whatever cuBLASLt could plan.
+  SN_CHECK(!uses_bias(desc.epilogue) || args.bias != nullptr, "{}: the epilogue needs a bias vector", describe(desc));
+  SN_CHECK(!uses_aux(desc.epilogue) || args.aux != nullptr, "{}: the epilogue needs a ReLU mask buffer",
+           describe(desc));
   Plan* plan = plan_for(desc);
   SN_CHECK(plan != nullptr, "cuBLASLt has no algorithm for {}", describe(desc));
-  if (uses_bias(desc.epilogue)) {
-    SN_CHECK(args.bias != nullptr, "{}: the epilogue needs a bias vector", describe(desc));
-    set_attribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias, desc);
-  }
-  if (uses_aux(desc.epilogue)) {
-    SN_CHECK(args.aux != nullptr, "{}: the epilogue needs a ReLU mask buffer", describe(desc));
-    set_attribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux, desc);
-  }
+  if (uses_bias(desc.epilogue)) set_attribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias, desc);
+  if (uses_aux(desc.epilogue)) set_attribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux, desc);
   const NvtxRange range("gemm");
   check_cublas(lt().matmul(handle_, plan->op, &args.alpha, args.b, plan->first, args.a, plan->second, &args.beta,
                               args.c, plan->out, args.c, plan->out, &plan->algo, workspace_, kWorkspaceBytes, stream),
