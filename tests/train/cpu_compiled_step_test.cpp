@@ -27,6 +27,7 @@
 #include "sprintnet/train/evaluate.h"
 #include "sprintnet/train/train_plan.h"
 #include "support/training_steps.h"
+#include "support/scoped_env.h"
 #include "support/signal_storm.h"
 #include "support/test_util.h"
 
@@ -210,6 +211,26 @@ TEST(CpuCompiledStep, AppliesAWideLayersGradientBlockByBlock) {
     EXPECT_NEAR(totals.loss_sum, eager_loss, 1e-5 * eager_loss) << name(c);
     expect_close(compiled, eager, 1e-5, name(c), 1e-4);
   }
+}
+
+// The kernel lab's SPRINTNET_CPU_BLOCK_KB sizes the blocks for that much cache a thread instead of 512 KB
+// (docs/PERFORMANCE.md), and a size beyond every layer takes it whole; nothing else (0, text) changes them.
+TEST(CpuCompiledStep, BlockSizeLabSwitchSizesTheBlocks) {
+  {
+    const test::ScopedEnv whole("SPRINTNET_CPU_BLOCK_KB", "100000");
+    EXPECT_EQ(cpu_grad_block_rows(1101, 1101, 1), 1101);
+    EXPECT_TRUE(cpu_split_input_grad(128, 1101, 1));
+  }
+  {
+    const test::ScopedEnv small("SPRINTNET_CPU_BLOCK_KB", "128");  // 128 KB / (401 x 4 B) = 81 rows: 5 blocks
+    EXPECT_EQ(cpu_grad_block_rows(401, 401, 1), 81);
+    EXPECT_FALSE(cpu_split_input_grad(128, 401, 1));
+  }
+  for (const char* ignored : {"0", "blocks"}) {
+    const test::ScopedEnv env("SPRINTNET_CPU_BLOCK_KB", ignored);
+    EXPECT_EQ(cpu_grad_block_rows(401, 401, 1), 201) << ignored;
+  }
+  EXPECT_EQ(cpu_grad_block_rows(401, 401, 1), 201);
 }
 
 // A second epoch: the plan takes its learning rate from the table by the run's step (not the step within the

@@ -22,6 +22,7 @@
 // eager CPU ops themselves, on views of the plan's buffers: only the products differ from the
 // eager step (oneDNN instead of OpenBLAS), which tests/train/cpu_compiled_step_test.cpp bounds.
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -424,20 +425,31 @@ std::string CpuTrainPlan::describe() const {
 
 }  // namespace
 
+namespace {
+
 // What a thread's L2 holds of the backward's working set (the H100 machines' hosts and the 2-core
 // Xeon have 2 MiB a core; 256 KB and 1 MB a thread measured slower there, docs/PERFORMANCE.md).
-constexpr std::int64_t kCacheBytesPerThread = 512 * 1024;
+// Kernel lab: SPRINTNET_CPU_BLOCK_KB sets it, so block sizes are timed side by side in one binary
+// (a size larger than every layer's weight gradient takes each layer whole, dX before the blocks).
+// Read whenever a plan is made, not cached: plans are made once a run.
+std::int64_t cache_bytes_per_thread() {
+  const char* env = std::getenv("SPRINTNET_CPU_BLOCK_KB");
+  const std::int64_t kb = env != nullptr ? std::atoll(env) : 0;
+  return kb > 0 ? kb * 1024 : std::int64_t{512} * 1024;
+}
+
+}  // namespace
 
 // The block stays in the cores' L2 caches between the product that writes it and the update that reads it.
 std::int64_t cpu_grad_block_rows(std::int64_t in, std::int64_t out, int threads) {
-  const std::int64_t most = std::max<std::int64_t>(1, kCacheBytesPerThread * std::max(threads, 1) / (in * 4));
+  const std::int64_t most = std::max<std::int64_t>(1, cache_bytes_per_thread() * std::max(threads, 1) / (in * 4));
   const std::int64_t blocks = (out + most - 1) / most;
   return (out + blocks - 1) / blocks;
 }
 
 // Each block after the first re-reads and rewrites dX [rows, in]: worth it only while dX stays in cache.
 bool cpu_split_input_grad(std::int64_t rows, std::int64_t in, int threads) {
-  return rows * in * 4 <= kCacheBytesPerThread * std::max(threads, 1);
+  return rows * in * 4 <= cache_bytes_per_thread() * std::max(threads, 1);
 }
 
 std::unique_ptr<TrainPlan> make_cpu_train_plan(const TrainPlanSpec& spec) {
