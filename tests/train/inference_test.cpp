@@ -130,23 +130,37 @@ TEST_F(InferenceTest, LoadsFromTheWeightsFileAndTheCheckpointsLayout) {
   }
 }
 
+// The Trainer's weights carry the normalization and sample shape (inference_metadata), so eval and predict
+// never need the training data, nor follow it if it changes. Weights without them (older runs, or written by
+// PyTorch) recompute the normalization from the training images, and say so when those are missing.
 TEST_F(InferenceTest, MetadataMakesACheckpointIndependentOfTheTrainingData) {
-  LoadedModel reference = load_model(run(), on_cpu());
-  const fs::path dir = *out_dir_ / "self-contained";
-  fs::create_directories(dir);
-  fs::copy_file(run() / "config.toml", dir / "config.toml");
-  SafetensorsFile weights = load_safetensors(run() / "model.safetensors");
-  save_safetensors(dir / "model.safetensors", weights.tensors,
-                   inference_metadata(reference.normalization, reference.sample_shape));
+  const SafetensorsFile written = load_safetensors(run() / "model.safetensors");
+  EXPECT_EQ(written.metadata.count(std::string(kMetadataNormalizationScale)), 1U);
+  EXPECT_EQ(written.metadata.count(std::string(kMetadataNormalizationShift)), 1U);
+  EXPECT_EQ(written.metadata.count(std::string(kMetadataSampleShape)), 1U);
+  EXPECT_EQ(written.metadata.at("format"), "pt");  // still what safetensors.torch expects of a state dict
 
-  // The data folder is gone: only the metadata can supply the normalization.
+  const fs::path stripped = *out_dir_ / "without-metadata";
+  fs::create_directories(stripped);
+  fs::copy_file(run() / "config.toml", stripped / "config.toml");
+  save_safetensors(stripped / "model.safetensors", written.tensors, {{"format", "pt"}});
+  const LoadedModel recomputed = load_model(stripped, on_cpu());  // from the training images, as the Trainer did
+
+  // The data folder is gone: only the metadata can supply the normalization, and it is the Trainer's, exactly.
   const std::vector<std::string> no_data = {"data.dir=\"/nonexistent/sprintnet-data\""};
-  LoadedModel loaded = load_model(dir, on_cpu(no_data));
-  EXPECT_EQ(loaded.normalization.scale, reference.normalization.scale);  // shortest round-trip text: exact
-  EXPECT_EQ(loaded.normalization.shift, reference.normalization.shift);
-  EXPECT_EQ(loaded.sample_shape, reference.sample_shape);
+  const LoadedModel loaded = load_model(run(), on_cpu(no_data));
+  EXPECT_EQ(loaded.normalization.scale, recomputed.normalization.scale);  // shortest round-trip text: exact
+  EXPECT_EQ(loaded.normalization.shift, recomputed.normalization.shift);
+  EXPECT_EQ(loaded.sample_shape, recomputed.sample_shape);
+  // Other training data (a smaller slice gives other statistics) changes nothing either.
+  const LoadedModel other_data = load_model(run(), on_cpu({"data.train_limit=100"}));
+  EXPECT_EQ(other_data.normalization.scale, recomputed.normalization.scale);
+  EXPECT_EQ(other_data.normalization.shift, recomputed.normalization.shift);
+  EXPECT_NE(load_model(stripped, on_cpu({"data.train_limit=100"})).normalization.shift,
+            recomputed.normalization.shift)
+      << "a 100-sample slice should normalise differently, or this test shows nothing";
   // Without the metadata the training images are needed, and the error says why.
-  const std::string message = test::error_message([&] { load_model(run(), on_cpu(no_data)); });
+  const std::string message = test::error_message([&] { load_model(stripped, on_cpu(no_data)); });
   EXPECT_THAT(message, HasSubstr("normalization"));
   EXPECT_THAT(message, HasSubstr("/nonexistent/sprintnet-data"));
 }

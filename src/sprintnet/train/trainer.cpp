@@ -20,6 +20,7 @@
 #include "sprintnet/optim/make_optimizer.h"
 #include "sprintnet/train/checkpoint.h"
 #include "sprintnet/train/fused_fit.h"
+#include "sprintnet/train/inference.h"
 #include "sprintnet/train/model_io.h"
 #include "sprintnet/train/flat_parameters.h"
 #include "sprintnet/train/run_directory.h"
@@ -324,7 +325,14 @@ void Trainer::restore(const Checkpoint& checkpoint) {
   start_epoch_ = checkpoint.epoch;
 }
 
-Metadata Trainer::weights_metadata() const { return {{"format", "pt"}, {"producer", "sprintnet"}}; }
+// What safetensors.torch expects of a state dict, and the normalization and sample shape eval and predict
+// need: with them the weights are self-contained, and inference never re-reads (or depends on) the training data.
+Metadata Trainer::weights_metadata() const {
+  Metadata metadata = inference_metadata(loaded_.norm, loaded_.data.train.sample_shape);
+  metadata.emplace("format", "pt");
+  metadata.emplace("producer", "sprintnet");
+  return metadata;
+}
 
 void Trainer::write_in_background(const std::filesystem::path& run_dir, std::int64_t epoch, bool weights,
                                   bool checkpoint) {
