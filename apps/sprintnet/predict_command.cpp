@@ -120,7 +120,9 @@ void print_json(const train::LoadedModel& model, const std::vector<Input>& input
     }
     out["predictions"].push_back(entry);
   }
-  std::printf("%s\n", out.dump(2).c_str());
+  // A path is bytes, not always UTF-8 (a file named in Latin-1): such bytes print as U+FFFD rather than end
+  // the command with nlohmann's "invalid UTF-8" exception.
+  std::printf("%s\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
 }
 
 }  // namespace

@@ -168,6 +168,21 @@ TEST_F(EvalPredictCli, PredictJsonCoversPngPgmAndIdxInputs) {
   }
 }
 
+// A file name is bytes: one that is not UTF-8 (here Latin-1's "é", 0xE9) ended `predict --json` with nlohmann's
+// "invalid UTF-8 byte" as an internal error. It prints, the byte as U+FFFD, and the prediction is there.
+TEST_F(EvalPredictCli, PredictJsonPrintsFileNamesThatAreNotUtf8) {
+  const Dataset data = test_images(1);
+  const std::vector<std::uint8_t> pixels = data.images.to_vector<std::uint8_t>();
+  const fs::path png = *dir_ / "caf\xe9.png";
+  ASSERT_EQ(stbi_write_png(png.c_str(), 28, 28, 1, pixels.data(), 28), 1);
+  const CliResult result =
+      run_cli(fmt::format("predict '{}' '{}' --json --device cpu", run_->string(), png.string()), *dir_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json.at("predictions").at(0).at("input"), (*dir_ / "caf\xEF\xBF\xBD.png").string());
+  EXPECT_EQ(json.at("predictions").at(0).at("top_k").size(), 3u);
+}
+
 TEST_F(EvalPredictCli, PredictPrintsATableAndRejectsBadInputs) {
   const fs::path pgm = *dir_ / "flat.pgm";
   std::ofstream(pgm) << "P2 2 2 1\n0 1\n1 0\n";  // resized from 2x2 to 28x28

@@ -22,6 +22,7 @@
 namespace sprintnet {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 using Bytes = std::vector<std::uint8_t>;
@@ -269,6 +270,15 @@ TEST_F(ImageTest, CorruptFilesAreErrorsNamingTheFile) {
   write_png(dir_ / "good.png", 28, 28, 1, random_bytes(28 * 28, gen_));
   const Bytes png = read_file_bytes(dir_ / "good.png");
   expect_error("truncated.png", Bytes(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(png.size() / 2)), "PNG");
+  // Cut anywhere after the IHDR chunk, the end chunk included, the file is refused as truncated (stb_image
+  // decoded a file cut inside IEND, and named cuts elsewhere by a few letters of a chunk type: "corrupt PNG (ID)").
+  for (std::size_t size = 33; size < png.size(); ++size) {
+    const std::string message = test::error_message([&] {
+      write_bytes(dir_ / "cut.png", Bytes(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(size)));
+      load_image_for_model(dir_ / "cut.png", options);
+    });
+    EXPECT_THAT(message, AllOf(HasSubstr("cut.png"), HasSubstr("truncated"))) << size << " of " << png.size();
+  }
   Bytes bad_crc = png;
   bad_crc[30] ^= 0x01;  // IHDR's CRC (signature 8, length 4, type 4, 13 bytes of header)
   expect_error("crc.png", bad_crc, "CRC");

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <sys/stat.h>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/random.h"
@@ -35,6 +38,47 @@ TEST(WriteTextFileAtomically, WritesAndReplacesLeavingNoTemporaries) {
 TEST(WriteTextFileAtomically, MissingDirectoryNamesThePath) {
   EXPECT_THAT([] { write_text_file_atomically("/nonexistent/sprintnet/config.toml", "x"); },
               ::testing::ThrowsMessage<Error>(::testing::HasSubstr("/nonexistent/sprintnet/config.toml")));
+}
+
+// A link (or a chain of them, relative and absolute) is followed: the file it names gets the contents and the
+// links stay links. Replacing the link itself made `eval --csv link.csv` turn the link into a file.
+TEST(WriteTextFileAtomically, WritesThroughSymbolicLinksAndKeepsThem) {
+  const auto dir = test::temp_dir("atomic-links");
+  std::filesystem::create_directory(dir / "data");
+  std::ofstream(dir / "data" / "target.csv") << "old";
+  std::filesystem::create_symlink("data/target.csv", dir / "relative.csv");
+  std::filesystem::create_symlink(dir / "relative.csv", dir / "absolute.csv");
+  write_text_file_atomically(dir / "absolute.csv", "new");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "absolute.csv"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "relative.csv"));
+  EXPECT_EQ(test::file_bytes(dir / "data" / "target.csv"), "new");
+  std::filesystem::create_symlink("not-yet.csv", dir / "dangling.csv");  // its file is created
+  write_text_file_atomically(dir / "dangling.csv", "made");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "dangling.csv"));
+  EXPECT_EQ(test::file_bytes(dir / "not-yet.csv"), "made");
+  std::filesystem::create_symlink("loop-b", dir / "loop-a");
+  std::filesystem::create_symlink("loop-a", dir / "loop-b");
+  EXPECT_THAT([&] { write_text_file_atomically(dir / "loop-a", "x"); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr("too many levels of symbolic links")));
+}
+
+// A FIFO (like /dev/stdout or a shell's pipe) is written in place and stays a FIFO: replacing it would leave a
+// file where the reader waits. A device that refuses the bytes (/dev/full) is an error naming it.
+TEST(WriteTextFileAtomically, WritesAFifoInPlaceAndNamesADeviceThatRefuses) {
+  const auto dir = test::temp_dir("atomic-fifo");
+  const std::filesystem::path fifo = dir / "pipe.csv";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] { received = test::file_bytes(fifo); });  // opening blocks until the writer opens
+  write_text_file_atomically(fifo, "through the pipe");
+  reader.join();
+  EXPECT_EQ(received, "through the pipe");
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  if (std::filesystem::is_character_file("/dev/full")) {
+    EXPECT_THAT([] { write_text_file_atomically("/dev/full", "x"); },
+                ::testing::ThrowsMessage<Error>(::testing::HasSubstr("cannot write '/dev/full'")));
+    EXPECT_TRUE(std::filesystem::is_character_file("/dev/full"));
+  }
 }
 
 // What a process killed mid-write leaves goes; everything else in the folder stays.

@@ -10,6 +10,9 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
+
+#include <sys/stat.h>
 
 #include <fmt/format.h>
 
@@ -55,6 +58,19 @@ TEST(ReadFile, ErrorsNameWhatThePathAndTheSystemsReason) {
               StartsWith(fmt::format("cannot read file '{}': {}", dir.string(), std::strerror(EISDIR))));
   EXPECT_EQ(try_read_file(dir / "absent.toml"), std::nullopt);
   EXPECT_EQ(try_read_file(dir), std::nullopt);
+}
+
+// /dev/zero has no end: read, it grew memory without bound until `eval /dev/zero` ran out of it. Devices and
+// sockets are refused before they are opened, naming what they are; a pipe (`<(command)`) is still read.
+TEST(ReadFile, RefusesDevicesAndReadsPipes) {
+  EXPECT_THAT(test::error_message([] { read_file("/dev/zero", "checkpoint"); }),
+              StartsWith("cannot read checkpoint '/dev/zero': it is a character device, not a file"));
+  EXPECT_EQ(try_read_file("/dev/null"), std::nullopt);
+  const std::filesystem::path fifo = test::temp_dir("read-file-fifo") / "config.toml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo) << "seed = 3\n"; });
+  EXPECT_EQ(read_file(fifo, "config file"), "seed = 3\n");
+  writer.join();
 }
 
 }  // namespace

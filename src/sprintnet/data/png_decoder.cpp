@@ -41,10 +41,12 @@ void check_chunks(std::span<const std::uint8_t> bytes, std::string_view origin, 
   const std::unique_ptr<z_stream, int (*)(z_stream*)> end(&inflater, inflateEnd);
   std::vector<Bytef> scratch(64 * 1024);
   bool ended = false;  // the zlib stream's end came (stb_image ignores image data after it)
+  bool complete = false;  // IEND came whole: a file cut short anywhere before its end is refused as truncated
   for (std::size_t at = 8; at + 12 <= bytes.size();) {
     const std::uint32_t length = big_endian32(&bytes[at]);
     const std::string_view type(reinterpret_cast<const char*>(&bytes[at + 4]), 4);
-    SN_CHECK(length <= bytes.size() - at - 12, "{}: PNG chunk '{}' runs past the end of the file", origin, type);
+    SN_CHECK(length <= bytes.size() - at - 12, "{}: PNG chunk '{}' runs past the end of the file (a truncated file)",
+             origin, type);
     // Critical chunks only (an uppercase first letter), as libpng: a damaged ancillary chunk (a text
     // comment) is one no decoder needs.
     const bool critical = type[0] >= 'A' && type[0] <= 'Z';
@@ -66,9 +68,13 @@ void check_chunks(std::span<const std::uint8_t> bytes, std::string_view origin, 
         if (status != Z_OK) break;
       }
     }
-    if (type == "IEND") break;
+    if (type == "IEND") {
+      complete = true;
+      break;
+    }
     at += 12 + std::size_t{length};
   }
+  SN_CHECK(complete, "{}: the PNG file ends before its IEND chunk (a truncated file of {} bytes)", origin, bytes.size());
 }
 
 }  // namespace

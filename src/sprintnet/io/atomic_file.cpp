@@ -48,7 +48,50 @@ std::string error_text() { return std::strerror(errno); }
 
 }  // namespace
 
-void write_text_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+namespace {
+
+// The file a chain of symbolic links ends at (which may not exist yet): replacing it keeps the links, as an
+// editor saving through one does. More than 40 links (the kernel's own limit) is a loop.
+std::filesystem::path follow_links(std::filesystem::path path) {
+  std::error_code ec;
+  for (int hops = 0; std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec)); ++hops) {
+    SN_CHECK(hops < 40, "cannot write '{}': too many levels of symbolic links", path.string());
+    const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+    SN_CHECK(!ec, "cannot write '{}': cannot read the symbolic link: {}", path.string(), ec.message());
+    path = target.is_absolute() ? target : path.parent_path() / target;
+  }
+  return path;
+}
+
+// A pipe, a terminal or a device (/dev/stdout, a FIFO): there is nothing to replace, so it is written as it is.
+void write_in_place(const std::filesystem::path& path, std::string_view contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  SN_CHECK(fd >= 0, "cannot open '{}' for writing: {}", path.string(), error_text());
+  std::size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t result = ::write(fd, contents.data() + written, contents.size() - written);
+    if (result < 0 && errno == EINTR) continue;
+    if (result < 0) {
+      const std::string reason = error_text();
+      ::close(fd);
+      SN_FAIL("cannot write '{}': {}", path.string(), reason);
+    }
+    written += static_cast<std::size_t>(result);
+  }
+  SN_CHECK(::close(fd) == 0, "cannot close '{}': {}", path.string(), error_text());
+}
+
+}  // namespace
+
+void write_text_file_atomically(const std::filesystem::path& requested, std::string_view contents) {
+  const std::filesystem::path path = follow_links(requested);
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
+      !std::filesystem::is_directory(status)) {
+    write_in_place(path, contents);
+    return;
+  }
   const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   // Unique per process and call, so concurrent writers of the same file never share a temporary.
   static std::atomic<std::uint64_t> counter{0};

@@ -9,6 +9,9 @@ namespace sprintnet {
 // Writes `contents` to a temporary file beside `path`, fsyncs it, renames it
 // over `path` and fsyncs the directory. The directory must exist. Throws
 // sprintnet::Error naming the path on any failure, and leaves no temporary behind.
+// A symbolic link is followed (the file it names is replaced, the link stays); a
+// path that is neither a file nor a directory (a FIFO, /dev/stdout, a terminal)
+// is written in place, since there is no file to replace.
 void write_text_file_atomically(const std::filesystem::path& path, std::string_view contents);
 
 // Removes from `dir` the temporaries write_text_file_atomically left when its process was killed mid-write

@@ -22,10 +22,25 @@ struct Outcome {
   std::string bytes;
   const char* failed = nullptr;  // "open" or "read" when that step failed
   int error = 0;                 // its errno
+  const char* device = nullptr;  // what the path is when it is a device or a socket (refused)
 };
+
+// A device or a socket has no end to read to (/dev/zero, /dev/urandom) or no file's contents: refused.
+// Files, directories (whose read fails with EISDIR) and pipes (`<(command)`, a FIFO) are read.
+const char* device_kind(const struct stat& status) {
+  if (S_ISCHR(status.st_mode)) return "a character device";
+  if (S_ISBLK(status.st_mode)) return "a block device";
+  if (S_ISSOCK(status.st_mode)) return "a socket";
+  return nullptr;
+}
 
 Outcome read_whole(const std::filesystem::path& path) {
   Outcome out;
+  struct stat status {};
+  if (::stat(path.c_str(), &status) == 0 && device_kind(status) != nullptr) {  // before open: a tty's may block
+    out.device = device_kind(status);
+    return out;
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     out.failed = "open";
@@ -33,7 +48,6 @@ Outcome read_whole(const std::filesystem::path& path) {
     return out;
   }
   // The reported size saves growing the buffer; the loop reads to the end whatever it says.
-  struct stat status {};
   if (::fstat(fd, &status) == 0 && status.st_size > 0) {
     out.bytes.reserve(static_cast<std::size_t>(status.st_size) + kChunkBytes);
   }
@@ -59,13 +73,14 @@ Outcome read_whole(const std::filesystem::path& path) {
 
 std::string read_file(const std::filesystem::path& path, std::string_view what) {
   Outcome out = read_whole(path);
+  SN_CHECK(out.device == nullptr, "cannot read {} '{}': it is {}, not a file", what, path.string(), out.device);
   SN_CHECK(out.failed == nullptr, "cannot {} {} '{}': {}", out.failed, what, path.string(), std::strerror(out.error));
   return std::move(out.bytes);
 }
 
 std::optional<std::string> try_read_file(const std::filesystem::path& path) {
   Outcome out = read_whole(path);
-  if (out.failed != nullptr) return std::nullopt;
+  if (out.failed != nullptr || out.device != nullptr) return std::nullopt;
   return std::move(out.bytes);
 }
 
