@@ -57,6 +57,10 @@ TEST(Safetensors, RejectsInconsistentFilesNamingTheProblem) {
   EXPECT_THAT(error_of(with_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8)),
               HasSubstr("trailing"));
   EXPECT_THAT(error_of(with_header("not json", 0)), HasSubstr("not valid JSON"));
+  // A header over the reference implementation's 100 MiB that fits in its file: the limit is the reason, not the size.
+  const std::string huge_header = "{\"__metadata__\":{\"k\":\"" + std::string((100u << 20) + 1, 'x') + "\"}}";
+  EXPECT_THAT(error_of(with_header(huge_header, 0)),
+              HasSubstr("larger than the 104857600 bytes a safetensors header may have"));
 }
 
 TEST(Safetensors, ShapesWhoseByteCountWrapsAreRejected) {

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/sweep/grid.h"
@@ -36,6 +38,12 @@ TEST(SweepGrid, OptionsSplitOnTopLevelCommasOnly) {
   EXPECT_THAT(test::error_message([] { parse_grid_option("optim.lr"); }), HasSubstr("expected KEY=V1,V2"));
   EXPECT_THAT(test::error_message([] { parse_seeds("0,x"); }), HasSubstr("'x' is not an integer"));
   EXPECT_THAT(test::error_message([] { parse_seeds("0,-1"); }), HasSubstr("--seeds '0,-1': seed -1 is negative"));
+  // An open quote or bracket took every value after it into one, silently (three values made two runs).
+  EXPECT_THAT(test::error_message([] { parse_grid_option("data.dir=a,x\"y,b"); }),
+              HasSubstr("--grid 'data.dir=a,x\"y,b': a '\"' is never closed"));
+  EXPECT_THAT(test::error_message([] { parse_grid_option("model.hidden=[16,[32]"); }),
+              HasSubstr("--grid 'model.hidden=[16,[32]': its '[' and ']' do not pair up"));
+  EXPECT_THAT(test::error_message([] { parse_grid_option("model.hidden=16],[32"); }), HasSubstr("do not pair up"));
 }
 
 TEST(SweepGrid, ExpansionNamesEveryCombinationAndSeed) {
@@ -82,6 +90,25 @@ std::filesystem::path write_config(const std::filesystem::path& dir, const std::
       "batch_size = 100\n[device]\nname = \"cpu\"\n{}",
       test::data_dir().string(), sweep_table);
   return path;
+}
+
+// A run whose weights stayed finite but whose test loss overflowed to NaN (lr = 1000) is written with a null loss
+// (JSON has no NaN); reading it back threw "type must be number, but is null", so such a sweep could never
+// resume. The state file reads back what it wrote, NaN included.
+TEST(SweepState, ReadsBackTheNaNsItWrote) {
+  const std::filesystem::path dir = test::temp_dir("sweep-state-nan");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  RunResult diverged{.name = "optim.lr=1000", .point = "optim.lr=1000", .overrides = {"optim.lr=1000"},
+                     .status = "done", .error = "", .final_accuracy = 0.098, .best_accuracy = 0.1, .final_loss = nan,
+                     .train_s = 1.5, .wall_s = 2.0, .epochs = 1};
+  write_state(dir, {diverged});
+  EXPECT_THAT(read_file(dir / "sweep.json"), ::testing::HasSubstr("\"final_test_loss\": null"));
+  const std::vector<RunResult> read = read_state(dir);
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_TRUE(std::isnan(read[0].final_loss));
+  EXPECT_EQ(read[0].final_accuracy, 0.098);
+  EXPECT_EQ(read[0].epochs, 1);
+  EXPECT_EQ(read[0].status, "done");
 }
 
 TEST(SweepRunner, AFailingRunIsRecordedAndTheKilledSweepResumesSkippingFinishedRuns) {

@@ -71,10 +71,13 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view origi
   for (std::size_t i = 0; i < kHeaderLengthBytes; ++i) {
     header_size |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
   }
-  SN_CHECK(header_size <= kMaxHeaderBytes && header_size <= bytes.size() - kHeaderLengthBytes,
+  SN_CHECK(header_size <= bytes.size() - kHeaderLengthBytes,
            "{}: not a safetensors file, or a truncated one (its first 8 bytes give a header of {} bytes, which does not "
-           "fit in the file's {})",
+           "fit in the file's {} bytes)",
            origin, header_size, bytes.size());
+  SN_CHECK(header_size <= kMaxHeaderBytes,
+           "{}: its header of {} bytes is larger than the {} bytes a safetensors header may have", origin, header_size,
+           kMaxHeaderBytes);
   const std::string_view data = bytes.substr(kHeaderLengthBytes + header_size);
 
   nlohmann::json header;

@@ -1,5 +1,6 @@
 #include "sprintnet/sweep/grid.h"
 
+#include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -19,7 +20,9 @@ std::string trim(std::string s) {
   return first == std::string::npos ? std::string() : s.substr(first, last - first + 1);
 }
 
-std::vector<std::string> split_top_level(const std::string& text) {
+// `option` names the option in errors ("--grid 'optim.lr=0.1'"): an open quote or bracket would otherwise take
+// every value after it into one, silently.
+std::vector<std::string> split_top_level(const std::string& text, const std::string& option) {
   std::vector<std::string> parts;
   std::string current;
   int depth = 0;
@@ -28,6 +31,7 @@ std::vector<std::string> split_top_level(const std::string& text) {
     if (c == '"') quoted = !quoted;
     if (!quoted && c == '[') ++depth;
     if (!quoted && c == ']') --depth;
+    SN_CHECK(depth >= 0, "{}: its '[' and ']' do not pair up (values are split at commas outside brackets)", option);
     if (!quoted && depth == 0 && c == ',') {
       parts.push_back(trim(current));
       current.clear();
@@ -35,6 +39,8 @@ std::vector<std::string> split_top_level(const std::string& text) {
       current += c;
     }
   }
+  SN_CHECK(!quoted, "{}: a '\"' is never closed (values are split at commas outside quotes and brackets)", option);
+  SN_CHECK(depth == 0, "{}: its '[' and ']' do not pair up (values are split at commas outside brackets)", option);
   parts.push_back(trim(current));
   return parts;
 }
@@ -97,7 +103,7 @@ GridAxis parse_grid_option(const std::string& text) {
   const auto equals = text.find('=');
   SN_CHECK(equals != std::string::npos && equals > 0,
            "--grid '{}': expected KEY=V1,V2,..., e.g. --grid optim.lr=0.1,0.05", text);
-  GridAxis axis{trim(text.substr(0, equals)), split_top_level(text.substr(equals + 1))};
+  GridAxis axis{trim(text.substr(0, equals)), split_top_level(text.substr(equals + 1), fmt::format("--grid '{}'", text))};
   for (const std::string& v : axis.values) SN_CHECK(!v.empty(), "--grid '{}': an empty value", text);
   return axis;
 }
@@ -105,7 +111,7 @@ GridAxis parse_grid_option(const std::string& text) {
 std::vector<std::int64_t> parse_seeds(const std::string& text) {
   SN_CHECK(!trim(text).empty(), "--seeds '{}': no seeds; give a list such as --seeds 0,1,2", text);
   std::vector<std::int64_t> seeds;
-  for (const std::string& part : split_top_level(text)) {
+  for (const std::string& part : split_top_level(text, fmt::format("--seeds '{}'", text))) {
     try {
       std::size_t used = 0;
       seeds.push_back(std::stoll(part, &used));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -84,6 +85,17 @@ void write_state(const std::filesystem::path& dir, const std::vector<RunResult>&
   write_text_file_atomically(dir / kStateFile, nlohmann::json({{"runs", runs}}).dump(1) + "\n");
 }
 
+namespace {
+
+// JSON has no NaN: nlohmann writes a NaN (a diverged run's test loss) as null, so null reads back as NaN, and
+// a stopped sweep with such a run resumes.
+double number_or_nan(const nlohmann::json& record, const char* key) {
+  const nlohmann::json& value = record.at(key);
+  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+}
+
+}  // namespace
+
 std::vector<RunResult> read_state(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / kStateFile;
   std::vector<RunResult> results;
@@ -100,11 +112,11 @@ std::vector<RunResult> read_state(const std::filesystem::path& dir) {
       out.overrides = r.at("overrides").get<std::vector<std::string>>();
       out.status = r.at("status").get<std::string>();
       out.error = r.at("error").get<std::string>();
-      out.final_accuracy = r.at("final_test_accuracy").get<double>();
-      out.best_accuracy = r.at("best_test_accuracy").get<double>();
-      out.final_loss = r.at("final_test_loss").get<double>();
-      out.train_s = r.at("train_s").get<double>();
-      out.wall_s = r.at("wall_s").get<double>();
+      out.final_accuracy = number_or_nan(r, "final_test_accuracy");
+      out.best_accuracy = number_or_nan(r, "best_test_accuracy");
+      out.final_loss = number_or_nan(r, "final_test_loss");
+      out.train_s = number_or_nan(r, "train_s");
+      out.wall_s = number_or_nan(r, "wall_s");
       out.epochs = r.at("epochs").get<std::int64_t>();
       results.push_back(std::move(out));
     }
