@@ -11,6 +11,7 @@
 namespace sprintnet {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // Closed forms in double against the same in double: rounding only.
@@ -170,6 +171,18 @@ TEST(LrSchedule, BadConfigErrorsNameTheKey) {
               HasSubstr("schedule.warmup_start_factor"));
   EXPECT_THAT(test::error_message([] { optim::LrSchedule(schedule("constant"), std::nan(""), 10, 100); }),
               HasSubstr("base learning rate nan"));
+  // Each key in its bounds, their rates infinite: refused at once, naming the keys (an epoch trained at an
+  // infinite rate before "training diverged" said so, naming none).
+  EXPECT_THAT(refusal([](ScheduleConfig& c) { c.div_factor = 1e-320; }),
+              AllOf(HasSubstr("schedule.div_factor and schedule.final_div_factor"), HasSubstr("at step 0 inf")));
+  EXPECT_THAT(refusal([](ScheduleConfig& c) { c.final_div_factor = 1e-320; }),
+              AllOf(HasSubstr("at step 99"), HasSubstr("(not a finite number)")));
+  ScheduleConfig step = schedule("step");
+  step.gamma = 1e300;
+  EXPECT_THAT(test::error_message([&] { optim::LrSchedule(step, 0.1, 10, 100); }),
+              AllOf(HasSubstr("schedule.gamma"), HasSubstr("at step 99 inf")));
+  step.gamma = 1e30;  // 0.1 x 1e30^9: large and finite, a diverging run's business, not the schedule's
+  EXPECT_NO_THROW(optim::LrSchedule(step, 0.1, 10, 100));
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // End-to-end training on a slice of the real MNIST (scripts/get-data puts it
 // in data/; `make test` runs that first), and bit-for-bit determinism.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "sprintnet/data/dataset.h"
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/train/trainer.h"
+#include "support/error_message.h"
 #include "support/full_disk.h"
 #include "support/test_util.h"
 
@@ -165,6 +167,17 @@ TEST(Trainer, RunDirectoriesAreNeverReused) {
   const TrainSummary first = Trainer(config).fit();
   const TrainSummary second = Trainer(config).fit();
   EXPECT_NE(first.run_dir, second.run_dir);
+}
+
+// output.name is one folder inside output.dir: "../../escape" wrote the run two levels above it, and an absolute
+// name replaced output.dir. Both are refused naming the key, and nothing is written anywhere.
+TEST(Trainer, ARunNameThatIsAPathIsRefused) {
+  for (const std::string name : {"../../escape", "/tmp/sprintnet-absolute-run", "group/run"}) {
+    const Config config = small_mnist_config(name, {"train.epochs=1", "data.train_limit=512", "data.test_limit=100"});
+    EXPECT_THAT(test::error_message([&] { Trainer(config).fit(); }),
+                ::testing::HasSubstr(fmt::format("output.name = \"{}\": a run's name is one folder", name)));
+    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(config.output.dir) / name)) << name;
+  }
 }
 
 // A new run that cannot write its first files (a full disk) fails naming the file and leaves no run

@@ -40,6 +40,16 @@ LrSchedule::LrSchedule(const ScheduleConfig& config, double base_lr, std::int64_
            config.div_factor);
   SN_CHECK(config.final_div_factor > 0.0 && std::isfinite(config.final_div_factor),
            "schedule.final_div_factor: must be > 0, got {}", config.final_div_factor);
+  // Keys each within its bounds can still make a rate overflow (onecycle's lr / 1e-320, step's gamma^epochs):
+  // refused now, naming them, not after an epoch trained at an infinite rate. The rates are monotone between the
+  // first and the last step (step, onecycle's ends) or bounded by lr (constant, cosine, onecycle's peak).
+  const char* keys = config.type == "onecycle" ? "optim.lr, schedule.div_factor and schedule.final_div_factor"
+                     : config.type == "step"   ? "optim.lr, schedule.gamma and the run's epochs"
+                                               : "optim.lr";
+  for (const std::int64_t step : {std::int64_t{0}, total_steps_ - 1}) {
+    SN_CHECK(std::isfinite(lr_at(step)), "schedule: {} make the learning rate at step {} {} (not a finite number)",
+             keys, step, lr_at(step));
+  }
 }
 
 double LrSchedule::base_value(std::int64_t step) const {
