@@ -701,6 +701,19 @@ TEST(Checkpoint, AResumeMeetingAnUnreadableMetricsRowNamesItAndChangesNothing) {
   }
 }
 
+// The same refusal through the Trainer: config.toml (which a resume with a higher train.epochs rewrites) was
+// rewritten before the metrics were read, so a refused resume still changed the run.
+TEST(Checkpoint, ARefusedResumeLeavesTheRunsConfigAsItWas) {
+  const fs::path out = test::temp_dir("resume-refused-config");
+  const fs::path run = train_until_killed(tiny_config(out, "refused"), 1);
+  std::ofstream(run / "metrics.jsonl", std::ios::app) << "not a row\n";
+  const std::string config_before = read_file(run / "config.toml");
+  const std::string more = fmt::format("train.epochs={}", kEpochs + 2);
+  EXPECT_THAT([&] { resume(run, {more}); },
+              ThrowsMessage<Error>(HasSubstr((run / "metrics.jsonl").string())));
+  EXPECT_EQ(read_file(run / "config.toml"), config_before);
+}
+
 // Runs the sprintnet binary with `arguments`, its output going to `log`; returns its exit code.
 int run_cli(const std::string& arguments, const fs::path& log) {
   const std::string command = fmt::format("'{}' {} > '{}' 2>&1", SPRINTNET_CLI_PATH, arguments, log.string());
