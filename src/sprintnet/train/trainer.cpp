@@ -513,11 +513,11 @@ TrainSummary Trainer::fit() {
     last_run_dir_ = summary.run_dir;
     try {
       lock.emplace(summary.run_dir);  // before anything in it is rewritten
-      // The metrics first: a resume whose metrics files it refuses (a damaged row) leaves the run as it was.
-      metrics = resumed ? MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_, step_ + 1)
-                        : MetricsWriter(summary.run_dir, config_.output.csv);
+      // A resume reads the metrics first: one whose metrics files it refuses (a damaged row) leaves the run as it was.
+      if (resumed) metrics = MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_, step_ + 1);
       // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
       write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
+      if (!resumed) metrics.emplace(summary.run_dir, config_.output.csv);
     } catch (const Error&) {
       // A new run that cannot start (a full disk, a directory that is not writable) leaves no run
       // directory behind: it was created just now (never reused, run_directory.h) and holds only
