@@ -55,15 +55,19 @@ Config slice_config(const std::string& device, const std::string& engine = "auto
 constexpr double kTrainedFloor = 0.85, kSigmoidFloor = 0.7, kMseFloor = 0.8;
 
 // Same weights, same batches, same fp32 maths in another summation order: per-op differences of
-// ~1e-7 relative grow through 156 SGD-momentum steps to ~1e-5..1e-4 in the epoch-mean loss. 1e-3
-// catches any op that is wrong rather than reordered (a wrong op moves the loss by > 1e-2).
+// ~1e-7 relative grow through the first epoch's 79 SGD-momentum steps to ~1e-5..1e-4 in its mean loss, and
+// 1e-3 there catches any op that is wrong rather than reordered (a wrong op moves the loss by > 1e-2 from the
+// first steps). The second epoch's mean is chaotic on some draws: a ReLU unit that flips on one side of a
+// rounding tips the trajectory, and on 3 of 12 seeds (H200, 2026-11-29) every GPU engine agreed with the others
+// to 2e-7 and sat 1.2e-3..2.7e-3 from the CPU run, as two CPU runs differing only in their fp32 GEMM library
+// (oneDNN's sgemm, OpenBLAS) did by 3.4e-3 on seed 1. Later epochs are held to 1e-2, and to the accuracy below.
 // 2000 test images: one image is 0.05 %; reordering may flip a few borderline ones.
 void expect_follows(const TrainSummary& cpu, const TrainSummary& gpu, double min_accuracy = kTrainedFloor) {
   ASSERT_EQ(cpu.epochs.size(), gpu.epochs.size());
   for (std::size_t e = 0; e < cpu.epochs.size(); ++e) {
     const double rel = std::abs(gpu.epochs[e].train_loss - cpu.epochs[e].train_loss) / cpu.epochs[e].train_loss;
-    EXPECT_LT(rel, 1e-3) << "epoch " << e + 1 << ": cpu " << cpu.epochs[e].train_loss << ", gpu "
-                         << gpu.epochs[e].train_loss;
+    EXPECT_LT(rel, e == 0 ? 1e-3 : 1e-2) << "epoch " << e + 1 << ": cpu " << cpu.epochs[e].train_loss << ", gpu "
+                                         << gpu.epochs[e].train_loss;
   }
   EXPECT_NEAR(gpu.final_test.accuracy, cpu.final_test.accuracy, 0.003);
   EXPECT_GT(gpu.final_test.accuracy, min_accuracy);
