@@ -46,9 +46,16 @@ class TemporaryFile {
 
 std::string error_text() { return std::strerror(errno); }
 
-}  // namespace
-
-namespace {
+// Writes every byte of `contents` to `fd` (a write may take fewer, or be interrupted); `path` names it in errors.
+void write_all(int fd, std::string_view contents, const std::filesystem::path& path) {
+  std::size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t result = ::write(fd, contents.data() + written, contents.size() - written);
+    if (result < 0 && errno == EINTR) continue;
+    SN_CHECK(result >= 0, "cannot write '{}': {}", path.string(), error_text());
+    written += static_cast<std::size_t>(result);
+  }
+}
 
 // The file a chain of symbolic links ends at (which may not exist yet): replacing it keeps the links, as an
 // editor saving through one does. More than 40 links (the kernel's own limit) is a loop.
@@ -67,16 +74,11 @@ std::filesystem::path follow_links(std::filesystem::path path) {
 void write_in_place(const std::filesystem::path& path, std::string_view contents) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   SN_CHECK(fd >= 0, "cannot open '{}' for writing: {}", path.string(), error_text());
-  std::size_t written = 0;
-  while (written < contents.size()) {
-    const ssize_t result = ::write(fd, contents.data() + written, contents.size() - written);
-    if (result < 0 && errno == EINTR) continue;
-    if (result < 0) {
-      const std::string reason = error_text();
-      ::close(fd);
-      SN_FAIL("cannot write '{}': {}", path.string(), reason);
-    }
-    written += static_cast<std::size_t>(result);
+  try {
+    write_all(fd, contents, path);
+  } catch (const Error&) {
+    ::close(fd);
+    throw;
   }
   SN_CHECK(::close(fd) == 0, "cannot close '{}': {}", path.string(), error_text());
 }
@@ -102,13 +104,7 @@ void write_text_file_atomically(const std::filesystem::path& requested, std::str
   SN_CHECK(fd >= 0, "cannot create '{}' (to replace '{}'): {}", temporary.string(), path.string(), error_text());
   TemporaryFile file(temporary, fd);
 
-  std::size_t written = 0;
-  while (written < contents.size()) {
-    const ssize_t result = ::write(file.fd(), contents.data() + written, contents.size() - written);
-    if (result < 0 && errno == EINTR) continue;
-    SN_CHECK(result >= 0, "cannot write '{}': {}", temporary.string(), error_text());
-    written += static_cast<std::size_t>(result);
-  }
+  write_all(file.fd(), contents, temporary);
   SN_CHECK(::fsync(file.fd()) == 0, "cannot fsync '{}': {}", temporary.string(), error_text());
   SN_CHECK(file.close() == 0, "cannot close '{}': {}", temporary.string(), error_text());
   SN_CHECK(::rename(temporary.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}': {}", temporary.string(),

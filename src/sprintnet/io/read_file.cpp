@@ -37,10 +37,8 @@ const char* device_kind(const struct stat& status) {
 Outcome read_whole(const std::filesystem::path& path) {
   Outcome out;
   struct stat status {};
-  if (::stat(path.c_str(), &status) == 0 && device_kind(status) != nullptr) {  // before open: a tty's may block
-    out.device = device_kind(status);
-    return out;
-  }
+  if (::stat(path.c_str(), &status) == 0) out.device = device_kind(status);
+  if (out.device != nullptr) return out;  // refused before open: a terminal's open may block
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     out.failed = "open";

@@ -47,8 +47,9 @@ LrSchedule::LrSchedule(const ScheduleConfig& config, double base_lr, std::int64_
                      : config.type == "step"   ? "optim.lr, schedule.gamma and the run's epochs"
                                                : "optim.lr";
   for (const std::int64_t step : {std::int64_t{0}, total_steps_ - 1}) {
-    SN_CHECK(std::isfinite(lr_at(step)), "schedule: {} make the learning rate at step {} {} (not a finite number)",
-             keys, step, lr_at(step));
+    const double lr = lr_at(step);
+    SN_CHECK(std::isfinite(lr), "schedule: {} make the learning rate at step {} {} (not a finite number)", keys, step,
+             lr);
   }
 }
 

@@ -26,12 +26,12 @@ std::vector<std::string> split_top_level(const std::string& text, const std::str
   std::vector<std::string> parts;
   std::string current;
   int depth = 0;
-  bool quoted = false;
+  bool quoted = false, paired = true;  // paired: no ']' came before its '['
   for (const char c : text) {
     if (c == '"') quoted = !quoted;
     if (!quoted && c == '[') ++depth;
     if (!quoted && c == ']') --depth;
-    SN_CHECK(depth >= 0, "{}: its '[' and ']' do not pair up (values are split at commas outside brackets)", option);
+    paired = paired && depth >= 0;
     if (!quoted && depth == 0 && c == ',') {
       parts.push_back(trim(current));
       current.clear();
@@ -40,7 +40,8 @@ std::vector<std::string> split_top_level(const std::string& text, const std::str
     }
   }
   SN_CHECK(!quoted, "{}: a '\"' is never closed (values are split at commas outside quotes and brackets)", option);
-  SN_CHECK(depth == 0, "{}: its '[' and ']' do not pair up (values are split at commas outside brackets)", option);
+  SN_CHECK(paired && depth == 0, "{}: its '[' and ']' do not pair up (values are split at commas outside brackets)",
+           option);
   parts.push_back(trim(current));
   return parts;
 }
@@ -103,7 +104,8 @@ GridAxis parse_grid_option(const std::string& text) {
   const auto equals = text.find('=');
   SN_CHECK(equals != std::string::npos && equals > 0,
            "--grid '{}': expected KEY=V1,V2,..., e.g. --grid optim.lr=0.1,0.05", text);
-  GridAxis axis{trim(text.substr(0, equals)), split_top_level(text.substr(equals + 1), fmt::format("--grid '{}'", text))};
+  GridAxis axis{trim(text.substr(0, equals)),
+                split_top_level(text.substr(equals + 1), fmt::format("--grid '{}'", text))};
   for (const std::string& v : axis.values) SN_CHECK(!v.empty(), "--grid '{}': an empty value", text);
   return axis;
 }
