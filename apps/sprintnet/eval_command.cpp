@@ -8,6 +8,7 @@
 
 #include "checkpoint_options.h"
 #include "commands.h"
+#include "sprintnet/core/error.h"
 #include "sprintnet/dist/device_connections.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/train/inference.h"
@@ -16,21 +17,32 @@
 namespace sprintnet::cli {
 namespace {
 
+// Wider tables do not fit a terminal: their matrix goes to --csv only, and the per-class table lists the classes
+// that have samples. A CSV of more classes would have millions of cells, nearly all zero.
+constexpr std::int64_t kPrintedMatrixClasses = 32;
+constexpr std::int64_t kCsvMatrixClasses = 1024;
+
 std::string class_label(const std::vector<std::string>& names, std::int64_t c) {
   return names.empty() ? std::to_string(c) : fmt::format("{} {}", c, names[static_cast<std::size_t>(c)]);
 }
 
 std::string per_class_table(const train::ConfusionMatrix& confusion, const std::vector<std::string>& names) {
+  const bool every_class = confusion.classes <= kPrintedMatrixClasses;
+  std::vector<std::int64_t> listed;
+  for (std::int64_t c = 0; c < confusion.classes; ++c) {
+    if (every_class || confusion.class_total(c) > 0) listed.push_back(c);
+  }
   std::size_t label_width = std::string_view("class").size();
-  for (std::int64_t c = 0; c < confusion.classes; ++c)
-    label_width = std::max(label_width, class_label(names, c).size());
+  for (const std::int64_t c : listed) label_width = std::max(label_width, class_label(names, c).size());
   std::string out =
       fmt::format("{:<{}}  {:>8}  {:>8}  {:>9}\n", "class", label_width, "samples", "correct", "accuracy");
-  for (std::int64_t c = 0; c < confusion.classes; ++c) {
+  for (const std::int64_t c : listed) {
     const double accuracy = confusion.class_accuracy(c);
     out += fmt::format("{:<{}}  {:>8}  {:>8}  {:>9}\n", class_label(names, c), label_width, confusion.class_total(c),
                        confusion.at(c, c), std::isnan(accuracy) ? "-" : fmt::format("{:.2f} %", 100.0 * accuracy));
   }
+  const auto unlisted = confusion.classes - static_cast<std::int64_t>(listed.size());
+  if (unlisted > 0) out += fmt::format("({} of the {} classes have no sample and are not listed)\n", unlisted, confusion.classes);
   return out;
 }
 
@@ -38,7 +50,7 @@ std::string per_class_table(const train::ConfusionMatrix& confusion, const std::
 std::string confusion_table(const train::ConfusionMatrix& confusion) {
   const std::string corner = "true\\pred";
   std::size_t width = std::to_string(confusion.classes - 1).size();
-  for (const std::int64_t count : confusion.counts) width = std::max(width, std::to_string(count).size());
+  width = std::max(width, std::to_string(confusion.largest_cell()).size());
   std::string out = fmt::format("{:<{}}", corner, corner.size());
   for (std::int64_t p = 0; p < confusion.classes; ++p) out += fmt::format(" {:>{}}", p, width);
   out += '\n';
@@ -87,6 +99,10 @@ void add_eval_command(CLI::App& app) {
     if (!options->csv_path.empty()) check_output_file(options->csv_path, "eval --csv");  // before the evaluation
     dist::prefer_few_device_connections();  // before the first CUDA call
     train::LoadedModel model = load_checkpoint(*options);
+    SN_CHECK(options->csv_path.empty() || model.num_classes() <= kCsvMatrixClasses,
+             "eval --csv {}: the model has {} classes, and a confusion matrix of more than {} classes is not written "
+             "as CSV (it would have {} cells)",
+             options->csv_path, model.num_classes(), kCsvMatrixClasses, model.num_classes() * model.num_classes());
     const Dataset data = options->data.empty() ? train::load_split(model, options->split)
                                                : train::load_idx_for_model(model, options->data[0], options->data[1]);
     const train::Evaluation evaluation = train::advise_on_out_of_memory(
@@ -104,8 +120,13 @@ void add_eval_command(CLI::App& app) {
                 100.0 * result.accuracy, static_cast<long long>(result.correct),
                 static_cast<long long>(result.samples));
     std::printf("per-class accuracy\n%s\n", per_class_table(evaluation.confusion, names).c_str());
-    std::printf("confusion matrix (rows: true class, columns: predicted class)\n%s",
-                confusion_table(evaluation.confusion).c_str());
+    if (evaluation.confusion.classes <= kPrintedMatrixClasses) {
+      std::printf("confusion matrix (rows: true class, columns: predicted class)\n%s",
+                  confusion_table(evaluation.confusion).c_str());
+    } else {
+      std::printf("confusion matrix: %lld classes, too wide to print (--csv FILE writes matrices of up to %lld)\n",
+                  static_cast<long long>(evaluation.confusion.classes), static_cast<long long>(kCsvMatrixClasses));
+    }
     if (!options->csv_path.empty()) {
       write_text_file_atomically(options->csv_path, confusion_csv(evaluation.confusion));
       std::printf("\nconfusion matrix written to %s\n", options->csv_path.c_str());

@@ -104,6 +104,56 @@ TEST_F(EvalPredictCli, EvalTakesExplicitIdxFiles) {
   EXPECT_THAT(result.out, HasSubstr("images.idx: 100 samples"));
 }
 
+// The same 784 values a sample are not enough: they must be laid out as the training images were. A flat file
+// and a channel of 1 are that layout; 14x56 is another picture, which used to be evaluated without a word.
+TEST_F(EvalPredictCli, EvalRefusesImagesOfAnotherLayout) {
+  const Dataset data = test_images(100);
+  std::vector<std::uint8_t> labels;
+  for (const std::int32_t label : data.labels.span<std::int32_t>()) labels.push_back(static_cast<std::uint8_t>(label));
+  write_idx(*dir_ / "layout-labels.idx", IdxType::kU8, {100}, labels);
+  const auto eval_with_shape = [&](const std::string& name, const std::vector<std::int64_t>& shape) {
+    write_idx(*dir_ / name, IdxType::kU8, shape, data.images.to_vector<std::uint8_t>());
+    return run_cli(fmt::format("eval '{}' --device cpu --data '{}' '{}'", run_->string(), (*dir_ / name).string(),
+                               (*dir_ / "layout-labels.idx").string()),
+                   *dir_);
+  };
+  const CliResult square = eval_with_shape("square.idx", {100, 28, 28});
+  ASSERT_EQ(square.exit_code, 0) << square.err;
+  const std::size_t loss_at = square.out.find("loss ");
+  ASSERT_NE(loss_at, std::string::npos) << square.out;
+  const std::string accuracy_line = square.out.substr(loss_at, square.out.find('\n', loss_at) - loss_at);
+  for (const auto& [name, shape] : std::map<std::string, std::vector<std::int64_t>>{
+           {"flat.idx", {100, 784}}, {"channel.idx", {100, 1, 28, 28}}}) {
+    const CliResult same = eval_with_shape(name, shape);
+    ASSERT_EQ(same.exit_code, 0) << name << ": " << same.err;
+    EXPECT_THAT(same.out, HasSubstr(accuracy_line)) << name;
+  }
+  const CliResult wide = eval_with_shape("wide.idx", {100, 14, 56});
+  EXPECT_EQ(wide.exit_code, 1);
+  EXPECT_THAT(wide.err, AllOf(HasSubstr("wide.idx"), HasSubstr("[14, 56]"), HasSubstr("[28, 28]"),
+                              HasSubstr("another picture")));
+}
+
+// A model of more classes than a terminal shows: the per-class table lists the classes that have samples, the
+// matrix is not printed, and --csv (more than 1024 classes: millions of cells) is refused before anything runs.
+TEST_F(EvalPredictCli, EvalOfManyClassesListsTheClassesWithSamples) {
+  Config config = test::tiny_run_config(*dir_, kTestSamples);
+  config.model.hidden = {8};
+  config.model.classes = 2000;
+  config.output.name = "many-classes";
+  const fs::path run = Trainer(config).fit().run_dir;
+  CliResult result = run_cli(fmt::format("eval '{}' --device cpu", run.string()), *dir_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, AllOf(HasSubstr("(1990 of the 2000 classes have no sample and are not listed)"),
+                                HasSubstr("2000 classes, too wide to print"), Not(HasSubstr("true\\pred"))));
+  EXPECT_THAT(result.out, Not(HasSubstr("\n10 ")));  // class 10 has no sample
+  const fs::path csv = *dir_ / "many.csv";
+  result = run_cli(fmt::format("eval '{}' --device cpu --csv '{}'", run.string(), csv.string()), *dir_);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, AllOf(HasSubstr("many.csv"), HasSubstr("2000 classes"), HasSubstr("1024")));
+  EXPECT_FALSE(fs::exists(csv));
+}
+
 TEST_F(EvalPredictCli, EvalErrorsExitNonZero) {
   CliResult result = run_cli(fmt::format("eval '{}'", (*dir_ / "missing").string()), *dir_);
   EXPECT_EQ(result.exit_code, 1);

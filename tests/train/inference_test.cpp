@@ -282,6 +282,26 @@ TEST(ConfusionMatrix, CountsCellsAndClassAccuracy) {
   EXPECT_EQ(ConfusionMatrix().total(), 0);
 }
 
+// The most classes a model may have: the matrix keeps its non-zero cells only (a dense one is 2^32 counts, 32 GiB,
+// and eval of such a model ran out of host memory).
+TEST(ConfusionMatrix, HoldsTheMostClassesInMemoryOfItsSamples) {
+  ConfusionMatrix confusion(kMaxClasses);
+  confusion.add(kMaxClasses - 1, 0);
+  confusion.add(kMaxClasses - 1, kMaxClasses - 1);
+  confusion.add(kMaxClasses - 1, kMaxClasses - 1);
+  confusion.add(7, 7);
+  EXPECT_EQ(confusion.cells().size(), 3u);
+  EXPECT_EQ(confusion.at(kMaxClasses - 1, kMaxClasses - 1), 2);
+  EXPECT_EQ(confusion.at(0, kMaxClasses - 1), 0);
+  EXPECT_EQ(confusion.class_total(kMaxClasses - 1), 3);
+  EXPECT_EQ(confusion.class_total(3), 0);
+  EXPECT_EQ(confusion.total(), 4);
+  EXPECT_EQ(confusion.correct(), 3);
+  EXPECT_EQ(confusion.largest_cell(), 2);
+  EXPECT_DOUBLE_EQ(confusion.class_accuracy(kMaxClasses - 1), 2.0 / 3.0);
+  EXPECT_THROW(confusion.class_total(kMaxClasses), Error);
+}
+
 // Equal logits (a model whose weights are all zero, as a dead or untrained one may be): the confusion matrix takes
 // the first maximum, as ops::count_correct does, so its diagonal is the evaluation's count of correct samples and
 // every prediction is class 0. (No test had a tie: the matrix taking the last maximum went unnoticed.)

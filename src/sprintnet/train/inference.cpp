@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -114,10 +115,23 @@ void recompute_from_training_data(LoadedModel& loaded, bool need_normalization, 
   }
 }
 
+Shape without_unit_dims(const Shape& shape) {
+  Shape out;
+  std::copy_if(shape.begin(), shape.end(), std::back_inserter(out), [](std::int64_t d) { return d != 1; });
+  return out;
+}
+
+// The same number of values is not enough: 14x56 images hold 784 values too, laid out as another picture.
+// Flat samples (one dimension) and dimensions of 1 (a channel of 1) are the same layout.
 void check_matches_model(const Dataset& data, const LoadedModel& model) {
   SN_CHECK(data.images.size(1) == model.spec.inputs,
            "{} holds samples of shape {} ({} values), the model takes {} inputs (samples of shape {})", data.name,
            shape_str(data.sample_shape), data.images.size(1), model.spec.inputs, shape_str(model.sample_shape));
+  const Shape data_shape = without_unit_dims(data.sample_shape), model_shape = without_unit_dims(model.sample_shape);
+  SN_CHECK(data_shape.size() <= 1 || model_shape.size() <= 1 || data_shape == model_shape,
+           "{} holds samples of shape {}, the model was trained on samples of shape {}: the same {} values, laid out "
+           "as another picture",
+           data.name, shape_str(data.sample_shape), shape_str(model.sample_shape), model.spec.inputs);
 }
 
 std::int64_t eval_batch_size(const LoadedModel& model, std::int64_t samples) {
@@ -235,39 +249,43 @@ std::string model_summary(LoadedModel& model) {
 ConfusionMatrix::ConfusionMatrix(std::int64_t num_classes) : classes(num_classes) {
   SN_CHECK(num_classes >= 0 && num_classes <= kMaxClasses, "a confusion matrix holds 0 to {} classes, got {}", kMaxClasses,
            num_classes);
-  counts.assign(static_cast<std::size_t>(num_classes * num_classes), 0);
+  class_totals_.assign(static_cast<std::size_t>(num_classes), 0);
+}
+
+void ConfusionMatrix::check_cell(std::int64_t truth, std::int64_t predicted) const {
+  SN_CHECK(truth >= 0 && truth < classes && predicted >= 0 && predicted < classes,
+           "confusion matrix cell ({}, {}) is outside {} classes", truth, predicted, classes);
 }
 
 std::int64_t ConfusionMatrix::at(std::int64_t truth, std::int64_t predicted) const {
-  SN_CHECK(truth >= 0 && truth < classes && predicted >= 0 && predicted < classes,
-           "confusion matrix cell ({}, {}) is outside {} classes", truth, predicted, classes);
-  return counts[static_cast<std::size_t>(truth * classes + predicted)];
+  check_cell(truth, predicted);
+  const auto cell = cells_.find({truth, predicted});
+  return cell == cells_.end() ? 0 : cell->second;
 }
 
 void ConfusionMatrix::add(std::int64_t truth, std::int64_t predicted) {
-  SN_CHECK(truth >= 0 && truth < classes && predicted >= 0 && predicted < classes,
-           "confusion matrix cell ({}, {}) is outside {} classes", truth, predicted, classes);
-  ++counts[static_cast<std::size_t>(truth * classes + predicted)];
-}
-
-std::int64_t ConfusionMatrix::total() const { return std::accumulate(counts.begin(), counts.end(), std::int64_t{0}); }
-
-std::int64_t ConfusionMatrix::correct() const {
-  std::int64_t sum = 0;
-  for (std::int64_t c = 0; c < classes; ++c) sum += at(c, c);
-  return sum;
+  check_cell(truth, predicted);
+  ++cells_[{truth, predicted}];
+  ++class_totals_[static_cast<std::size_t>(truth)];
+  ++total_;
+  if (truth == predicted) ++correct_;
 }
 
 std::int64_t ConfusionMatrix::class_total(std::int64_t truth) const {
-  std::int64_t sum = 0;
-  for (std::int64_t p = 0; p < classes; ++p) sum += at(truth, p);
-  return sum;
+  check_cell(truth, truth);
+  return class_totals_[static_cast<std::size_t>(truth)];
 }
 
 double ConfusionMatrix::class_accuracy(std::int64_t truth) const {
   const std::int64_t n = class_total(truth);
   return n == 0 ? std::numeric_limits<double>::quiet_NaN()
                 : static_cast<double>(at(truth, truth)) / static_cast<double>(n);
+}
+
+std::int64_t ConfusionMatrix::largest_cell() const {
+  std::int64_t largest = 0;
+  for (const auto& [cell, count] : cells_) largest = std::max(largest, count);
+  return largest;
 }
 
 Evaluation evaluate_with_confusion(nn::Module& model, BatchLoader& loader, std::string_view loss_type,

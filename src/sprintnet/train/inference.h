@@ -15,11 +15,13 @@
 // exactly as the Trainer computed them.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sprintnet/data/dataset.h"
@@ -76,19 +78,30 @@ LoadedModel load_model(const std::filesystem::path& checkpoint, const LoadOption
 // One line for people: "MLP 784-32-10 (relu), 25450 parameters".
 std::string model_summary(LoadedModel& model);
 
-// counts[t * classes + p]: samples of true class t predicted as p.
-struct ConfusionMatrix {
+// Samples of true class t predicted as p. The cells that are not zero are kept, at most one a sample,
+// so a model of kMaxClasses classes is evaluated in memory proportional to its samples, not to classes².
+class ConfusionMatrix {
+ public:
   std::int64_t classes = 0;
-  std::vector<std::int64_t> counts;
 
   explicit ConfusionMatrix(std::int64_t num_classes = 0);
   std::int64_t at(std::int64_t truth, std::int64_t predicted) const;
   void add(std::int64_t truth, std::int64_t predicted);
-  std::int64_t total() const;
-  std::int64_t correct() const;                        // the diagonal
+  std::int64_t total() const { return total_; }
+  std::int64_t correct() const { return correct_; }    // the diagonal
   std::int64_t class_total(std::int64_t truth) const;  // row sum
   // correct / class_total of one true class (recall); NaN when the class has no sample.
   double class_accuracy(std::int64_t truth) const;
+  std::int64_t largest_cell() const;  // 0 when empty
+  // The cells that are not zero, keyed by (truth, predicted), in row-major order.
+  const std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t>& cells() const { return cells_; }
+
+ private:
+  void check_cell(std::int64_t truth, std::int64_t predicted) const;
+
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> cells_;
+  std::vector<std::int64_t> class_totals_;
+  std::int64_t total_ = 0, correct_ = 0;
 };
 
 struct Evaluation {
