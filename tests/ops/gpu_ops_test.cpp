@@ -250,9 +250,9 @@ INSTANTIATE_TEST_SUITE_P(All, GpuActivationTest,
 // ---------------------------------------------------------------------------------------------- losses
 
 // Cross-entropy, in absolute terms (a confident row's loss and gradient cancel to ~0, so relative errors are
-// ill-conditioned): a row's log-sum-exp is rounded to fp32 (half an ulp of |lse| <= 12: 5e-7) after a sum of
-// up to 1000 exps in fp32 (relative ~1e-6 at worst, so ~1e-6 on the log), so each row's loss is within ~2e-6
-// and so is their mean; softmax = exp(x - lse) inherits lse's error relative to itself (<= 1). 1e-5 in units of
+// ill-conditioned): a row's log of the exps' sum is in fp32 after a sum of up to 1000 exps in fp32 (relative
+// ~1e-6 at worst, so ~1e-6 on the log), the gaps to the maximum (|gap| <= 10) summed in fp32, so each row's loss is
+// within ~2e-6 and so is their mean; softmax = exp(x - max) / sum is within ~1e-6 of itself (<= 1). 1e-5 in units of
 // the mean loss (loss_scale = 1/rows) and of grad_scale leaves margin; a wrong kernel is off by ~1e-2 or more.
 inline constexpr double kCrossEntropyTolerance = 1e-5;
 
@@ -289,6 +289,33 @@ TEST(GpuOps, CrossEntropyMatchesOracleAndIsDeterministic) {
         ops::cross_entropy(logits_gpu, labels_gpu, smoothing, loss_only, loss_scale, nullptr, grad_scale);
         test::expect_bit_identical(loss_only, loss[0], "loss without gradient of " + what);
       }
+    }
+  }
+}
+
+// Logits far from 0 (a diverged model's): the CPU twin's exact cases (loss_test.cpp, LogitsOfAnyMagnitudeKeepTheirLoss),
+// against the CPU op. lse - x_label rounded these losses to 0 and softmax = exp(x - lse) to 1 for equal logits near
+// FLT_MAX. Without smoothing for 3e38: its fp32 gaps overflow where smoothing would use them (the CPU sums them in
+// double). Tolerance: kCrossEntropyTolerance, absolute where the loss is 0.
+TEST(GpuOps, CrossEntropyOfLogitsOfAnyMagnitude) {
+  SN_REQUIRE_GPU();
+  std::vector<float> ramp;
+  for (int c = 0; c < 10; ++c) ramp.push_back(1e9f + 128.0f * static_cast<float>(c));
+  const std::vector<std::pair<std::vector<float>, std::int32_t>> rows = {
+      {std::vector<float>(10, 1e9f), 3}, {std::vector<float>(10, 3e38f), 0}, {ramp, 9}};
+  for (const double smoothing : {0.0, 0.1}) {
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const std::string what = "row " + std::to_string(r) + " smoothing " + std::to_string(smoothing);
+      const Tensor logits = Tensor::from_vector(rows[r].first, {1, 10});
+      const Tensor labels = Tensor::from_vector<std::int32_t>({rows[r].second}, {1});
+      const Tensor loss_ref = Tensor::zeros({1}, DType::kF64), grad_ref = Tensor::zeros({1, 10}, DType::kF64);
+      ops::cross_entropy(test::oracle_copy(logits), labels, smoothing, loss_ref, 1.0, &grad_ref, 1.0);
+      const Tensor loss = Tensor::zeros({1}, DType::kF64, gpu());
+      const Tensor grad = test::poisoned({1, 10}, DType::kF32, gpu());
+      ops::cross_entropy(logits.to(gpu()), labels.to(gpu()), smoothing, loss, 1.0, &grad, 1.0);
+      EXPECT_NEAR(loss.to(Device::cpu()).item(), loss_ref.item(),
+                  kCrossEntropyTolerance * std::max(1.0, loss_ref.item())) << what;
+      test::expect_allclose(grad, grad_ref, kCrossEntropyTolerance, 0.0, "gradient of " + what);
     }
   }
 }

@@ -1,8 +1,10 @@
 // CPU cross-entropy, MSE and the accuracy counter. Losses against a direct
 // softmax formula in double and their gradients also against central finite
 // differences of the loss op itself (fp64).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops_test_util.h"
@@ -102,6 +104,40 @@ INSTANTIATE_TEST_SUITE_P(Smoothing, CrossEntropyTest, testing::Values(0.0, 0.1),
                          [](const testing::TestParamInfo<double>& param_info) {
                            return param_info.param == 0.0 ? std::string("none") : std::string("s0_1");
                          });
+
+// Logits far from 0, as a diverged model gives: the loss is a sum of gaps to the row's maximum, so magnitude does not
+// cancel it. Each row's exact value (10 classes): all logits equal (1e9, or 3e38 near FLT_MAX): log(10), gradient
+// 1/10 - target; logits 1e9 + 128 c with the label at the maximum (c = 9): s/10 * 128 * 45 plus log(1 + e^-128 + ...)
+// (~1e-56), gradient onehot - target. Summing lse - x_label gave 0 for the first two (lse rounds to the maximum).
+// Tolerance 1e-6 of the loss (absolute where it is 0): one fp32 rounding of each gradient, the rest in double.
+TEST(CrossEntropy, LogitsOfAnyMagnitudeKeepTheirLoss) {
+  struct Row {
+    std::vector<float> logits;
+    std::int32_t label;
+  };
+  std::vector<float> ramp;
+  for (int c = 0; c < 10; ++c) ramp.push_back(1e9f + 128.0f * static_cast<float>(c));
+  const std::vector<Row> rows = {{std::vector<float>(10, 1e9f), 3}, {std::vector<float>(10, 3e38f), 0}, {ramp, 9}};
+  for (const double smoothing : {0.0, 0.1}) {
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const bool equal = r < 2;
+      const double expected_loss = equal ? std::log(10.0) : smoothing / 10.0 * 128.0 * 45.0;
+      const Tensor logits = Tensor::from_vector(rows[r].logits, {1, 10});
+      const Tensor labels = Tensor::from_vector<std::int32_t>({rows[r].label}, {1});
+      const Tensor loss = Tensor::zeros({1}, DType::kF64);
+      const Tensor dlogits = test::poisoned(logits.shape(), DType::kF32);
+      ops::cross_entropy(logits, labels, smoothing, loss, 1.0, &dlogits, 1.0);
+      const std::string what = fmt::format("row {} smoothing {}", r, smoothing);
+      EXPECT_NEAR(loss.item(), expected_loss, 1e-6 * std::max(1.0, expected_loss)) << what;
+      const std::vector<double> grad = test::values(dlogits);
+      for (std::int32_t c = 0; c < 10; ++c) {
+        const double target = (c == rows[r].label ? 1.0 - smoothing : 0.0) + smoothing / 10.0;
+        const double softmax = equal ? 0.1 : (c == rows[r].label ? 1.0 : 0.0);
+        EXPECT_NEAR(grad[static_cast<std::size_t>(c)], softmax - target, 1e-6) << what << " class " << c;
+      }
+    }
+  }
+}
 
 TEST(CrossEntropy, LabelOutOfRangeIsAnError) {
   const Tensor logits = Tensor::zeros({3, 4}, DType::kF32);

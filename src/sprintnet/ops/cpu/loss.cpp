@@ -40,17 +40,19 @@ void CpuBackend::cross_entropy(const Tensor& logits, const Tensor& labels, doubl
       const T* row = x + r * classes;
       T max_logit = row[0];
       for (std::int64_t c = 1; c < classes; ++c) max_logit = std::max(max_logit, row[c]);
-      double exp_sum = 0.0, logit_sum = 0.0;
+      const double max = static_cast<double>(max_logit);
+      double exp_sum = 0.0, gap_sum = 0.0;
       for (std::int64_t c = 0; c < classes; ++c) {
-        exp_sum += std::exp(static_cast<double>(row[c] - max_logit));
-        logit_sum += static_cast<double>(row[c]);
+        exp_sum += std::exp(static_cast<double>(row[c]) - max);
+        gap_sum += max - static_cast<double>(row[c]);
       }
-      const double log_sum_exp = static_cast<double>(max_logit) + std::log(exp_sum);
-      // -sum_c target_c * log_softmax_c with target = (1-s)*onehot + s/C
-      total += log_sum_exp - (1.0 - smooth) * static_cast<double>(row[y[r]]) - off_target * logit_sum;
+      // -sum_c target_c * log_softmax_c with target = (1-s)*onehot + s/C, and log_softmax_c = x_c - max - log(exp_sum):
+      // summed from the gaps to the maximum, never as (max + log(exp_sum)) - x_label, which cancels to 0 for logits
+      // near FLT_MAX (all 3e38: the loss is log(C), not 0).
+      total += std::log(exp_sum) + (1.0 - smooth) * (max - static_cast<double>(row[y[r]])) + off_target * gap_sum;
       if (dx != nullptr) {
         for (std::int64_t c = 0; c < classes; ++c) {
-          const double softmax = std::exp(static_cast<double>(row[c]) - log_sum_exp);
+          const double softmax = std::exp(static_cast<double>(row[c]) - max) / exp_sum;
           const double target = (c == y[r] ? 1.0 - smooth : 0.0) + off_target;
           dx[r * classes + c] = static_cast<T>(grad_scale * (softmax - target));
         }

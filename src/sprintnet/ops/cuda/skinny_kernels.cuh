@@ -87,19 +87,21 @@ __device__ void finish_row(const SkinnyForwardArgs& a, std::int64_t row, float p
     }
   }
   const float exp_sum = warp_sum(active ? expf(logit - max_logit) : 0.0f);
-  const float logit_sum = warp_sum(active ? logit : 0.0f);
+  const float gap_sum = warp_sum(active ? max_logit - logit : 0.0f);
   const float target_logit = __shfl_sync(kFullWarpMask, logit, label);
-  const float log_sum_exp = max_logit + logf(exp_sum);
   const float off_target = a.smoothing / static_cast<float>(a.classes);
   if (lane == 0) {
-    a.block_loss[row] = static_cast<double>(log_sum_exp) - (1.0 - a.smoothing) * static_cast<double>(target_logit) -
-                        static_cast<double>(off_target) * static_cast<double>(logit_sum);
+    // From the gaps to the maximum, as row_softmax.cuh: lse - x[label] cancels for logits near FLT_MAX.
+    a.block_loss[row] = static_cast<double>(logf(exp_sum)) +
+                        (1.0 - a.smoothing) * (static_cast<double>(max_logit) - static_cast<double>(target_logit)) +
+                        (a.smoothing != 0.0f ? static_cast<double>(off_target) * static_cast<double>(gap_sum) : 0.0);
     a.block_correct[row] = max_index == label ? 1 : 0;
   }
   if (a.dlogits != nullptr && active) {
     const float scale = a.grad_scale * (a.state != nullptr ? a.state->loss_scale : 1.0f);
     const float target = (lane == label ? 1.0f - a.smoothing : 0.0f) + off_target;
-    a.dlogits[row * a.classes + lane] = scale * (expf(logit - log_sum_exp) - target);
+    // exp(x - max) / exp_sum, not exp(x - lse): lse = max + log(exp_sum) rounds to max near FLT_MAX.
+    a.dlogits[row * a.classes + lane] = scale * (expf(logit - max_logit) / exp_sum - target);
   }
 }
 

@@ -127,19 +127,20 @@ __device__ inline RowLoss<Layout::kPerLane> row_loss(const float (&v)[Layout::kP
     r.grad[j] = cls < classes ? grad_scale * fmaf(ex, inv_sum, -target) : 0.0f;
   }
   if (metrics) {
-    float logit_sum = 0.0f, held = v[0];
+    float gap_sum = 0.0f, held = v[0];
     const int label_value = Layout::value_of(label);
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
-      if (Layout::class_of(lane, j) < classes) logit_sum += v[j];
+      if (Layout::class_of(lane, j) < classes) gap_sum += best - v[j];
       if (j == label_value) held = v[j];  // a select, not a dynamic index into the registers
     }
-    logit_sum = group_sum<kLanes>(logit_sum);
+    gap_sum = group_sum<kLanes>(gap_sum);
     float target_logit = held;
     if constexpr (kLanes > 1) target_logit = __shfl_sync(kFullWarpMask, held, Layout::lane_of(label), kLanes);
-    const float log_sum_exp = best + logf(exp_sum);
-    r.loss = static_cast<double>(log_sum_exp) - (1.0 - smoothing) * static_cast<double>(target_logit) -
-             static_cast<double>(off_target) * static_cast<double>(logit_sum);
+    // From the gaps to the maximum, as row_softmax.cuh: lse - x[label] cancels for logits near FLT_MAX.
+    r.loss = static_cast<double>(logf(exp_sum)) +
+             (1.0 - smoothing) * (static_cast<double>(best) - static_cast<double>(target_logit)) +
+             (smoothing != 0.0f ? static_cast<double>(off_target) * static_cast<double>(gap_sum) : 0.0);
   }
   return r;
 }
