@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sprintnet/core/stop_request.h"
+#include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/io/safetensors.h"
@@ -403,6 +404,20 @@ TEST(Checkpoint, ARunDirectoryInUseIsNotResumedTwice) {
     EXPECT_THAT([&] { plan_resume(young, {}, {}); }, ThrowsMessage<Error>(HasSubstr("in use by another sprintnet")));
   }
   EXPECT_THAT([&] { plan_resume(young, {}, {}); }, ThrowsMessage<Error>(HasSubstr("has no checkpoint to resume")));
+}
+
+// Stopped between a checkpoint folder's rename and `latest`'s write (or `latest` deleted): the whole folders are
+// named, with how to take one, instead of "no checkpoint"; and with the name written, it resumes.
+TEST(Checkpoint, FoldersThatLatestNeverNamedAreNamedWhenItIsMissing) {
+  const fs::path out = test::temp_dir("checkpoint-unnamed");
+  const fs::path run = train_until_killed(tiny_config(out, "run"), 2);
+  fs::remove(run / "checkpoints" / "latest");
+  const std::string newest = list_checkpoints(run).back().filename().string();
+  EXPECT_THAT([&] { plan_resume(run, {}, {}); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("has no checkpoint that latest names"), HasSubstr(newest),
+                                         HasSubstr(fmt::format("echo {} >", newest)))));
+  write_text_file_atomically(run / "checkpoints" / "latest", newest + "\n");
+  EXPECT_NO_THROW(plan_resume(run, {}, {}));
 }
 
 // `rm -rf runs/` while a run trains: the run used to end "successfully" in a folder the checkpoint writer made

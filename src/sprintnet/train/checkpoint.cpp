@@ -202,10 +202,23 @@ fs::path latest_checkpoint(const fs::path& run_dir) {
            fs::exists(run_dir, error) ? "is not a directory (--resume takes the run's folder, which holds checkpoints/)"
                                       : "does not exist");
   const fs::path latest = run_dir / kCheckpointsDirName / kLatestFileName;
-  SN_CHECK(fs::is_regular_file(latest, error),
-           "run directory {} has no checkpoint to resume from ({} does not exist; a run writes one every "
-           "checkpoint.every_epochs epochs and after its last, and --resume takes the directory holding checkpoints/)",
-           run_dir.string(), latest.string());
+  if (!fs::is_regular_file(latest, error)) {
+    // Checkpoint folders that `latest` never named: a run stopped between a folder's rename and `latest`'s
+    // (they are whole, as every folder is renamed into place complete), or `latest` was deleted. Name them, and
+    // how to take one, rather than say there is no checkpoint.
+    const std::vector<fs::path> folders = list_checkpoints(run_dir);
+    std::string unnamed;
+    for (const fs::path& dir : folders) unnamed += (unnamed.empty() ? "" : ", ") + dir.filename().string();
+    SN_CHECK(folders.empty(),
+             "run directory {} has no checkpoint that {} names ({} does not exist), but {} holds {}: the run stopped "
+             "before it named its first checkpoint, or the file was deleted. To resume from one of them, write its "
+             "name into {} (e.g. echo {} > {})",
+             run_dir.string(), kLatestFileName, latest.string(), (run_dir / kCheckpointsDirName).string(), unnamed,
+             latest.string(), folders.empty() ? "" : folders.back().filename().string(), latest.string());
+    SN_FAIL("run directory {} has no checkpoint to resume from ({} does not exist; a run writes one every "
+            "checkpoint.every_epochs epochs and after its last, and --resume takes the directory holding checkpoints/)",
+            run_dir.string(), latest.string());
+  }
   const std::string name = trimmed(read_file(latest, "checkpoint pointer"));
   SN_CHECK(epoch_of_dir_name(name).has_value(), "{}: expected a checkpoint name such as \"epoch-0003\", got \"{}\"",
            latest.string(), name);
