@@ -1,13 +1,16 @@
 // Where a run's time goes (train/run_phases.h) and writes beside training (train/background_writer.h).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <new>
 #include <stdexcept>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "sprintnet/core/error.h"
 #include "sprintnet/train/background_writer.h"
 #include "sprintnet/train/run_phases.h"
 
@@ -111,6 +114,17 @@ TEST(BackgroundWriter, RethrowsAJobsErrorOnWaitAndOnTheNextSubmit) {
   writer.wait();  // reported once
   writer.submit([] { throw std::runtime_error("disk full"); });
   EXPECT_THROW(writer.submit([] {}), std::runtime_error);
+}
+
+// Out of host memory in a write (the Trainer's checkpoint snapshot is copied and serialised there): an error that
+// names what was being written and that the last complete checkpoint stays, not an anonymous std::bad_alloc.
+TEST(BackgroundWriter, OutOfHostMemoryNamesTheWrite) {
+  BackgroundWriter writer;
+  writer.submit([] { throw std::bad_alloc(); }, "epoch 3's checkpoint in runs/x");
+  EXPECT_THAT([&] { writer.wait(); },
+              ::testing::ThrowsMessage<Error>(::testing::AllOf(
+                  ::testing::HasSubstr("out of host memory writing epoch 3's checkpoint in runs/x"),
+                  ::testing::HasSubstr("the last complete checkpoint stays"))));
 }
 
 }  // namespace

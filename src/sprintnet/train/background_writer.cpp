@@ -1,14 +1,25 @@
 #include "sprintnet/train/background_writer.h"
 
+#include <new>
+
+#include "sprintnet/core/error.h"
+
 namespace sprintnet::train {
 
 BackgroundWriter::~BackgroundWriter() {
   if (in_flight_.valid()) in_flight_.wait();
 }
 
-void BackgroundWriter::submit(std::function<void()> job) {
+void BackgroundWriter::submit(std::function<void()> job, std::string what) {
   wait();
-  in_flight_ = std::async(std::launch::async, std::move(job));
+  in_flight_ = std::async(std::launch::async, [job = std::move(job), what = std::move(what)] {
+    try {
+      job();
+    } catch (const std::bad_alloc&) {
+      SN_FAIL("out of host memory writing {} (the last complete checkpoint stays; free memory and resume the run)",
+              what);
+    }
+  });
 }
 
 void BackgroundWriter::wait() {

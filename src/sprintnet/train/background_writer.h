@@ -6,6 +6,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <string>
 
 namespace sprintnet::train {
 
@@ -17,8 +18,10 @@ class BackgroundWriter {
   BackgroundWriter(const BackgroundWriter&) = delete;
   BackgroundWriter& operator=(const BackgroundWriter&) = delete;
 
-  // Starts `job` on the helper thread after the previous job ends; rethrows that job's error.
-  void submit(std::function<void()> job);
+  // Starts `job` on the helper thread after the previous job ends; rethrows that job's error. A job that runs
+  // out of host memory fails with an Error naming `what` (e.g. "epoch 3's checkpoint in runs/x"), not an
+  // anonymous std::bad_alloc; and not an OutOfMemoryError, whose advice (a smaller batch) is about training.
+  void submit(std::function<void()> job, std::string what = "a file");
   // Waits until no job is in flight; rethrows the error of the one that was.
   void wait();
 

@@ -359,17 +359,11 @@ void Trainer::write_in_background(const std::filesystem::path& run_dir, std::int
   }
   writer_.submit([run_dir, weights, epoch, snapshot = std::move(snapshot), state = std::move(state),
                   metadata = weights_metadata(), keep_last = config_.checkpoint.keep_last] {
-    try {
-      // The final weights go first: a run killed before its last checkpoint redoes the last epoch
-      // on resume and rewrites them identically.
-      if (weights) save_safetensors(run_dir / "model.safetensors", snapshot, metadata);
-      if (state) write_checkpoint(run_dir, *state, keep_last);
-    } catch (const std::bad_alloc&) {
-      // Named, and not an OutOfMemoryError: the advice for those (a smaller batch) is about training's memory.
-      SN_FAIL("out of host memory writing epoch {}'s {} in {} (the last complete checkpoint stays; free memory "
-              "and resume the run)", epoch, state ? "checkpoint" : "weights", run_dir.string());
-    }
-  });
+    // The final weights go first: a run killed before its last checkpoint redoes the last epoch
+    // on resume and rewrites them identically.
+    if (weights) save_safetensors(run_dir / "model.safetensors", snapshot, metadata);
+    if (state) write_checkpoint(run_dir, *state, keep_last);
+  }, fmt::format("epoch {}'s {} in {}", epoch, checkpoint ? "checkpoint" : "weights", run_dir.string()));
 }
 
 Trainer::~Trainer() = default;
