@@ -16,6 +16,7 @@
 #include "sprintnet/train/checkpoint.h"
 #include "sprintnet/train/run_directory.h"
 #include "same_runs.h"
+#include "tiny_sweep.h"
 #include "support/error_message.h"
 #include "support/stop_request_cleared.h"
 #include "support/test_util.h"
@@ -83,13 +84,16 @@ TEST(SweepSummary, PointsAreMeanAndSampleDeviationOverFinishedRunsBestFirst) {
   EXPECT_EQ(stats[2].point, "c");  // every run failed: last
 }
 
-std::filesystem::path write_config(const std::filesystem::path& dir, const std::string& sweep_table) {
-  const std::filesystem::path path = dir / "sweep.toml";
-  std::ofstream(path) << fmt::format(
-      "[data]\ndir = \"{}\"\ntrain_limit = 600\ntest_limit = 200\n[model]\nhidden = [16]\n[train]\nepochs = 1\n"
-      "batch_size = 100\n[device]\nname = \"cpu\"\n{}",
-      test::data_dir().string(), sweep_table);
-  return path;
+// A failed run's error may hold a bare carriage return (a grid value "/tmp/x\ry" names a file that is not there):
+// unquoted, it ended summary.csv's row for every CSV reader (Python's csv module among them), and summary.md's.
+TEST(SweepSummary, ACarriageReturnStaysInsideItsField) {
+  const std::filesystem::path dir = test::temp_dir("sweep-summary-cr");
+  RunResult failed{.name = "data.dir=x", .point = "data.dir=x", .overrides = {"data.dir=x"}, .status = "failed",
+                   .error = "no file /tmp/x\ry", .epochs = 0};
+  write_summary(dir, {failed});
+  EXPECT_THAT(read_file(dir / "summary.csv"), ::testing::HasSubstr("\"no file /tmp/x\ry\""));
+  EXPECT_THAT(read_file(dir / "summary.md"), ::testing::AllOf(::testing::HasSubstr("no file /tmp/x y"),
+                                                              ::testing::Not(::testing::HasSubstr("\r"))));
 }
 
 // A run whose weights stayed finite but whose test loss overflowed to NaN (lr = 1000) is written with a null loss
@@ -145,15 +149,6 @@ TEST(SweepRunner, AFailingRunIsRecordedAndTheKilledSweepResumesSkippingFinishedR
 }
 
 constexpr const char* kLrGrid = "[sweep]\ngrid = { \"optim.lr\" = [0.1, 0.2] }\n";
-
-// A sweep of the config's [sweep] `table` into dir/out_name, not started.
-SweepOptions new_sweep(const std::filesystem::path& dir, const std::string& table, const std::string& out_name = "out") {
-  SweepOptions o;
-  o.config_path = write_config(dir, table);
-  o.spec = read_sweep_table(o.config_path);
-  o.out_dir = dir / out_name;
-  return o;
-}
 
 // A sweep over two learning rates in `dir`, killed after its first run (a callback that throws
 // stands in for the kill), to be resumed.
@@ -317,6 +312,51 @@ TEST(SweepGrid, AGridTheRunsWouldNotFollowIsRefusedNamingTheOptions) {
   spec.axes = {};
   for (int i = 0; i < 12; ++i) spec.axes.push_back({fmt::format("key.number_{:02}", i), {"0.000123456789"}});
   EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("longer than the 255 a folder name may have"));
+}
+
+// --grid "model.activation='relu','gelu'" (TOML literal strings) named its folders model.activation='relu': a folder
+// is named by the parsed value, whichever quotes it was written with, and what no folder name should hold is
+// replaced; the run still gets the value as written.
+TEST(SweepGrid, FolderNamesComeFromTheParsedValueWithoutQuotes) {
+  SweepSpec spec;
+  spec.axes = {parse_grid_option("model.activation='relu','gelu'")};
+  const std::vector<SweepRun> runs = expand(spec);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].name, "model.activation=relu");
+  EXPECT_EQ(runs[1].point, "model.activation=gelu");
+  EXPECT_THAT(runs[0].overrides, ElementsAre("model.activation='relu'"));
+  // Single quotes keep their commas as double quotes do; escapes are read; '/' and a tab are not kept.
+  EXPECT_THAT(parse_grid_option("data.dir='a,b','c'").values, ElementsAre("'a,b'", "'c'"));
+  EXPECT_THAT(test::error_message([] { parse_grid_option("data.dir='a,b"); }), HasSubstr("a ''' is never closed"));
+  spec.axes = {{"data.dir", {"'x/y'", "\"it's\"", "\"a\\tb\""}}};
+  const std::vector<SweepRun> dirs = expand(spec);
+  EXPECT_EQ(dirs[0].name, "data.dir=x_y");
+  EXPECT_EQ(dirs[1].name, "data.dir=it's");
+  EXPECT_EQ(dirs[2].name, "data.dir=a_b");
+  // Unique still: one value in two quotes is listed twice, two that name one folder are refused.
+  spec.axes = {{"model.activation", {"'relu'", "\"relu\""}}};
+  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("lists one value twice"));
+  spec.axes = {{"data.dir", {"'a/b'", "\"a_b\""}}};
+  EXPECT_THAT(test::error_message([&] { expand(spec); }), HasSubstr("would name one run folder ('data.dir=a_b')"));
+}
+
+// --set sweep.seeds=[0,1] was refused as an unknown key with the hint 'seed' (which would give every run one seed):
+// the [sweep] table is what the sweep varies, given on the command line by --seeds and --grid, and the error says
+// so. A grid over it is refused too (the runs would never see it).
+TEST(SweepRunner, SetOrGridOnTheSweepTableIsRefusedNamingWhatToUseInstead) {
+  const std::filesystem::path dir = test::temp_dir("sweep-set-table");
+  SweepOptions o = new_sweep(dir, kLrGrid);
+  o.overrides = {"sweep.seeds=[0, 1]"};
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }),
+              AllOf(HasSubstr("--set 'sweep.seeds=[0, 1]': sweep.seeds is a key of the config file's [sweep] table"),
+                    HasSubstr("--seeds 0,1,2"), Not(HasSubstr("did you mean"))));
+  o.overrides = {"sweep.grid.optim.lr=[0.3]"};
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("--grid KEY=V1,V2"));
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir));  // refused before the folder
+  o.overrides = {};
+  o.spec.axes = {parse_grid_option("sweep.seeds=0,1")};
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }),
+              HasSubstr("--grid: sweep.seeds cannot be swept: it is a key of the [sweep] table"));
 }
 
 // A second process on a sweep's folder (a resume while the sweep runs, another sweep given the same --out)

@@ -227,6 +227,19 @@ TEST(Trainer, DivergenceIsReportedWithTheKeyToChange) {
   }
 }
 
+// One step at lr 1e20: the train loss is the batch's before the step and the weights stay finite (~1e20 x a
+// gradient), but the logits overflow fp32 on the test set. The run ended "successfully" with a NaN test loss and
+// weights that eval refuses; it is a divergence now, with no final weights written.
+TEST(Trainer, ATestLossThatIsNotFiniteIsADivergence) {
+  Config config = small_mnist_config("diverge-test-loss", {"train.epochs=1", "data.train_limit=128", "optim.lr=1e20"});
+  Trainer trainer(config);
+  EXPECT_THAT([&] { trainer.fit(); },
+              ::testing::ThrowsMessage<Error>(::testing::AllOf(
+                  ::testing::HasSubstr("training diverged: the test loss after epoch 1 is nan"),
+                  ::testing::HasSubstr("at a learning rate of 1e+20"), ::testing::HasSubstr("optim.lr"))));
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(config.output.dir) / config.output.name / "model.safetensors"));
+}
+
 // A run too long for the per-step learning-rate table names train.epochs (it was an uncaught std::bad_alloc,
 // or a signed overflow); a batch far beyond the data set trains as one batch of it on the compiled CPU step
 // (whose buffers were sized by the batch: 313 GB asked for).

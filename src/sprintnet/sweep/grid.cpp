@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -26,9 +27,15 @@ std::vector<std::string> split_top_level(const std::string& text, const std::str
   std::vector<std::string> parts;
   std::string current;
   int depth = 0;
-  bool quoted = false, paired = true;  // paired: no ']' came before its '['
+  bool paired = true;  // no ']' came before its '['
+  char quote = 0;      // the open string's quote: TOML has "basic" and 'literal' strings
   for (const char c : text) {
-    if (c == '"') quoted = !quoted;
+    if (quote == 0 && (c == '"' || c == '\'')) {
+      quote = c;
+    } else if (c == quote) {
+      quote = 0;
+    }
+    const bool quoted = quote != 0;
     if (!quoted && c == '[') ++depth;
     if (!quoted && c == ']') --depth;
     paired = paired && depth >= 0;
@@ -39,19 +46,31 @@ std::vector<std::string> split_top_level(const std::string& text, const std::str
       current += c;
     }
   }
-  SN_CHECK(!quoted, "{}: a '\"' is never closed (values are split at commas outside quotes and brackets)", option);
+  SN_CHECK(quote == 0, "{}: a '{}' is never closed (values are split at commas outside quotes and brackets)", option,
+           quote);
   SN_CHECK(paired && depth == 0, "{}: its '[' and ']' do not pair up (values are split at commas outside brackets)",
            option);
   parts.push_back(trim(current));
   return parts;
 }
 
-// A value as it appears in a folder name: TOML text without quotes, brackets or spaces.
+// A value as it appears in a folder name: a string's parsed value ('relu' and "relu" are relu), anything else its
+// TOML text without quotes, brackets or spaces ([256, 256] is 256,256); '/' and control characters, which a
+// folder name cannot hold or shows badly, become '_'.
 std::string name_part(const std::string& value) {
+  std::optional<std::string> parsed;
+  try {
+    const toml::table table = toml::parse("v = " + value);
+    if (const toml::node* node = table.get("v"); node != nullptr && node->is_string()) {
+      parsed = node->value<std::string>();
+    }
+  } catch (const toml::parse_error&) {  // (not a TOML value: validate() names it)
+  }
   std::string out;
-  for (const char c : value) {
-    if (c == '"' || c == ' ' || c == '[' || c == ']') continue;
-    out += c == '/' ? '_' : c;
+  for (const char c : parsed.value_or(value)) {
+    if (!parsed && (c == '"' || c == '\'' || c == ' ' || c == '[' || c == ']')) continue;
+    const bool unsafe = c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    out += unsafe ? '_' : c;
   }
   return out;
 }
@@ -64,6 +83,9 @@ std::string toml_text(const toml::node& node) {
   node.visit([&](const auto& v) { out << toml::toml_formatter{v, toml::format_flags::none}; });
   return out.str();
 }
+
+// `sweep`, `sweep.seeds`, `sweep.grid...`: what the sweep varies, which --set and --grid do not set.
+bool is_sweep_table_key(const std::string& key) { return key == "sweep" || key.starts_with("sweep."); }
 
 // Linux's NAME_MAX: the longest name one folder may have, in bytes.
 constexpr std::size_t kMaxFolderNameBytes = 255;
@@ -170,6 +192,9 @@ std::vector<SweepRun> expand(const SweepSpec& spec) {
     // (checkpoint.every_epochs is set before the overrides: a grid over it works.)
     SN_CHECK(!axis.key.starts_with("output.") || axis.key == "output.csv",
              "{}: {} cannot be swept: the sweep sets it for every run itself", axis.origin, axis.key);
+    SN_CHECK(!is_sweep_table_key(axis.key),
+             "{}: {} cannot be swept: it is a key of the [sweep] table, which says what the sweep varies, not one "
+             "of a run's config; give seeds with --seeds 0,1,2 and grids with --grid KEY=V1,V2", axis.origin, axis.key);
     SN_CHECK(axis.key != "seed" || spec.seeds.empty(),
              "{}: seed and {} both give the seeds, and the seeds would override the grid's: give them once",
              axis.origin, spec.seeds_origin);
@@ -218,6 +243,14 @@ std::vector<SweepRun> expand(const SweepSpec& spec) {
 
 void validate(const std::filesystem::path& config_path, const std::vector<std::string>& extra,
               const std::vector<SweepRun>& runs) {
+  // Refused here, not left to the config's "unknown key" (whose hint is 'seed', which would fix every run's seed).
+  for (const std::string& text : extra) {
+    const std::string key = trim(text.substr(0, text.find('=')));
+    SN_CHECK(!is_sweep_table_key(key),
+             "--set '{}': {} is a key of the config file's [sweep] table, which --set does not reach (it sets a "
+             "run's config keys, the same for every run): give {} instead, which replaces the table's", text, key,
+             key == "sweep.seeds" ? "the seeds with --seeds 0,1,2" : "the grid with --grid KEY=V1,V2 (one a key)");
+  }
   for (const SweepRun& run : runs) {
     std::vector<ConfigOverride> overrides;
     for (const std::string& text : extra) overrides.push_back({text});

@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kStateFile = "sweep.json";
 
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;  // a bare CR ends a row for CSV readers too
   std::string out = "\"";
   for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
@@ -28,6 +28,7 @@ std::string csv_field(const std::string& s) {
 std::string md_cell(std::string s) {
   std::replace(s.begin(), s.end(), '|', '/');
   std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\r', ' ');
   return s;
 }
 

@@ -15,7 +15,7 @@ struct RunResult {
   std::string status;                  // "done" or "failed"
   std::string error;                   // why it failed
   double final_accuracy = 0.0, best_accuracy = 0.0, final_loss = 0.0;
-  double train_s = 0.0, wall_s = 0.0;
+  double train_s = 0.0, wall_s = 0.0;  // wall_s NaN: not known (a run found finished in its folder)
   std::int64_t epochs = 0;
 };
 

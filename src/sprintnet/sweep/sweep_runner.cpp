@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cstring>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <future>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,9 +52,9 @@ std::optional<train::ResumePlan> stopped_attempt(const std::filesystem::path& ru
   }
 }
 
-// A run's epochs over all its attempts, from its metrics file: how many, the best test accuracy, the training time.
-void add_metrics_totals(const std::filesystem::path& metrics, RunResult& result) {
-  const std::vector<MetricsRow> rows = read_metrics_jsonl(metrics);  // (throws naming a damaged file)
+// A run's epochs over all its attempts, from its metrics file's rows: how many, the best test accuracy, the
+// training time.
+void add_metrics_totals(const std::vector<MetricsRow>& rows, RunResult& result) {
   result.epochs = static_cast<std::int64_t>(rows.size());
   for (const MetricsRow& row : rows) {
     if (row.test_accuracy) result.best_accuracy = std::max(result.best_accuracy, *row.test_accuracy);
@@ -60,8 +62,20 @@ void add_metrics_totals(const std::filesystem::path& metrics, RunResult& result)
   }
 }
 
-// `placement`: the worker's device and thread overrides, before the run's own (a grid over
-// device.name wins).
+// The overrides of `run`'s config: `placement`, the worker's device and thread overrides, before the run's own (a
+// grid over device.name wins).
+std::vector<std::string> run_overrides(const SweepOptions& o, const SweepRun& run,
+                                       const std::vector<std::string>& placement) {
+  // A killed run starts over when the sweep resumes, so its checkpoints before the last would never be read: only
+  // the last is written (and the one of an epoch a signal stopped), unless --set asks for more. (The keys set here
+  // for every run are left out of the resume's config check: sweep_spec.cpp.)
+  std::vector<std::string> overrides = {"checkpoint.every_epochs=0"};
+  overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
+  overrides.insert(overrides.end(), placement.begin(), placement.end());
+  overrides.insert(overrides.end(), run.overrides.begin(), run.overrides.end());
+  return overrides;
+}
+
 RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vector<std::string>& placement,
                     train::SmTurns* turns) {
   RunResult result;
@@ -79,14 +93,7 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
       std::error_code ec;
       std::filesystem::remove_all(run_dir, ec);  // an unfinished attempt starts over
       SN_CHECK(!ec, "cannot remove the unfinished attempt {}: {}", run_dir.string(), ec.message());
-      // A killed run starts over when the sweep resumes, so its checkpoints before the last would never be read:
-      // only the last is written (and the one of an epoch a signal stopped), unless --set asks for more. (The keys
-      // set here for every run are left out of the resume's config check: sweep_spec.cpp.)
-      std::vector<std::string> overrides = {"checkpoint.every_epochs=0"};
-      overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
-      overrides.insert(overrides.end(), placement.begin(), placement.end());
-      overrides.insert(overrides.end(), run.overrides.begin(), run.overrides.end());
-      config = load_config(o.config_path, overrides);
+      config = load_config(o.config_path, run_overrides(o, run, placement));
     }
     // Set, not written as TOML text: a folder with a quote or a backslash in its name stays that folder.
     config.output.dir = o.out_dir.string();
@@ -105,7 +112,7 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
     result.status = summary.stop_signal ? "stopped" : "done";
     result.final_accuracy = summary.final_test.accuracy;
     result.final_loss = summary.final_test.loss;
-    add_metrics_totals(run_dir / "metrics.jsonl", result);
+    add_metrics_totals(read_metrics_jsonl(run_dir / "metrics.jsonl"), result);  // (throws naming a damaged file)
   } catch (const std::exception& e) {
     result.status = "failed";
     result.error = e.what();
@@ -226,39 +233,84 @@ void work(const SweepOptions& o, const std::vector<SweepRun>& runs, const std::s
   }
 }
 
-// The record of run `name` an earlier attempt finished, or null: a done record counts while the run's folder
-// holds what it wrote (its weights and metrics); one whose folder was deleted or emptied since trains again.
-const RunResult* finished_earlier(const SweepOptions& o, const std::vector<RunResult>& previous,
-                                  const std::string& name) {
-  const auto done = std::find_if(previous.begin(), previous.end(),
-                                 [&](const RunResult& r) { return r.name == name && r.status == "done"; });
-  if (done == previous.end()) return nullptr;
+// `run`'s result read from its folder when the folder shows it finished: its final weights written, one metrics row
+// for each epoch the sweep gives it, the last with a finite test loss. A run is finished by what its folder holds,
+// not by the state file: one that `sprintnet train --resume` finished after the sweep stopped, or whose record a
+// kill cut off, counts as finished (its results taken from there) instead of training again from the start.
+std::optional<RunResult> finished_in_folder(const SweepOptions& o, const SweepRun& run) {
+  const std::filesystem::path dir = o.out_dir / run.name;
   std::error_code ec;
-  const std::filesystem::path run = o.out_dir / name;
-  const bool kept = std::filesystem::is_regular_file(run / "model.safetensors", ec) &&
-                    std::filesystem::file_size(run / "metrics.jsonl", ec) > 0 && !ec;
-  return kept ? &*done : nullptr;
+  if (!std::filesystem::is_regular_file(dir / "model.safetensors", ec)) return std::nullopt;
+  RunResult result;
+  result.name = run.name;
+  result.point = run.point;
+  result.overrides = run.overrides;
+  result.status = "done";
+  result.wall_s = std::numeric_limits<double>::quiet_NaN();  // (not known: not trained by this sweep's process)
+  try {
+    const std::int64_t epochs = load_config(o.config_path, run_overrides(o, run, {})).train.epochs;
+    const std::vector<MetricsRow> rows = read_metrics_jsonl(dir / "metrics.jsonl");
+    if (rows.empty() || static_cast<std::int64_t>(rows.size()) != epochs || rows.back().epoch != epochs ||
+        !rows.back().test_loss || !std::isfinite(*rows.back().test_loss) || !rows.back().test_accuracy) {
+      return std::nullopt;
+    }
+    result.final_loss = *rows.back().test_loss;
+    result.final_accuracy = *rows.back().test_accuracy;
+    add_metrics_totals(rows, result);
+  } catch (const std::exception&) {  // (damaged or missing metrics: not finished; its attempt starts over)
+    return std::nullopt;
+  }
+  return result;
+}
+
+// The result of `run` if an earlier attempt (or `sprintnet train --resume`) finished it: its done record while the
+// run's folder holds what it wrote, else what its folder shows (finished_in_folder). A run whose folder was deleted
+// or emptied since, or whose test loss was not finite (a record written before such runs failed), trains again.
+std::optional<RunResult> finished_earlier(const SweepOptions& o, const std::vector<RunResult>& previous,
+                                          const SweepRun& run) {
+  const auto done = std::find_if(previous.begin(), previous.end(), [&](const RunResult& r) {
+    return r.name == run.name && r.status == "done" && std::isfinite(r.final_loss);
+  });
+  std::error_code ec;
+  const std::filesystem::path dir = o.out_dir / run.name;
+  const bool kept = std::filesystem::is_regular_file(dir / "model.safetensors", ec) &&
+                    std::filesystem::file_size(dir / "metrics.jsonl", ec) > 0 && !ec;
+  if (done != previous.end() && kept) return *done;
+  return finished_in_folder(o, run);
 }
 
 WorkerPlan plan_for(const SweepOptions& o, std::size_t runs) {
+  // The thread count the sweep began with decides how many CPU runs fit, and is the one each run gets.
+  std::vector<std::string> overrides = o.overrides;
+  if (o.cpu_threads > 0) overrides.push_back(fmt::format("device.threads={}", o.cpu_threads));
   // The cores the CPU runs share: those the process may run on (a job's cpuset), not OMP_NUM_THREADS, which
   // clusters often set to 1 for the processes they start, each its own.
-  return plan_workers(load_config(o.config_path, o.overrides), runs, o.parallel, cuda_device_count(),
-                      usable_cores(), available_host_memory());
+  return plan_workers(load_config(o.config_path, overrides), runs, o.parallel, cuda_device_count(), usable_cores(),
+                      available_host_memory());
+}
+
+// The device.threads every CPU run of a new sweep trains with: the plan's share of the cores, else the config's,
+// else (0) the default it stands for here (OMP_NUM_THREADS, or the cores), resolved now so that a resume on a
+// machine with other cores trains with the same count. 0 for a sweep on GPUs.
+std::int64_t decided_cpu_threads(const SweepOptions& o, const WorkerPlan& plan) {
+  if (plan.devices.empty() || plan.devices.front() != "cpu") return 0;
+  if (plan.cpu_threads > 0) return plan.cpu_threads;
+  const std::int64_t configured = load_config(o.config_path, o.overrides).device.threads;
+  return configured > 0 ? configured : default_cpu_threads();
 }
 
 std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResult>& previous, const RunCallback& on_run) {
   const std::vector<SweepRun> runs = expand(o.spec);
   const Config base = load_config(o.config_path, o.overrides);
-  std::vector<const RunResult*> earlier(runs.size());
-  for (std::size_t i = 0; i < runs.size(); ++i) earlier[i] = finished_earlier(o, previous, runs[i].name);
+  std::vector<std::optional<RunResult>> earlier(runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) earlier[i] = finished_earlier(o, previous, runs[i]);
   const auto record_earlier = [&](Ledger& ledger) {
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (earlier[i] != nullptr) ledger.record_earlier(i, *earlier[i]);
+      if (earlier[i]) ledger.record_earlier(i, *earlier[i]);
     }
   };
-  // Workers for the runs left (a lone run left takes every core).
-  const auto left = static_cast<std::size_t>(std::count(earlier.begin(), earlier.end(), nullptr));
+  // Workers for the runs left.
+  const auto left = static_cast<std::size_t>(std::count(earlier.begin(), earlier.end(), std::nullopt));
   if (left == 0) {  // a finished sweep resumed: nothing to set up, its files rewritten from the records
     Ledger ledger(o, runs.size(), "", on_run);
     record_earlier(ledger);
@@ -280,12 +332,13 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
     return std::count(plan.devices.begin(), plan.devices.end(), device) > 1;
   };
   train::SmTurns turns;  // the workers sharing a GPU take turns for its SMs (train/sm_turns.h)
+  const std::int64_t threads = o.cpu_threads > 0 ? o.cpu_threads : plan.cpu_threads;  // (0: a spec from before)
   if (plan.devices.size() == 1) {
-    work(o, runs, plan.devices.front(), false, plan.cpu_threads, ledger, turns);  // in this thread: one run at a time
+    work(o, runs, plan.devices.front(), false, threads, ledger, turns);  // in this thread: one run at a time
   } else {
     std::vector<std::jthread> workers;
     for (const std::string& device : plan.devices) {
-      workers.emplace_back([&, device] { work(o, runs, device, shares(device), plan.cpu_threads, ledger, turns); });
+      workers.emplace_back([&, device] { work(o, runs, device, shares(device), threads, ledger, turns); });
     }
   }
   if (ledger.error()) std::rethrow_exception(ledger.error());
@@ -295,10 +348,12 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
 
 }  // namespace
 
-std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback& on_run) {
-  const std::vector<SweepRun> runs = expand(options.spec);
-  validate(options.config_path, options.overrides, runs);  // every key and value, before anything trains
-  plan_for(options, runs.size());  // and where they would train (a device that is not there), before the folder
+std::vector<RunResult> run_sweep(const SweepOptions& given, const RunCallback& on_run) {
+  const std::vector<SweepRun> runs = expand(given.spec);
+  validate(given.config_path, given.overrides, runs);  // every key and value, before anything trains
+  // And where they would train (a device that is not there), before the folder; on the CPU with how many threads.
+  SweepOptions options = given;
+  if (options.cpu_threads == 0) options.cpu_threads = decided_cpu_threads(options, plan_for(options, runs.size()));
   std::error_code ec;
   std::filesystem::create_directories(options.out_dir, ec);
   SN_CHECK(!ec, "--out {}: cannot create it: {}", options.out_dir.string(), ec.message());

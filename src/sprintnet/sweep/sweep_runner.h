@@ -21,6 +21,10 @@ struct SweepOptions {
   SweepSpec spec;
   std::filesystem::path out_dir;
   int parallel = 0;  // runs at once (0 = auto, plan_workers())
+  // device.threads of every CPU run, decided when the sweep begins (0: run_sweep decides it) and kept in its spec:
+  // the CPU step's sums depend on the thread count, so a resume with another --parallel, or on another machine,
+  // trains its runs with this one. Stays 0 for a sweep on GPUs (and in specs written before it was kept).
+  std::int64_t cpu_threads = 0;
 };
 
 struct SweepProgress {
@@ -41,8 +45,9 @@ using RunCallback = std::function<void(const RunResult& run, const SweepProgress
 // A new sweep in options.out_dir (new, or empty). The folder is locked while the sweep runs: a second
 // process on it (another sweep, a resume) fails at once, naming it.
 std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback& on_run = {});
-// Continues the sweep in `dir` with the config, overrides and grid it was started with; `parallel`
-// as in SweepOptions.
+// Continues the sweep in `dir` with the config, overrides, grid and CPU thread count it was started with;
+// `parallel` as in SweepOptions. A run whose folder shows it finished (sweep_runner.cpp: finished_in_folder) is
+// not trained again, whoever finished it.
 std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel = 0, const RunCallback& on_run = {});
 
 }  // namespace sprintnet::sweep

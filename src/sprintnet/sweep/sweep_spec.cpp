@@ -88,6 +88,7 @@ void write_sweep_spec(const SweepOptions& o) {
                                {"overrides", o.overrides},
                                {"axes", axes},
                                {"seeds", o.spec.seeds},
+                               {"cpu_threads", o.cpu_threads},
                                {"cwd", std::filesystem::current_path().string()}};
   write_text_file_atomically(o.out_dir / kSpecFile, spec.dump(1) + "\n");
 }
@@ -107,6 +108,7 @@ SweepOptions read_sweep_spec(const std::filesystem::path& dir) {
       o.spec.axes.push_back({a.at("key").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
     }
     o.spec.seeds = j.at("seeds").get<std::vector<std::int64_t>>();
+    if (j.contains("cpu_threads")) o.cpu_threads = j.at("cpu_threads").get<std::int64_t>();
     if (j.contains("config_text")) config_text = j.at("config_text").get<std::string>();
     if (j.contains("cwd")) began_in = j.at("cwd").get<std::string>();
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 #pragma once
 // sweep-spec.json: what a sweep was started with (the config file's path and text, the --set
-// overrides, the grid and the seeds), written when it begins and read by `sweep --resume`.
+// overrides, the grid and the seeds, the CPU runs' thread count), written when it begins and read by
+// `sweep --resume`.
 #include <filesystem>
 
 #include "sprintnet/sweep/sweep_runner.h"

@@ -573,6 +573,12 @@ TrainSummary Trainer::fit() {
                  ? ""
                  : fmt::format(", or schedule settings that keep it lower: schedule.type is \"{}\"", config_.schedule.type),
              summary.run_dir.string());
+    // Finite weights can still give outputs that overflow on the test set (one step at a huge rate): the run's
+    // numbers mean nothing, and its weights would be refused by eval and predict.
+    SN_CHECK(!record.test_loss || std::isfinite(*record.test_loss),
+             "training diverged: the test loss after epoch {} is {} at a learning rate of {:g}, the model's outputs "
+             "overflowing (try a lower optim.lr); metrics so far are in {}",
+             epoch, unsigned_nan(*record.test_loss), record.lr, summary.run_dir.string());
     // A stop request ends the run here, resumably: this epoch's checkpoint is written whatever the schedule.
     // (Not in a data-parallel job: its ranks would have to agree on the epoch.)
     const bool may_stop = !last && rank_.world == 1;
