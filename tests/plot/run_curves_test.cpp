@@ -1,7 +1,9 @@
 #include "sprintnet/plot/run_curves.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cerrno>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -12,6 +14,8 @@
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/io/metrics_writer.h"
+#include "sprintnet/plot/python_job.h"
+#include "scoped_path.h"
 #include "support/test_util.h"
 
 namespace sprintnet::plot {
@@ -82,7 +86,7 @@ TEST(RunCurves, NamesTheDirectoryWithoutMetrics) {
 }
 
 // An output whose folder is missing or is a file is named with the reason before matplotlib starts (whose
-// own reason stays in its silenced output).
+// own reason would name its temporary file).
 TEST(RunCurves, AnOutputFolderThatCannotHoldThePictureIsNamedWithTheReason) {
   const std::filesystem::path run = fake_run("plot-broken", 1.0);
   std::ofstream(run / "a-file") << "x";
@@ -149,6 +153,72 @@ TEST(RunCurves, AnOutputThatIsADirectoryIsRefusedLeavingNothing) {
     EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(output.string() + ".tmp.png"));
+}
+
+// A python3 put first on PATH: `body` is a sh script's, run for the matplotlib check (two arguments, -c CHECK)
+// and for the drawing alike.
+std::filesystem::path fake_python(const std::string& name, const std::string& body) {
+  const std::filesystem::path dir = test::temp_dir(name);
+  std::ofstream(dir / "python3") << "#!/bin/sh\n" << body;
+  std::filesystem::permissions(dir / "python3", std::filesystem::perms::owner_all);
+  return dir;
+}
+
+// Python's own reason for failing reaches the error (its stderr's last lines), not only "could not draw".
+TEST(RunCurves, AFailedDrawingIsAnErrorWithPythonsReason) {
+  const std::filesystem::path bin = fake_python("plot-fake-failing", R"(
+[ $# -le 2 ] && exit 0
+echo 'Traceback (most recent call last):' >&2
+echo '  File "<string>", line 48, in <module>' >&2
+echo "OSError: [Errno 30] Read-only file system: 'c.png.tmp.png'" >&2
+exit 1
+)");
+  const test::ScopedPath path(bin.string() + ":" + test::ScopedPath::current());
+  const std::filesystem::path run = fake_run("plot-failing", 1.0);
+  try {
+    draw_curves({run}, run / "c.png");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("could not draw " + (run / "c.png").string()), std::string::npos) << message;
+    EXPECT_NE(message.find("exited with status 1"), std::string::npos) << message;
+    EXPECT_NE(message.find("OSError: [Errno 30] Read-only file system"), std::string::npos) << message;
+  }
+  EXPECT_FALSE(std::filesystem::exists(run / "c.png"));
+}
+
+// A python that exits 0 without writing the picture (a wrapper, a site hook) is an error: the command never reports
+// a picture that is not there, nor one left from an earlier drawing.
+TEST(RunCurves, APythonThatWritesNoPictureIsAnError) {
+  const std::filesystem::path bin = fake_python("plot-fake-silent", "exit 0\n");
+  const test::ScopedPath path(bin.string() + ":" + test::ScopedPath::current());
+  const std::filesystem::path run = fake_run("plot-silent", 1.0);
+  for (const bool stale : {false, true}) {
+    if (stale) std::ofstream(run / "c.png") << "an earlier picture";
+    try {
+      const PlotOutcome outcome = draw_curves({run}, run / "c.png");
+      FAIL() << "expected an error" << (stale ? " with a picture from before" : "") << "; got: " << outcome.message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("wrote no " + (run / "c.png").string()), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Without sh on PATH (nor python3), /usr/bin/python3 draws in the background all the same; the job is no child of
+// ours when the call returns (orphaned at once: no zombie to reap, nothing to wait for).
+TEST(RunCurves, DrawsInTheBackgroundWithoutShOrPythonOnPath) {
+  const test::ScopedPath path("/nonexistent");
+  if (find_python_with_matplotlib() != "/usr/bin/python3") GTEST_SKIP() << "/usr/bin/python3 has no matplotlib";
+  const std::filesystem::path run = fake_run("plot-background-no-sh", 1.0);
+  const PlotOutcome outcome = draw_run_curves_in_background(run);
+  ASSERT_TRUE(outcome.drawn) << outcome.message;
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+  for (int i = 0; i < 600 && !std::filesystem::exists(run / kCurvesFileName); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(test::file_bytes(run / kCurvesFileName).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
 }  // namespace

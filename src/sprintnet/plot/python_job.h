@@ -1,7 +1,8 @@
 #pragma once
 // Matplotlib scripts as subprocesses: the python3 on PATH, else Debian's /usr/bin/python3 (a pyenv
 // or venv python on PATH often lacks the python3-matplotlib that apt installed for the system's).
-// Used by a run's curves and a sweep's pictures.
+// Used by a run's curves and a sweep's pictures. No shell is involved: a PATH without sh (or
+// without python3, where /usr/bin/python3 is there) still draws.
 #include <string>
 #include <vector>
 
@@ -11,14 +12,17 @@ namespace sprintnet::plot {
 inline constexpr const char* kInstallHint =
     "python3 with matplotlib is missing (Debian: apt install python3-matplotlib)";
 
-// Runs argv (argv[0] looked up on PATH) with stdout and stderr sent to /dev/null; returns its exit status.
-int run_quietly(const std::vector<std::string>& args);
+// Runs argv (argv[0] looked up on PATH) with stdout sent to /dev/null and waits; returns its exit status (127: it
+// could not be started). Its stderr goes to /dev/null too, or, given `error_tail`, its last lines are kept there:
+// python's reason for failing (a traceback's last line).
+int run_quietly(const std::vector<std::string>& args, std::string* error_tail = nullptr);
 // The first python with matplotlib, or empty.
 std::string find_python_with_matplotlib();
 // Starts `PYTHON python_args...` with the first python that has matplotlib and returns at once:
 // finding it takes from 0.05 s to seconds (a pyenv shim), so that happens in the background too.
-// The arguments reach python as positional parameters, never through the shell's parser. False
-// when sh could not be started.
-bool start_matplotlib_in_background(const std::vector<std::string>& python_args);
+// The job is detached (orphaned at once, so init reaps it; never a zombie of ours), ignores Ctrl-C
+// as a shell's `cmd &` does, and its output goes to /dev/null. Returns why it could not start (no
+// python3 at all: the message says how to install it), empty when it started.
+std::string start_matplotlib_in_background(const std::vector<std::string>& python_args);
 
 }  // namespace sprintnet::plot

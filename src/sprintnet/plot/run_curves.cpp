@@ -1,5 +1,7 @@
 #include "sprintnet/plot/run_curves.h"
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include "sprintnet/core/error.h"
@@ -16,6 +18,8 @@ import json, os, sys
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+if "text.parse_math" in matplotlib.rcParams:  # (matplotlib 3.5 and later)
+    matplotlib.rcParams["text.parse_math"] = False  # a "$" in a run's name is text, not a formula to fail on
 
 out, runs = sys.argv[1], sys.argv[2:]
 nan_for_none = lambda v: float("nan") if v is None else v  # a diverged loss is null in metrics.jsonl
@@ -59,6 +63,12 @@ std::vector<std::string> plot_command(const std::string& python, const std::vect
   return args;
 }
 
+// 0 when `path` is absent. The script renames a new file into place, so a picture left from before keeps its inode.
+ino_t inode_of(const std::filesystem::path& path) {
+  struct stat status = {};
+  return ::stat(path.c_str(), &status) == 0 ? status.st_ino : 0;
+}
+
 std::string redraw_hint(const std::vector<std::filesystem::path>& runs) {
   std::string hint = "sprintnet plot";
   for (const auto& run : runs) {
@@ -82,19 +92,27 @@ PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const st
              "{}: metrics.jsonl holds no epoch yet (the run stopped before its first epoch ended): nothing to plot",
              run.string());
   }
-  // Named here too: matplotlib's own reason for a file it cannot write stays in its silenced output.
+  // Named here too, before matplotlib starts: its own reason for a file it cannot write names its temporary.
   check_output_file(output, "plot");
   const std::string python = find_python_with_matplotlib();
   if (python.empty()) return {false, fmt::format("no picture: {}; then run {}", kInstallHint, redraw_hint(runs))};
-  SN_CHECK(run_quietly(plot_command(python, runs, output)) == 0, "plot: matplotlib could not draw {} from {}", output.string(),
-           redraw_hint(runs));
+  const ino_t before = inode_of(output);
+  std::string reason;
+  const int status = run_quietly(plot_command(python, runs, output), &reason);
+  SN_CHECK(status == 0, "plot: matplotlib could not draw {} ({} exited with status {}){}{}", output.string(), python,
+           status, reason.empty() ? "" : ":\n", reason);
+  // Drawn means written: a python that exits 0 without drawing (a wrapper, a site hook) must not report a picture.
+  const ino_t after = inode_of(output);
+  SN_CHECK(after != 0 && after != before, "plot: {} exited without an error but wrote no {}", python, output.string());
   return {true, fmt::format("curves in {}", output.string())};
 }
 
 PlotOutcome draw_run_curves_in_background(const std::filesystem::path& run_dir) {
   const std::filesystem::path output = run_dir / kCurvesFileName;
-  if (!start_matplotlib_in_background({"-c", kScript, output.string(), run_dir.string()})) {
-    return {false, fmt::format("no {}: could not start sh", kCurvesFileName)};
+  const std::string not_started = start_matplotlib_in_background({"-c", kScript, output.string(), run_dir.string()});
+  if (!not_started.empty()) {
+    return {false, fmt::format("warning: no {}: {}; then run sprintnet plot {}", kCurvesFileName, not_started,
+                               run_dir.string())};
   }
   return {true, fmt::format("curves: {} (drawn in the background by matplotlib; if it does not appear, {}; then run "
                             "sprintnet plot {})",

@@ -13,23 +13,53 @@ constexpr const char* kScript = R"PY(#!/usr/bin/env python3
 import csv
 import json
 import os
+import re
 import statistics
 import sys
 
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+if "text.parse_math" in matplotlib.rcParams:  # (matplotlib 3.5 and later)
+    matplotlib.rcParams["text.parse_math"] = False  # a "$" in a value is text, not a formula to fail on
 
 d = sys.argv[1]
-runs = list(csv.DictReader(open(os.path.join(d, "summary.csv"))))
+# summary.csv in the dialect sprintnet writes it (sweep/summary.cpp): fields split at ',', one that holds ',', '"'
+# or a newline quoted with '"' (its '"' doubled), a row per line. newline="" keeps a quoted newline as written.
+with open(os.path.join(d, "summary.csv"), newline="") as f:
+    runs = list(csv.DictReader(f, delimiter=",", quotechar='"', doublequote=True, strict=True))
+# Its overrides column joins a run's "key=value" overrides with ';', which a value may hold too (data.dir=/a;b, a
+# string): sweep.json, written with it from the same records, keeps them apart. A run it lacks (a sweep.json lost)
+# is split before each "key=".
+try:
+    with open(os.path.join(d, "sweep.json")) as f:
+        listed = {r["name"]: r["overrides"] for r in json.load(f)["runs"]}
+except (OSError, ValueError, KeyError, TypeError):
+    listed = {}
 done = [r for r in runs if r["status"] == "done"]
 values = {}
 for r in done:
-    pairs = dict(o.split("=", 1) for o in r["overrides"].split(";") if o)
+    overrides = listed.get(r["name"])
+    if overrides is None:
+        overrides = re.split(r";(?=[A-Za-z_][\w.]*=)", r["overrides"]) if r["overrides"] else []
+    pairs = dict(o.split("=", 1) for o in overrides)
     pairs.pop("seed", None)
     r["pairs"] = pairs
     for k, v in pairs.items():
         values.setdefault(k, set()).add(v)
+
+
+def save(fig, name):
+    # Into a temporary, then renamed: a picture is never seen half-written.
+    path = os.path.join(d, name)
+    tmp = f"{path}.{os.getpid()}.tmp.png"
+    try:
+        fig.savefig(tmp, dpi=120)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    plt.close(fig)
 
 
 def number(v):
@@ -62,8 +92,7 @@ for key in sorted(values):
     if len(others) > 1:
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(d, f"accuracy_vs_{key}.png"), dpi=120)
-    plt.close(fig)
+    save(fig, f"accuracy_vs_{key}.png")
 
 best = sorted(done, key=lambda r: -float(r["final_test_accuracy"]))[:5]
 fig, ax = plt.subplots(figsize=(6, 4))
@@ -80,16 +109,24 @@ ax.set_yscale("log")
 ax.grid(True, alpha=0.3)
 ax.legend(fontsize=6)
 fig.tight_layout()
-fig.savefig(os.path.join(d, "best_loss_curves.png"), dpi=120)
-print("plots:", ", ".join(sorted(f for f in os.listdir(d) if f.endswith(".png"))))
+save(fig, "best_loss_curves.png")
+print("plots:", ", ".join(sorted(f for f in os.listdir(d) if f.endswith(".png") and not f.endswith(".tmp.png"))))
 )PY";
 
 }  // namespace
 
-std::string plot_sweep_in_background(const std::filesystem::path& dir) {
+std::filesystem::path write_plot_script(const std::filesystem::path& dir) {
   const std::filesystem::path script = dir / "plot_sweep.py";
   write_text_file_atomically(script, kScript);
-  if (!plot::start_matplotlib_in_background({script.string(), dir.string()})) return "no pictures: could not start sh";
+  return script;
+}
+
+std::string plot_sweep_in_background(const std::filesystem::path& dir) {
+  const std::filesystem::path script = write_plot_script(dir);
+  const std::string not_started = plot::start_matplotlib_in_background({script.string(), dir.string()});
+  if (!not_started.empty()) {
+    return fmt::format("warning: no pictures: {}; then run python3 {} {}", not_started, script.string(), dir.string());
+  }
   return fmt::format("pictures: {}/*.png (drawn in the background by matplotlib; if they do not appear, {}; then run "
                      "python3 {} {})",
                      dir.string(), plot::kInstallHint, script.string(), dir.string());

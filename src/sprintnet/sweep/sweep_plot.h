@@ -9,9 +9,12 @@
 
 namespace sprintnet::sweep {
 
+// Writes DIR/plot_sweep.py (python3 plot_sweep.py DIR draws the pictures) and returns its path.
+std::filesystem::path write_plot_script(const std::filesystem::path& dir);
 // Writes DIR/plot_sweep.py and starts it without waiting (starting python and matplotlib takes
 // 1-2 s, more than a small sweep's training; `sprintnet train` draws its curves the same way);
-// returns where the pictures will be and how to draw them should they not appear.
+// returns where the pictures will be and how to draw them should they not appear (a warning naming
+// what is missing where no python3 can be found at all: the sweep still succeeds).
 std::string plot_sweep_in_background(const std::filesystem::path& dir);
 
 }  // namespace sprintnet::sweep
