@@ -53,11 +53,14 @@ void add_train_command(CLI::App& app) {
                 "Also print where the wall time went (start-up, data, training, evaluation, writes)");
   cmd->callback([options] {
     const double before_trainer_s = train::process_age_s();
-    const bool multi_node = std::getenv("NNODES") != nullptr && std::string_view(std::getenv("NNODES")) != "1";
+    // As the launcher reads it: NNODES=01 compared as text was "several nodes", and every rank of its job of one
+    // started a job of its own, without end.
+    const dist::Environment environment = dist::process_environment();
+    const bool multi_node = dist::node_count(environment) > 1;
     // Under a launcher's job of several ranks (torchrun, srun, mpirun, or --gpus for its own ranks) this process is
     // one rank already: --gpus would start a separate job of its own in every rank, on the same GPUs. (One task
     // of srun, a job of one, may start its ranks with --gpus.)
-    const dist::RankInfo launched = dist::rank_info_from(dist::process_environment());
+    const dist::RankInfo launched = dist::rank_info_from(environment);
     SN_CHECK(options->gpus == 0 || !launched.distributed(),
              "--gpus {}: this process is rank {} of {} started by {} (its variables are set), which starts the ranks "
              "itself: leave --gpus out (srun, mpirun and torchrun start one process a GPU; docs/DISTRIBUTED.md)",
@@ -77,6 +80,7 @@ void add_train_command(CLI::App& app) {
       if (!options->resume_dir.empty()) args.insert(args.end(), {"--resume", options->resume_dir});
       for (const std::string& o : options->overrides) args.insert(args.end(), {"--set", o});
       if (options->quiet) args.push_back("--quiet");
+      if (options->verbose) args.push_back("--verbose");
       dist::launch_local_ranks(options->gpus, std::filesystem::read_symlink("/proc/self/exe").string(), args);
       return;
     }
@@ -125,7 +129,7 @@ void add_train_command(CLI::App& app) {
     std::printf("sprintnet: %s in %.2f s (training %.2f s), test accuracy %.2f %%, test loss %.4f, run %s\n",
                 counted(static_cast<std::int64_t>(summary.epochs.size()), "epoch").c_str(), summary.wall_time_s,
                 summary.train_time_s, 100.0 * summary.final_test.accuracy, unsigned_nan(summary.final_test.loss),
-                summary.run_dir.string().c_str());
+                shell_quoted(summary.run_dir.string()).c_str());
     if (options->verbose) std::printf("%s\n", summary.phases.format(summary.wall_time_s).c_str());
     const plot::PlotOutcome curves = plot::draw_run_curves_in_background(summary.run_dir);
     if (!options->quiet) std::printf("%s\n", curves.message.c_str());

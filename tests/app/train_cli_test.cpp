@@ -296,6 +296,30 @@ TEST(TrainCli, TrainingNeverOpensOpenBlas) {
   EXPECT_THAT(said, Not(HasSubstr("libopenblas")));
 }
 
+// NNODES=01 is one node: the run trains in this process. `train` read it as text ("several nodes") and started a
+// job of one rank, which started another, without end. (A rank dies with its launcher, PR_SET_PDEATHSIG: killing
+// the first on the deadline ends the chain if it comes back.)
+TEST(TrainCli, NnodesWrittenOtherwiseThanOneIsOneNode) {
+  const fs::path dir = test::temp_dir("train-cli-nnodes");
+  const fs::path log = dir / "log.txt";
+  const fs::path config = write_tiny_config(dir, 1);
+  const test::ScopedEnv nodes("NNODES", "01");
+  const pid_t pid = start_cli({"train", config.string(), "-q"}, log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      wait_for(pid);
+      FAIL() << "`NNODES=01 sprintnet train` still runs after 60 s:\n" << read_file(log);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string said = read_file(log);
+  EXPECT_EQ(exit_code(status), 0) << said;
+  EXPECT_THAT(said, AllOf(HasSubstr("sprintnet: 1 epoch in"), Not(HasSubstr("data-parallel"))));
+}
+
 // The hang itself, under the limit it hung at: the help ends, at once.
 TEST(TrainCli, AnAddressSpaceLimitDoesNotHangTheStart) {
 #if defined(__SANITIZE_ADDRESS__)

@@ -87,6 +87,15 @@ TEST(RankInfo, CountsAndRanksAreReadStrictly) {
               HasSubstr("is not a rank or a count (0 to 1048575)"));
 }
 
+// `train` compared NNODES with "1" as text while the launcher parsed it: NNODES=01 (or +1, " 1") started a job of one
+// rank, which started another, without end (571 processes in 8 s). Both read it through node_count now.
+TEST(RankInfo, NodeCountReadsNnodesAsANumber) {
+  EXPECT_EQ(node_count(env({})), 1);
+  for (const char* one : {"1", "01", "+1", " 1"}) EXPECT_EQ(node_count(env({{"NNODES", one}})), 1) << one;
+  EXPECT_EQ(node_count(env({{"NNODES", "2"}})), 2);
+  EXPECT_THAT(test::error_message([] { node_count(env({{"NNODES", "two"}})); }), HasSubstr("NNODES='two'"));
+}
+
 // NNODES x --gpus past what a rank variable can hold was an overflow in a forked rank; a NODE_RANK past NNODES a
 // job that never completes. Both are refused before any rank starts (no program is run).
 TEST(Launcher, ImpossibleJobsAreRefusedBeforeAnyRankStarts) {

@@ -48,7 +48,7 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
   // Several machines: NNODES and NODE_RANK (as torchrun's --nnodes/--node_rank) place this machine's
   // ranks, and MASTER_ADDR/MASTER_PORT name node 0, where global rank 0 hosts NCCL's bootstrap.
   const Environment env = process_environment();
-  const int nnodes = env("NNODES") ? env_integer(env, "NNODES") : 1;  // strictly: "abc" is not node 0
+  const int nnodes = node_count(env);  // strictly: "abc" is not node 0
   const int node = env("NODE_RANK") ? env_integer(env, "NODE_RANK") : 0;
   SN_CHECK(nnodes >= 1 && node < nnodes, "NNODES={} NODE_RANK={}: NODE_RANK must be below NNODES", nnodes, node);
   SN_CHECK(static_cast<std::int64_t>(nnodes) * gpus < kMaxRanks, "NNODES={} x --gpus {}: more than the {} ranks a job "

@@ -29,5 +29,8 @@ RankInfo rank_info_from(const Environment& env);
 // A rank or a count from variable `name`: digits only, below kMaxRanks; anything else is an error naming it.
 inline constexpr int kMaxRanks = 1 << 20;
 int env_integer(const Environment& env, const std::string& name);
+// NNODES as a count (1 when unset): `train` and the launcher must read it alike, or a process that takes "01" for
+// several nodes starts a job whose one rank, reading 1 node, starts another, without end.
+int node_count(const Environment& env);
 
 }  // namespace sprintnet::dist
