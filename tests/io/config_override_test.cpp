@@ -1,5 +1,6 @@
 // --set KEY=VALUE overrides: parsed as TOML values, bare words as strings, applied after the file.
 #include "config_test_util.h"
+#include "sprintnet/io/atomic_file.h"
 
 namespace sprintnet {
 namespace {
@@ -89,6 +90,21 @@ TEST(ConfigOverrideUtf8, InvalidUtf8ValuesAreRejectedNamingTheKey) {
     }
   }
   EXPECT_EQ(config_from_overrides({"output.name=caf\xc3\xa9"}).output.name, "caf\xc3\xa9");
+}
+
+// TOML's \u0000 in a string: the paths and names it became ended at it in every C call and message ("data file
+// /tmp/data", the rest of the error lost). Refused naming the key, from --set and from a file alike.
+TEST(ConfigOverrideNul, ANulCharacterInAStringIsRefusedNamingTheKey) {
+  for (const std::string& key : {"output.name", "data.dir", "output.dir", "optim.type"}) {
+    EXPECT_THAT([&] { config_from_overrides({key + "=\"a\\u0000b\""}); },
+                ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr(key),
+                                                                 ::testing::HasSubstr("NUL character"))));
+  }
+  const std::filesystem::path file = test::temp_dir("config-nul") / "nul.toml";
+  write_text_file_atomically(file, "[data]\ndir = \"/tmp/data\\u0000zzz\"\n");
+  EXPECT_THAT([&] { load_config(file); },
+              ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr("data.dir"),
+                                                               ::testing::HasSubstr("NUL character"))));
 }
 
 }  // namespace

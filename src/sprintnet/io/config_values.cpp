@@ -104,6 +104,9 @@ bool is_valid_utf8(std::string_view text) {
 std::optional<std::string> check_string(const ConfigKey& key, const std::string& value) {
   const Constraint& constraint = key.constraint;
   if (!is_valid_utf8(value)) return std::string("is not valid UTF-8 text");
+  // TOML's \u0000 is valid text, but every string here ends up a path, a name or a choice: C's strings (paths,
+  // messages) would end at it, naming a file the config never named and cutting its error short.
+  if (value.find('\0') != std::string::npos) return std::string("holds a NUL character (\\u0000)");
   if (constraint.non_empty && value.empty()) return std::string("must not be empty");
   if (constraint.choices.empty()) return std::nullopt;
   if (std::any_of(constraint.choices.begin(), constraint.choices.end(),
