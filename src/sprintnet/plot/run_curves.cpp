@@ -7,6 +7,7 @@
 #include "sprintnet/core/error.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/metrics_writer.h"
+#include "sprintnet/io/shell_word.h"
 #include "sprintnet/plot/python_job.h"
 
 namespace sprintnet::plot {
@@ -73,7 +74,7 @@ std::string redraw_hint(const std::vector<std::filesystem::path>& runs) {
   std::string hint = "sprintnet plot";
   for (const auto& run : runs) {
     hint += ' ';
-    hint += run.string();
+    hint += shell_quoted(run.string());  // pasted into a shell whatever the run's name holds
   }
   return hint;
 }
@@ -111,12 +112,11 @@ PlotOutcome draw_run_curves_in_background(const std::filesystem::path& run_dir) 
   const std::filesystem::path output = run_dir / kCurvesFileName;
   const std::string not_started = start_matplotlib_in_background({"-c", kScript, output.string(), run_dir.string()});
   if (!not_started.empty()) {
-    return {false, fmt::format("warning: no {}: {}; then run sprintnet plot {}", kCurvesFileName, not_started,
-                               run_dir.string())};
+    return {false, fmt::format("warning: no {}: {}; then run {}", kCurvesFileName, not_started, redraw_hint({run_dir}))};
   }
   return {true, fmt::format("curves: {} (drawn in the background by matplotlib; if it does not appear, {}; then run "
-                            "sprintnet plot {})",
-                            output.string(), kInstallHint, run_dir.string())};
+                            "{})",
+                            output.string(), kInstallHint, redraw_hint({run_dir}))};
 }
 
 }  // namespace sprintnet::plot
