@@ -110,6 +110,13 @@ struct Bounds {
 // reading the wrong rows or a missing all-reduce moves the first epoch's loss by more than 1e-3.
 constexpr Bounds kFp32Bounds{.first_epoch = 1e-4, .later_epochs = 1e-3};
 
+// Adam and AdamW in fp32: their first steps move each weight by lr * g / (|g| + eps), about lr * sign(g), so a
+// gradient whose sign the summation order flips (a sum that cancels to near 0) moves its weight by 2 lr, where
+// SGD moves it by ~0. On 4 H200s (2026-11-29, seeds 1-8 and 39842231778; Adam failed the fp32 bars on 3 of 8)
+// the first epoch parted by 0 to 1.2e-4 relative, in discrete jumps (one such flip or none), and the later ones by
+// up to 1.35e-3. So 5e-4 and 3e-3; a lost decay moves AdamW's last epoch by 2.0e-2 to 2.3e-2 (checked below).
+constexpr Bounds kAdamBounds{.first_epoch = 5e-4, .later_epochs = 3e-3};
+
 // fp16: both sides compute every product in fp16 (an 11-bit significand) and differ in the gradients'
 // sums: each rank rounds its share to fp16 and NCCL adds the shares in fp16, where one GPU rounds the whole
 // sum once. A gradient may so differ by an ulp (2^-11 relative), 2^13 times fp32's difference: enough for
@@ -177,13 +184,13 @@ TEST_P(FollowsOneGpu, SgdWithACollectivePerLayer) {
 }
 
 // Adam: two state buffers, each sharded by the sharded update; the bias corrections read the update count
-// each rank advances itself. Adam divides each gradient by its running RMS, which might amplify the
-// rounding of small gradients; it does not here: the CPU's eager and compiled steps part by at most 3.3e-7
-// relative on this slice (seeds 0-3; SGD's: 3.1e-5), so the fp32 bars. (The data-parallel collectives do
-// not depend on the optimizer: one range of 0.67 M parameters covers Adam's part.)
+// each rank advances itself. Adam divides each gradient by its running RMS, which amplifies a flipped sign of a
+// small gradient: kAdamBounds. (On the CPU, eager against compiled, at most 3.3e-7 on seeds 0-3; on 4 GPUs,
+// whose sums NCCL splits four ways, 1.2e-4 on some seeds.) The collectives do not depend on the optimizer:
+// one range of 0.67 M parameters covers Adam's part.
 TEST_P(FollowsOneGpu, Adam) {
   expect_follows_one_gpu("adam", with(kSlice, {kFp32, "optim.type=\"adam\"", "optim.lr=0.001"}), GetParam(),
-                         kFp32Bounds, kBothUpdates);
+                         kAdamBounds, kBothUpdates);
 }
 
 // AdamW's decoupled decay (weight_decay 1 at lr 1e-3: every step scales the weights by 1 - 1e-3), applied by
@@ -194,7 +201,7 @@ TEST_P(FollowsOneGpu, Adam) {
 TEST_P(FollowsOneGpu, AdamWWithWeightDecay) {
   const std::vector<std::string> adamw = with(kSlice, {kFp32, "optim.type=\"adamw\"", "optim.lr=0.001"});
   std::vector<double> decayed;
-  expect_follows_one_gpu("adamw", with(adamw, {"optim.weight_decay=1.0"}), GetParam(), kFp32Bounds, kBothUpdates,
+  expect_follows_one_gpu("adamw", with(adamw, {"optim.weight_decay=1.0"}), GetParam(), kAdamBounds, kBothUpdates,
                          &decayed);
   ASSERT_EQ(decayed.size(), 3u);
   const JobResult plain = train("adamw-no-decay-1", 1, with(adamw, {"optim.weight_decay=0"}));
@@ -202,14 +209,14 @@ TEST_P(FollowsOneGpu, AdamWWithWeightDecay) {
   const auto without = train_losses(plain.dir);
   ASSERT_EQ(without.size(), decayed.size());
   // A run that lost the decay fails the comparison once one epoch is beyond its bar; the last epoch, where the
-  // decay has compounded, must be. (The first can sit near its bar: 1.07e-4 against 1e-4 at seed 53275725813 on
-  // 2 H200s; 1.2e-3 to 2.0e-3 at seeds 1 and 2. The last: 2.1e-2 to 2.4e-2 at those three seeds against 1e-3.)
+  // decay has compounded, must be. (The first: 1.07e-4 at seed 53275725813 on 2 H200s, 1.2e-3 to 2.0e-3 at seeds
+  // 1 and 2. The last: 2.1e-2 to 2.4e-2 at those three seeds, against 3e-3.)
   double departure = 0.0;
   for (std::size_t e = 0; e < without.size(); ++e) {
     departure = std::abs(without[e] - decayed[e]) / decayed[e];
     std::printf("adamw, 1 GPU without the decay, epoch %zu: %.2e relative\n", e + 1, departure);
   }
-  EXPECT_GT(departure, kFp32Bounds.loss(without.size() - 1)) << "the decay is lost in the bar of the last epoch";
+  EXPECT_GT(departure, kAdamBounds.loss(without.size() - 1)) << "the decay is lost in the bar of the last epoch";
 }
 
 // fp16 (dynamic loss scaling): never sharded (the scaling decides from every gradient whether the step
