@@ -14,6 +14,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "sprintnet/io/config.h"
@@ -65,6 +66,21 @@ int wait_for(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return -1;
+  }
+  return status;
+}
+
+// The process's wait status, or nothing when it still ran after 60 s (then it is killed: a hang must fail, not hang).
+std::optional<int> wait_at_most_a_minute(pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      wait_for(pid);
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return status;
 }
@@ -304,19 +320,10 @@ TEST(TrainCli, NnodesWrittenOtherwiseThanOneIsOneNode) {
   const fs::path log = dir / "log.txt";
   const fs::path config = write_tiny_config(dir, 1);
   const test::ScopedEnv nodes("NNODES", "01");
-  const pid_t pid = start_cli({"train", config.string(), "-q"}, log);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      wait_for(pid);
-      FAIL() << "`NNODES=01 sprintnet train` still runs after 60 s:\n" << read_file(log);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const std::optional<int> status = wait_at_most_a_minute(start_cli({"train", config.string(), "-q"}, log));
   const std::string said = read_file(log);
-  EXPECT_EQ(exit_code(status), 0) << said;
+  ASSERT_TRUE(status) << "`NNODES=01 sprintnet train` still ran after 60 s:\n" << said;
+  EXPECT_EQ(exit_code(*status), 0) << said;
   EXPECT_THAT(said, AllOf(HasSubstr("sprintnet: 1 epoch in"), Not(HasSubstr("data-parallel"))));
 }
 
@@ -327,21 +334,12 @@ TEST(TrainCli, AnAddressSpaceLimitDoesNotHangTheStart) {
 #endif
   const fs::path dir = test::temp_dir("train-cli-as-limit");
   const fs::path log = dir / "log.txt";
-  const pid_t pid = start_cli({"--help"}, log, [] {
+  const std::optional<int> status = wait_at_most_a_minute(start_cli({"--help"}, log, [] {
     const rlimit limit{500'000'000, 500'000'000};
     ::setrlimit(RLIMIT_AS, &limit);
-  });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      wait_for(pid);
-      FAIL() << "`sprintnet --help` under a 500 MB address-space limit still runs after 60 s:\n" << read_file(log);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(exit_code(status), 0) << read_file(log);
+  }));
+  ASSERT_TRUE(status) << "`sprintnet --help` under a 500 MB address-space limit still ran after 60 s:\n" << read_file(log);
+  EXPECT_EQ(exit_code(*status), 0) << read_file(log);
 }
 
 // `sprintnet sweep` on Ctrl-C: the runs in flight stop after their epoch with its checkpoint, the sweep says how
@@ -381,6 +379,11 @@ TEST(TrainCli, UsageErrorsExitTwoNamingTheMistake) {
   EXPECT_EQ(run({"train", "--bogus"}), 2);
   EXPECT_THAT(read_file(log), HasSubstr("--bogus"));
   EXPECT_EQ(run({"train", "--gpus", "0"}), 2);
+  // The reference lists defaults: a config or --set beside it was ignored without a word.
+  EXPECT_EQ(run({"config", "--reference", "x.toml"}), 2);
+  EXPECT_THAT(read_file(log), HasSubstr("config excludes --reference"));
+  EXPECT_EQ(run({"config", "--reference", "--set", "seed=1"}), 2);
+  EXPECT_EQ(run({"config", "--reference"}), 0);
   EXPECT_EQ(run({"--help"}), 0);
   EXPECT_THAT(read_file(log), HasSubstr("train"));
   EXPECT_EQ(run({"--version"}), 0);

@@ -8,6 +8,7 @@ namespace {
 using test::overrides_error;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(ConfigOverrides, ParseNumbersBooleansArraysAndStrings) {
   const Config config = config_from_overrides({
@@ -40,6 +41,18 @@ TEST(ConfigOverrides, ApplyAfterTheFileAndLaterOnesWin) {
   EXPECT_EQ(config.optim.lr, 0.01);
   EXPECT_EQ(config.optim.momentum, 0.8);
   EXPECT_EQ(config.seed, 4u);
+}
+
+// A value that starts as TOML but does not read as it was taken as a string, and the error hid why: "expected an
+// integer, got a string" for a 20-digit seed or a list without its comma; an unclosed quote became part of a name.
+TEST(ConfigOverrides, ValuesThatStartAsTomlSayWhyTheyDoNotRead) {
+  EXPECT_THAT(overrides_error({"seed=99999999999999999999"}),
+              AllOf(HasSubstr("as TOML:"), HasSubstr("64 bits"), HasSubstr("seed: expected an integer")));
+  EXPECT_THAT(overrides_error({"model.hidden=[16 32]"}), AllOf(HasSubstr("as TOML:"), HasSubstr("model.hidden")));
+  EXPECT_THAT(overrides_error({"output.name=\"unterminated"}),
+              AllOf(HasSubstr("output.name does not read as a TOML string"), HasSubstr("close its quote")));
+  EXPECT_THAT(overrides_error({"optim.lr=fast"}), Not(HasSubstr("as TOML")));  // a word: no TOML to explain
+  EXPECT_EQ(config_from_overrides({"data.dataset=fashion-mnist"}).data.dataset, "fashion-mnist");  // still a string
 }
 
 TEST(ConfigOverrides, ErrorsNameTheOverride) {
@@ -95,7 +108,7 @@ TEST(ConfigOverrideUtf8, InvalidUtf8ValuesAreRejectedNamingTheKey) {
 // TOML's \u0000 in a string: the paths and names it became ended at it in every C call and message ("data file
 // /tmp/data", the rest of the error lost). Refused naming the key, from --set and from a file alike.
 TEST(ConfigOverrideNul, ANulCharacterInAStringIsRefusedNamingTheKey) {
-  for (const std::string& key : {"output.name", "data.dir", "output.dir", "optim.type"}) {
+  for (const std::string key : {"output.name", "data.dir", "output.dir", "optim.type"}) {
     EXPECT_THAT([&] { config_from_overrides({key + "=\"a\\u0000b\""}); },
                 ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr(key),
                                                                  ::testing::HasSubstr("NUL character"))));

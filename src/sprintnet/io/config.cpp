@@ -173,11 +173,23 @@ class ConfigBuilder {
       }
       fail_unknown(where, dotted, false);
     }
-    std::optional<toml::table> parsed = parse_toml_value(value_text);
+    std::string toml_error;
+    std::optional<toml::table> parsed = parse_toml_value(value_text, toml_error);
     const toml::node* node = parsed ? parsed->get("v") : nullptr;
+    // Text that starts as TOML writes a number, an array or a string: when it does not read as one, TOML's reason is
+    // the useful part ("not representable in 64 bits", a missing comma), and a quote kept in a string is a mistake.
+    const bool looks_like_toml = !value_text.empty() && std::string_view("0123456789+-.[{\"'").find(value_text[0]) !=
+                                                           std::string_view::npos;
+    if (node == nullptr && looks_like_toml && key->kind == ValueKind::kString &&
+        (value_text[0] == '"' || value_text[0] == '\'')) {
+      SN_FAIL("{}: {} does not read as a TOML string ({}); close its quote, or leave the quotes out", where, dotted,
+              toml_error);
+    }
     // A string key takes the text as it is unless it was written as a TOML string ("\"a b\"").
     if (node == nullptr || (key->kind == ValueKind::kString && !node->is_string())) {
-      assign(*key, toml::value<std::string>(value_text), where);
+      const std::string located_where =
+          node == nullptr && looks_like_toml ? fmt::format("{} (as TOML: {})", where, toml_error) : where;
+      assign(*key, toml::value<std::string>(value_text), located_where);
     } else {
       assign(*key, *node, where);
     }
@@ -199,14 +211,18 @@ class ConfigBuilder {
     return std::string(text.substr(first, last - first + 1));
   }
 
-  // The table {v = <text>} when the text is exactly one TOML value, else nothing.
-  static std::optional<toml::table> parse_toml_value(const std::string& text) {
+  // The table {v = <text>} when the text is exactly one TOML value, else nothing and TOML's reason in `error`.
+  static std::optional<toml::table> parse_toml_value(const std::string& text, std::string& error) {
     if (text.empty()) return std::nullopt;
     try {
       toml::table table = toml::parse(fmt::format("v = {}", text), std::string_view("--set"));
-      if (table.size() != 1 || !table.contains("v")) return std::nullopt;
+      if (table.size() != 1 || !table.contains("v")) {
+        error = "more than one value";
+        return std::nullopt;
+      }
       return table;
-    } catch (const toml::parse_error&) {
+    } catch (const toml::parse_error& e) {
+      error = std::string(e.description());
       return std::nullopt;
     }
   }
