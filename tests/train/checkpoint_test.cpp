@@ -411,8 +411,10 @@ TEST(Checkpoint, ARunDirectoryInUseIsNotResumedTwice) {
 TEST(Checkpoint, FoldersThatLatestNeverNamedAreNamedWhenItIsMissing) {
   const fs::path out = test::temp_dir("checkpoint-unnamed");
   const fs::path run = train_until_killed(tiny_config(out, "run"), 2);
-  fs::remove(run / "checkpoints" / "latest");
   const std::string newest = list_checkpoints(run).back().filename().string();
+  EXPECT_EQ(latest_checkpoint_name(run), newest);  // (what an out-of-memory write names as left to resume from)
+  fs::remove(run / "checkpoints" / "latest");
+  EXPECT_EQ(latest_checkpoint_name(run), "");
   EXPECT_THAT([&] { plan_resume(run, {}, {}); },
               ThrowsMessage<Error>(AllOf(HasSubstr("has no checkpoint that latest names"), HasSubstr(newest),
                                          HasSubstr(fmt::format("echo {} >", newest)))));

@@ -16,8 +16,7 @@ void BackgroundWriter::submit(std::function<void()> job, std::string what) {
     try {
       job();
     } catch (const std::bad_alloc&) {
-      SN_FAIL("out of host memory writing {} (the last complete checkpoint stays; free memory and resume the run)",
-              what);
+      SN_FAIL("out of host memory writing {}", what);
     }
   });
 }

@@ -19,8 +19,9 @@ class BackgroundWriter {
   BackgroundWriter& operator=(const BackgroundWriter&) = delete;
 
   // Starts `job` on the helper thread after the previous job ends; rethrows that job's error. A job that runs
-  // out of host memory fails with an Error naming `what` (e.g. "epoch 3's checkpoint in runs/x"), not an
-  // anonymous std::bad_alloc; and not an OutOfMemoryError, whose advice (a smaller batch) is about training.
+  // out of host memory fails with an Error "out of host memory writing <what>" (e.g. "epoch 3's checkpoint in
+  // runs/x (...what to do)"), not an anonymous std::bad_alloc; and not an OutOfMemoryError, whose advice (a
+  // smaller batch) is about training.
   void submit(std::function<void()> job, std::string what = "a file");
   // Waits until no job is in flight; rethrows the error of the one that was.
   void wait();

@@ -227,6 +227,17 @@ fs::path latest_checkpoint(const fs::path& run_dir) {
   return dir;
 }
 
+std::string latest_checkpoint_name(const fs::path& run_dir) {
+  const fs::path latest = run_dir / kCheckpointsDirName / kLatestFileName;
+  std::error_code error;
+  if (!fs::is_regular_file(latest, error)) return {};
+  try {
+    return trimmed(read_file(latest, "checkpoint pointer"));
+  } catch (const Error&) {
+    return {};
+  }
+}
+
 Checkpoint read_checkpoint(const fs::path& dir) {
   std::error_code error;
   SN_CHECK(fs::is_directory(dir, error), "checkpoint directory {} does not exist", dir.string());

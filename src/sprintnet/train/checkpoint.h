@@ -73,6 +73,8 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
 // The checkpoint `latest` names. Throws naming the run directory when it does not exist or has no
 // complete checkpoint.
 std::filesystem::path latest_checkpoint(const std::filesystem::path& run_dir);
+// The name `latest` holds ("epoch-0003"), or "" where the run has none yet or it cannot be read: for messages.
+std::string latest_checkpoint_name(const std::filesystem::path& run_dir);
 
 // Reads and validates a checkpoint directory: both safetensors files (names, shapes, dtypes,
 // offsets), the metadata (format, epoch, step, optimizer type and counters), and that

@@ -357,13 +357,19 @@ void Trainer::write_in_background(const std::filesystem::path& run_dir, std::int
     state->optimizer_counters = optimizer_->counters();
     state->train_data = train_data_;
   }
+  // What a failed write leaves to resume from, named in its error. (The writer's previous job, if it still runs,
+  // names a newer one only once it is whole.)
+  const std::string previous = latest_checkpoint_name(run_dir);
   writer_.submit([run_dir, weights, epoch, snapshot = std::move(snapshot), state = std::move(state),
                   metadata = weights_metadata(), keep_last = config_.checkpoint.keep_last] {
     // The final weights go first: a run killed before its last checkpoint redoes the last epoch
     // on resume and rewrites them identically.
     if (weights) save_safetensors(run_dir / "model.safetensors", snapshot, metadata);
     if (state) write_checkpoint(run_dir, *state, keep_last);
-  }, fmt::format("epoch {}'s {} in {}", epoch, checkpoint ? "checkpoint" : "weights", run_dir.string()));
+  }, fmt::format("epoch {}'s {} in {} ({})", epoch, checkpoint ? "checkpoint" : "weights", run_dir.string(),
+                 previous.empty() ? "no checkpoint was written before it: free memory and train the run again"
+                                  : fmt::format("its last complete checkpoint, {}, stays: free memory and resume "
+                                                "the run", previous)));
 }
 
 Trainer::~Trainer() = default;
