@@ -2,7 +2,10 @@
 #include <cmath>
 #include <set>
 
+#include <sys/stat.h>
+
 #include "config_test_util.h"
+#include "support/error_message.h"
 
 namespace sprintnet {
 namespace {
@@ -275,6 +278,28 @@ TEST(LoadConfig, IdxPathsBesideAnotherDatasetAreRefused) {
                               "(data.dataset = \"fashion-mnist\" reads its own files from data.dir)"),
                     Not(HasSubstr("data.train_images"))));
   EXPECT_THAT(load_error("seed = 1\n", {"data.train_images=x"}), HasSubstr("data.train_images = \"x\""));
+}
+
+// Accepted and ignored before: label smoothing with MSE (it has no target distribution to smooth), and a model
+// of 100 000 layers, whose set-up grew with their square (a minute and more before the first step).
+TEST(LoadConfig, SmoothingWithMseAndThousandsOfLayersAreRefused) {
+  EXPECT_THAT(load_error("[loss]\ntype = \"mse\"\nlabel_smoothing = 0.1\n"),
+              HasSubstr("loss.label_smoothing = 0.1 applies to loss.type = \"cross_entropy\" only"));
+  EXPECT_NO_THROW(config_from_overrides({"loss.type=\"mse\"", "loss.label_smoothing=0"}));
+  std::string layers = "4";
+  for (int i = 1; i < 1025; ++i) layers += ", 4";
+  EXPECT_THAT(load_error("[model]\nhidden = [" + layers + "]\n"), HasSubstr("model.hidden has 1025 layers; at most 1024"));
+  EXPECT_NO_THROW(config_from_overrides({"model.hidden=[" + layers.substr(3) + "]"}));  // 1024
+}
+
+// What the config path is, named: a directory, nothing, or a pipe (read once, and a run reads its config again).
+TEST(LoadConfig, APathThatIsNoRegularFileIsNamedForWhatItIs) {
+  const std::filesystem::path dir = test::temp_dir("config-path-kinds");
+  EXPECT_THAT(test::error_message([&] { load_config(dir); }), HasSubstr("is a directory"));
+  EXPECT_THAT(test::error_message([&] { load_config(dir / "missing.toml"); }), HasSubstr("does not exist"));
+  const std::filesystem::path fifo = dir / "pipe.toml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(test::error_message([&] { load_config(fifo); }), HasSubstr("is not a regular file (a pipe or a device)"));
 }
 
 }  // namespace

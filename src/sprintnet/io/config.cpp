@@ -276,7 +276,14 @@ Config parse_config(std::string_view text, const std::string& origin, const std:
 
 Config load_config_with_origins(const std::filesystem::path& path, const std::vector<ConfigOverride>& overrides) {
   std::error_code error;
-  SN_CHECK(std::filesystem::is_regular_file(path, error), "config file '{}' does not exist or is not a file",
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  SN_CHECK(std::filesystem::exists(status), "config file '{}' does not exist", path.string());
+  SN_CHECK(!std::filesystem::is_directory(status), "config file '{}' is a directory; give the TOML file in it",
+           path.string());
+  // A pipe (`<(sprintnet config ...)`) is read once, and a run reads its config again (each rank of --gpus,
+  // a resume's check): write it to a file.
+  SN_CHECK(std::filesystem::is_regular_file(status),
+           "config file '{}' is not a regular file (a pipe or a device); write the config to a file first",
            path.string());
   return parse_with_origins(read_file(path, "config file"), path.string(), overrides);
 }

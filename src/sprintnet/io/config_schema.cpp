@@ -163,7 +163,8 @@ const std::vector<ConfigKey>& keys() {
           one_of({"unit", "standard"})),
 
       key("model.hidden", &Config::model, &ModelConfig::hidden,
-          "widths of the hidden layers, first to last; `[]` = softmax regression", at_least(1)),
+          "widths of the hidden layers, first to last; `[]` = softmax regression; at most 1024 layers",
+          at_least(1)),
       key("model.activation", &Config::model, &ModelConfig::activation, "activation after each hidden layer",
           one_of({"identity", "relu", "gelu", "tanh", "sigmoid", "silu"})),
       key("model.bias", &Config::model, &ModelConfig::bias, "linear layers add a bias"),
@@ -184,7 +185,9 @@ const std::vector<ConfigKey>& keys() {
           "evaluate on the test set every N epochs (0 = only after the last)", at_least(0)),
       key("train.eval_batch_size", &Config::train, &TrainConfig::eval_batch_size, "test samples per forward pass",
           at_least(1)),
-      key("train.log_every", &Config::train, &TrainConfig::log_every, "steps between progress and metrics updates",
+      key("train.log_every", &Config::train, &TrainConfig::log_every,
+          "steps between progress updates (the progress bar's loss and rate; the metrics files, curves and "
+          "TensorBoard get one row an epoch)",
           at_least(1)),
 
       key("device.name", &Config::device, &DeviceConfig::name,
@@ -327,6 +330,19 @@ std::vector<std::string> check_config_consistency(const Config& config) {
         fmt::format("optim.nesterov = true requires optim.momentum > 0 and optim.dampening = 0, got momentum = {} and "
                     "dampening = {}",
                     config.optim.momentum, config.optim.dampening));
+  }
+  // Far past what an MLP without residual connections trains (and set-up and checkpoints grew with its square:
+  // 20 000 layers took 18 s before the first step): a typo's extra digits, named rather than waited for.
+  constexpr std::size_t kMaxHiddenLayers = 1024;
+  if (config.model.hidden.size() > kMaxHiddenLayers) {
+    problems.push_back(fmt::format("model.hidden has {} layers; at most {} are accepted",
+                                   config.model.hidden.size(), kMaxHiddenLayers));
+  }
+  // MSE has no target distribution to smooth: the key would be ignored, the run not what the config says.
+  if (config.loss.type == "mse" && config.loss.label_smoothing != 0.0) {
+    problems.push_back(fmt::format("loss.label_smoothing = {} applies to loss.type = \"cross_entropy\" only (loss.type "
+                                   "is \"mse\"): leave it out, or 0",
+                                   config.loss.label_smoothing));
   }
   const std::pair<std::string_view, const std::string*> paths[] = {
       {"data.train_images", &config.data.train_images},
