@@ -226,6 +226,10 @@ TEST(CpuCompiledStep, BlockSizeLabSwitchSizesTheBlocks) {
     EXPECT_EQ(cpu_grad_block_rows(401, 401, 1), 81);
     EXPECT_FALSE(cpu_split_input_grad(128, 401, 1));
   }
+  {
+    const test::ScopedEnv huge("SPRINTNET_CPU_BLOCK_KB", "9223372036854775807");  // overflowed the rows' product
+    EXPECT_EQ(cpu_grad_block_rows(1101, 1101, 16), 1101);
+  }
   for (const char* ignored : {"0", "blocks"}) {
     const test::ScopedEnv env("SPRINTNET_CPU_BLOCK_KB", ignored);
     EXPECT_EQ(cpu_grad_block_rows(401, 401, 1), 201) << ignored;

@@ -434,7 +434,8 @@ namespace {
 // Read whenever a plan is made, not cached: plans are made once a run.
 std::int64_t cache_bytes_per_thread() {
   const char* env = std::getenv("SPRINTNET_CPU_BLOCK_KB");
-  const std::int64_t kb = env != nullptr ? std::atoll(env) : 0;
+  // Capped at 1 TB a thread (any layer whole): a larger value overflowed the products below.
+  const std::int64_t kb = env != nullptr ? std::min<long long>(std::atoll(env), std::int64_t{1} << 30) : 0;
   return kb > 0 ? kb * 1024 : std::int64_t{512} * 1024;
 }
 
