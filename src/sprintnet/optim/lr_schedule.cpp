@@ -48,8 +48,8 @@ LrSchedule::LrSchedule(const ScheduleConfig& config, double base_lr, std::int64_
                                                : "optim.lr";
   for (const std::int64_t step : {std::int64_t{0}, total_steps_ - 1}) {
     const double lr = lr_at(step);
-    SN_CHECK(std::isfinite(lr), "schedule: {} make the learning rate at step {} {} (not a finite number)", keys, step,
-             lr);
+    SN_CHECK(std::isfinite(lr), "schedule: the learning rate at step {} is {}, not a finite number (schedule.type = "
+             "\"{}\"): change {}", step, lr, config.type, keys);
   }
 }
 
