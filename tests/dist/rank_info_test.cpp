@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <map>
 
 #include "sprintnet/dist/launcher.h"
@@ -121,6 +123,21 @@ TEST(Launcher, EachRankGetsItsVariablesAndTheLaunchersOthers) {
                                         "> '{}'/rank-$LOCAL_RANK", dir.string())});
   EXPECT_EQ(read_file(dir / "rank-0"), "0 0 2 127.0.0.1 kept\n");
   EXPECT_EQ(read_file(dir / "rank-1"), "1 1 2 127.0.0.1 kept\n");
+}
+
+// A failed rank stops the others: SIGTERM, then SIGKILL 10 s later to a rank that ignores it; the job ends naming
+// the failed rank. (The SIGKILL went from a detached thread to every rank it had started, reaped or not: a reaped
+// rank's PID may be another process's by then. Now the launcher keeps reaping and kills only its unreaped ranks.)
+TEST(Launcher, ARankThatIgnoresSigtermIsKilledTenSecondsAfterAnotherFails) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(test::error_message([] {
+                launch_local_ranks(2, "/bin/sh",
+                                   {"-c", "if [ \"$LOCAL_RANK\" = 0 ]; then exit 3; fi; trap '' TERM; exec sleep 60"});
+              }),
+              HasSubstr("data-parallel job of 2 GPUs failed: rank 0 exited with code 3"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(seconds, 9.5) << "rank 1 ignores SIGTERM: only the SIGKILL 10 s later ends it";
+  EXPECT_LT(seconds, 30.0) << "the SIGKILL did not come";
 }
 
 TEST(Launcher, AFreePortIsAPort) {

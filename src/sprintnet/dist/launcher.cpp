@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -116,10 +117,27 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
   }
   std::string failure;
   std::size_t running = pids.size();
+  // After a failure: SIGTERM to the others now, SIGKILL to those still unreaped 10 s later. Only unreaped ranks are
+  // signalled (a reaped rank's PID may already be another process's), so the waiting polls until the deadline.
+  std::optional<std::chrono::steady_clock::time_point> kill_at;
+  bool killed = false;
   while (running > 0) {
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) break;
+    const pid_t pid = waitpid(-1, &status, kill_at ? WNOHANG : 0);
+    if (pid == 0) {
+      if (!killed && std::chrono::steady_clock::now() >= *kill_at) {
+        for (const pid_t other : pids) {
+          if (other > 0) kill(other, SIGKILL);
+        }
+        killed = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
     --running;
     const auto it = std::find(pids.begin(), pids.end(), pid);
     if (it == pids.end()) continue;
@@ -130,16 +148,10 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
     const int global = node * gpus + rank;
     failure = WIFEXITED(status) ? fmt::format("rank {} exited with code {}", global, WEXITSTATUS(status))
                                 : fmt::format("rank {} was killed by signal {}", global, WTERMSIG(status));
-    // Stop the others: SIGTERM now, SIGKILL for any still running after 10 s.
     for (const pid_t other : pids) {
       if (other > 0) kill(other, SIGTERM);
     }
-    std::thread([pids] {
-      std::this_thread::sleep_for(std::chrono::seconds(10));
-      for (const pid_t other : pids) {
-        if (other > 0) kill(other, SIGKILL);
-      }
-    }).detach();
+    kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   }
   SN_CHECK(failure.empty(), "data-parallel job of {} GPUs failed: {}; this machine's other ranks were stopped", world,
            failure);
