@@ -15,11 +15,11 @@ void add_config_command(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("config", "Print a resolved config, or the reference of every key");
-  CLI::Option* config = cmd->add_option("config", options->config_path, "TOML config file");
+  CLI::Option* config_option = cmd->add_option("config", options->config_path, "TOML config file");
   CLI::Option* set = cmd->add_option("--set", options->overrides, "Override a config key (repeatable)");
   // The reference is every key's default: a file or --set beside it would be silently ignored.
   cmd->add_flag("--reference", options->reference, "Print the markdown reference of every key (docs/CONFIG.md)")
-      ->excludes(config)
+      ->excludes(config_option)
       ->excludes(set);
   cmd->callback([options] {
     if (options->reference) {
