@@ -155,7 +155,9 @@ INSTANTIATE_TEST_SUITE_P(TrainCli, TrainStopsOnSignal,
 
 // A second Ctrl-C does not wait for the epoch: the process ends by the signal, and the checkpoint before stays valid.
 // (Epochs of 60000 samples and a 512-wide layer, ~2-4 s: both signals fall inside epoch 2, the first 200 ms after
-// epoch 1's row, when epoch 1's own stop check is long past, the second as soon as the first is taken.)
+// epoch 1's checkpoint is named in `latest`, when epoch 1's own stop check is long past, the second as soon as the
+// first is taken. Waiting for the row alone was not enough on a loaded machine: the second signal could end the
+// run between the checkpoint folder's rename and `latest`, leaving no checkpoint before.)
 TEST(TrainCli, ASecondSignalEndsTheRunAtOnce) {
   const fs::path dir = test::temp_dir("train-cli-twice");
   const fs::path config = write_tiny_config(dir, 1000, {"data.train_limit=60000", "model.hidden=[512]"});
@@ -163,6 +165,10 @@ TEST(TrainCli, ASecondSignalEndsTheRunAtOnce) {
   const fs::path run = dir / "run";
   const pid_t pid = start_cli({"train", config.string()}, log);
   ASSERT_TRUE(wait_for_rows(pid, run / "metrics.jsonl", 1)) << read_file(log);
+  for (int i = 0; i < 60000 && !fs::exists(run / "checkpoints" / "latest"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(fs::exists(run / "checkpoints" / "latest")) << read_file(log);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_EQ(::kill(pid, SIGINT), 0);
   // The second as soon as the first is taken (two pending SIGINTs would be one).
