@@ -129,11 +129,14 @@ TEST(Launcher, EachRankGetsItsVariablesAndTheLaunchersOthers) {
 // the failed rank. (The SIGKILL went from a detached thread to every rank it had started, reaped or not: a reaped
 // rank's PID may be another process's by then. Now the launcher keeps reaping and kills only its unreaped ranks.)
 TEST(Launcher, ARankThatIgnoresSigtermIsKilledTenSecondsAfterAnotherFails) {
+  // Rank 0 fails only once rank 1 ignores SIGTERM (its marker file): otherwise the SIGTERM may come first.
+  const std::filesystem::path ready = test::temp_dir("launcher-sigkill") / "ready";
+  const std::string script = fmt::format(
+      "if [ \"$LOCAL_RANK\" = 0 ]; then i=0; while [ ! -e '{0}' ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done; "
+      "exit 3; fi; trap '' TERM; touch '{0}'; exec sleep 60",
+      ready.string());
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_THAT(test::error_message([] {
-                launch_local_ranks(2, "/bin/sh",
-                                   {"-c", "if [ \"$LOCAL_RANK\" = 0 ]; then exit 3; fi; trap '' TERM; exec sleep 60"});
-              }),
+  EXPECT_THAT(test::error_message([&] { launch_local_ranks(2, "/bin/sh", {"-c", script}); }),
               HasSubstr("data-parallel job of 2 GPUs failed: rank 0 exited with code 3"));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(seconds, 9.5) << "rank 1 ignores SIGTERM: only the SIGKILL 10 s later ends it";
