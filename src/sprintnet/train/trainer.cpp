@@ -360,7 +360,7 @@ void Trainer::write_in_background(const std::filesystem::path& run_dir, std::int
   // What a failed write leaves to resume from, named in its error. (The writer's previous job, if it still runs,
   // names a newer one only once it is whole.)
   const std::string previous = latest_checkpoint_name(run_dir);
-  writer_.submit([run_dir, weights, epoch, snapshot = std::move(snapshot), state = std::move(state),
+  writer_.submit([run_dir, weights, snapshot = std::move(snapshot), state = std::move(state),
                   metadata = weights_metadata(), keep_last = config_.checkpoint.keep_last] {
     // The final weights go first: a run killed before its last checkpoint redoes the last epoch
     // on resume and rewrites them identically.
