@@ -333,6 +333,20 @@ TEST(TrainCli, NnodesWrittenOtherwiseThanOneIsOneNode) {
   EXPECT_THAT(said, AllOf(HasSubstr("sprintnet: 1 epoch in"), Not(HasSubstr("data-parallel"))));
 }
 
+// NODE_RANK=1 without NNODES trained a job of its own on this machine, silently: refused, naming both variables.
+TEST(TrainCli, NodeRankWithoutNnodesIsRefused) {
+  const fs::path dir = test::temp_dir("train-cli-node-rank");
+  const fs::path log = dir / "log.txt";
+  const fs::path config = write_tiny_config(dir, 1);
+  const test::ScopedEnv node("NODE_RANK", "1");
+  const std::optional<int> status = wait_at_most_a_minute(start_cli({"train", config.string(), "-q"}, log));
+  const std::string said = read_file(log);
+  ASSERT_TRUE(status) << said;
+  EXPECT_EQ(exit_code(*status), 1) << said;
+  EXPECT_THAT(said, AllOf(HasSubstr("NODE_RANK=1 without NNODES"), Not(HasSubstr("1 epoch in"))));
+  EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
 // The hang itself, under the limit it hung at: the help ends, at once.
 TEST(TrainCli, AnAddressSpaceLimitDoesNotHangTheStart) {
 #if defined(__SANITIZE_ADDRESS__)
