@@ -67,8 +67,7 @@ void add_train_command(CLI::App& app) {
              options->gpus, launched.rank, launched.world, launched.launcher);
     // NODE_RANK=1 without NNODES: this machine would train a job of its own beside node 0's, each alone, where a
     // job over both was meant. (With --gpus 2 and more the launcher refuses it; one GPU a node came through.)
-    SN_CHECK(launched.distributed() || multi_node || !environment("NODE_RANK") ||
-                 dist::env_integer(environment, "NODE_RANK") == 0,
+    SN_CHECK(launched.distributed() || multi_node || dist::node_rank(environment) == 0,
              "NODE_RANK={} without NNODES: set NNODES to the number of machines (and MASTER_ADDR, MASTER_PORT to "
              "node 0's), or leave NODE_RANK out for a job on this machine alone",
              environment("NODE_RANK").value_or(""));

@@ -96,6 +96,9 @@ TEST(RankInfo, NodeCountReadsNnodesAsANumber) {
   for (const char* one : {"1", "01", "+1", " 1"}) EXPECT_EQ(node_count(env({{"NNODES", one}})), 1) << one;
   EXPECT_EQ(node_count(env({{"NNODES", "2"}})), 2);
   EXPECT_THAT(test::error_message([] { node_count(env({{"NNODES", "two"}})); }), HasSubstr("NNODES='two'"));
+  EXPECT_EQ(node_rank(env({})), 0);
+  EXPECT_EQ(node_rank(env({{"NODE_RANK", "01"}})), 1);
+  EXPECT_THAT(test::error_message([] { node_rank(env({{"NODE_RANK", "-1"}})); }), HasSubstr("NODE_RANK='-1'"));
 }
 
 // NNODES x --gpus past what a rank variable can hold was an overflow in a forked rank; a NODE_RANK past NNODES a

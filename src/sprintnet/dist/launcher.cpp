@@ -50,7 +50,7 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
   // ranks, and MASTER_ADDR/MASTER_PORT name node 0, where global rank 0 hosts NCCL's bootstrap.
   const Environment env = process_environment();
   const int nnodes = node_count(env);  // strictly: "abc" is not node 0
-  const int node = env("NODE_RANK") ? env_integer(env, "NODE_RANK") : 0;
+  const int node = node_rank(env);
   SN_CHECK(nnodes >= 1 && node < nnodes, "NNODES={} NODE_RANK={}: NODE_RANK must be below NNODES", nnodes, node);
   SN_CHECK(static_cast<std::int64_t>(nnodes) * gpus < kMaxRanks, "NNODES={} x --gpus {}: more than the {} ranks a job "
            "may have", nnodes, gpus, kMaxRanks - 1);
@@ -121,14 +121,17 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
   // signalled (a reaped rank's PID may already be another process's), so the waiting polls until the deadline.
   std::optional<std::chrono::steady_clock::time_point> kill_at;
   bool killed = false;
+  const auto signal_unreaped = [&pids](int signal) {
+    for (const pid_t other : pids) {
+      if (other > 0) kill(other, signal);
+    }
+  };
   while (running > 0) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, kill_at ? WNOHANG : 0);
     if (pid == 0) {
       if (!killed && std::chrono::steady_clock::now() >= *kill_at) {
-        for (const pid_t other : pids) {
-          if (other > 0) kill(other, SIGKILL);
-        }
+        signal_unreaped(SIGKILL);
         killed = true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -148,9 +151,7 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
     const int global = node * gpus + rank;
     failure = WIFEXITED(status) ? fmt::format("rank {} exited with code {}", global, WEXITSTATUS(status))
                                 : fmt::format("rank {} was killed by signal {}", global, WTERMSIG(status));
-    for (const pid_t other : pids) {
-      if (other > 0) kill(other, SIGTERM);
-    }
+    signal_unreaped(SIGTERM);
     kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   }
   SN_CHECK(failure.empty(), "data-parallel job of {} GPUs failed: {}; this machine's other ranks were stopped", world,

@@ -23,6 +23,8 @@ int env_integer(const Environment& env, const std::string& name) {
 
 int node_count(const Environment& env) { return env("NNODES") ? env_integer(env, "NNODES") : 1; }
 
+int node_rank(const Environment& env) { return env("NODE_RANK") ? env_integer(env, "NODE_RANK") : 0; }
+
 Environment process_environment() {
   return [](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());

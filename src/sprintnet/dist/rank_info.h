@@ -32,5 +32,7 @@ int env_integer(const Environment& env, const std::string& name);
 // NNODES as a count (1 when unset): `train` and the launcher must read it alike, or a process that takes "01" for
 // several nodes starts a job whose one rank, reading 1 node, starts another, without end.
 int node_count(const Environment& env);
+// NODE_RANK as a rank (0 when unset), read as strictly as NNODES.
+int node_rank(const Environment& env);
 
 }  // namespace sprintnet::dist

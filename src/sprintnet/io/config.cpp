@@ -180,8 +180,8 @@ class ConfigBuilder {
     // the useful part ("not representable in 64 bits", a missing comma), and a quote kept in a string is a mistake.
     const bool looks_like_toml = !value_text.empty() && std::string_view("0123456789+-.[{\"'").find(value_text[0]) !=
                                                            std::string_view::npos;
-    if (node == nullptr && looks_like_toml && key->kind == ValueKind::kString &&
-        (value_text[0] == '"' || value_text[0] == '\'')) {
+    if (node == nullptr && key->kind == ValueKind::kString &&
+        (value_text.starts_with('"') || value_text.starts_with('\''))) {
       SN_FAIL("{}: {} does not read as a TOML string ({}); close its quote, or leave the quotes out", where, dotted,
               toml_error);
     }

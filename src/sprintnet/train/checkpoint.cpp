@@ -209,12 +209,13 @@ fs::path latest_checkpoint(const fs::path& run_dir) {
     const std::vector<fs::path> folders = list_checkpoints(run_dir);
     std::string unnamed;
     for (const fs::path& dir : folders) unnamed += (unnamed.empty() ? "" : ", ") + dir.filename().string();
-    SN_CHECK(folders.empty(),
-             "run directory {} has no checkpoint that {} names ({} does not exist), but {} holds {}: the run stopped "
-             "before it named its first checkpoint, or the file was deleted. To resume from one of them, write its "
-             "name into {} (e.g. echo {} > {})",
-             run_dir.string(), kLatestFileName, latest.string(), (run_dir / kCheckpointsDirName).string(), unnamed,
-             latest.string(), folders.empty() ? "" : folders.back().filename().string(), latest.string());
+    if (!folders.empty()) {
+      SN_FAIL("run directory {} has no checkpoint that {} names ({} does not exist), but {} holds {}: the run stopped "
+              "before it named its first checkpoint, or the file was deleted. To resume from one of them, write its "
+              "name into {} (e.g. echo {} > {})",
+              run_dir.string(), kLatestFileName, latest.string(), (run_dir / kCheckpointsDirName).string(), unnamed,
+              latest.string(), folders.back().filename().string(), latest.string());
+    }
     SN_FAIL("run directory {} has no checkpoint to resume from ({} does not exist; a run writes one every "
             "checkpoint.every_epochs epochs and after its last, and --resume takes the directory holding checkpoints/)",
             run_dir.string(), latest.string());
