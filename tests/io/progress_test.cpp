@@ -56,6 +56,41 @@ TEST(ProgressFormat, BarAndLines) {
   EXPECT_THAT(format_progress_line(diverged, false), HasSubstr("loss nan "));
 }
 
+TEST(ProgressFormat, BarLinesFitTheTerminalOneColumnShort) {
+  const ProgressSnapshot snapshot{3, 10, 234, 468, 0.12341, 52100.0, 7.2};
+  const std::string full = "epoch 3/10 [##########..........] 234/468 loss 0.1234 52.1k samples/s ETA 0:07";
+  EXPECT_EQ(format_progress_line_to_fit(snapshot, 0), full);  // width unknown
+  EXPECT_EQ(format_progress_line_to_fit(snapshot, static_cast<int>(full.size()) + 1), full);
+  // One column less: the bar gives up a character.
+  EXPECT_EQ(format_progress_line_to_fit(snapshot, static_cast<int>(full.size())),
+            "epoch 3/10 [#########..........] 234/468 loss 0.1234 52.1k samples/s ETA 0:07");
+  EXPECT_EQ(format_progress_line_to_fit(snapshot, 64), "epoch 3/10 [##...] 234/468 loss 0.1234 52.1k samples/s ETA 0:07");
+  // Too narrow for a bar of 5: no bar, the position as a count.
+  EXPECT_EQ(format_progress_line_to_fit(snapshot, 63), "epoch 3/10 234/468 loss 0.1234 52.1k samples/s ETA 0:07");
+  // Then the throughput goes, then the line is cut.
+  EXPECT_EQ(format_progress_line_to_fit(snapshot, 50), "epoch 3/10 234/468 loss 0.1234 ETA 0:07");
+  EXPECT_EQ(format_progress_line_to_fit(snapshot, 20), "epoch 3/10 234/468 ");
+  for (int columns = 1; columns <= 100; ++columns) {
+    EXPECT_LE(format_progress_line_to_fit(snapshot, columns).size(), static_cast<std::size_t>(columns - 1)) << columns;
+  }
+}
+
+TEST(ProgressBar, BarRedrawsFitTheTerminalAsItIsResized) {
+  FakeClock clock;
+  std::ostringstream out;
+  int columns = 40;
+  ProgressBar bar(out, ProgressMode::kBar, 10, 1, clock.function(), [&columns] { return columns; });
+  bar.update(1, 1, 0.5, 1000.0);
+  columns = 120;
+  clock.now += kProgressRedrawInterval;
+  bar.update(1, 2, 0.5, 1000.0);
+  const std::string drawn = out.str();
+  const std::size_t second = drawn.find('\r', 1);
+  ASSERT_NE(second, std::string::npos);
+  EXPECT_EQ(drawn.substr(0, second), "\repoch 1/1 1/10 loss 0.5000 ETA --:--\x1b[K");
+  EXPECT_THAT(drawn.substr(second), HasSubstr("[####................] 2/10"));
+}
+
 TEST(ProgressBar, PlainModePrintsOneLinePerUpdateWithTheRunEta) {
   FakeClock clock;
   std::ostringstream out;
@@ -85,7 +120,7 @@ TEST(ProgressBar, EtaOfAResumedRunCountsOnlyStepsTimedHere) {
 TEST(ProgressBar, BarModeRedrawsInPlaceThrottled) {
   FakeClock clock;
   std::ostringstream out;
-  ProgressBar bar(out, ProgressMode::kBar, 10, 1, clock.function());
+  ProgressBar bar(out, ProgressMode::kBar, 10, 1, clock.function(), [] { return 200; });
   for (int step = 1; step <= 9; ++step) {
     clock.now += 1ms;  // far faster than the redraw interval: only the first update draws
     bar.update(1, step, 0.5, 1000.0);
@@ -106,7 +141,7 @@ TEST(ProgressBar, BarModeRedrawsInPlaceThrottled) {
 TEST(ProgressBar, FinishEpochShowsAThrottledLastUpdate) {
   FakeClock clock;
   std::ostringstream out;
-  ProgressBar bar(out, ProgressMode::kBar, 100, 2, clock.function());
+  ProgressBar bar(out, ProgressMode::kBar, 100, 2, clock.function(), [] { return 0; });
   clock.now += 1s;
   bar.update(1, 1, 2.0, 10.0);
   bar.update(1, 2, 1.0, 10.0);  // no time passed: throttled

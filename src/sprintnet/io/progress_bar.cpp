@@ -1,5 +1,6 @@
 #include "sprintnet/io/progress_bar.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -21,13 +22,24 @@ bool stderr_is_terminal() {
   return ::isatty(STDERR_FILENO) == 1 && !(term != nullptr && std::string_view(term) == "dumb");
 }
 
+int stderr_terminal_columns() {
+  winsize size{};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  const char* columns = std::getenv("COLUMNS");
+  if (columns == nullptr) return 0;
+  char* end = nullptr;
+  const long value = std::strtol(columns, &end, 10);
+  return end != columns && *end == '\0' && value > 0 && value <= 100000 ? static_cast<int>(value) : 0;
+}
+
 ProgressBar::ProgressBar(std::ostream& out, ProgressMode mode, std::int64_t steps_per_epoch, std::int64_t epochs,
-                         Clock clock)
+                         Clock clock, Columns columns)
     : out_(out),
       mode_(mode),
       steps_per_epoch_(steps_per_epoch),
       epochs_(epochs),
       clock_(clock ? std::move(clock) : Clock([] { return std::chrono::steady_clock::now(); })),
+      columns_(columns ? std::move(columns) : Columns(stderr_terminal_columns)),
       start_(clock_()) {
   SN_CHECK(steps_per_epoch >= 1 && epochs >= 1,
            "progress bar: need at least one step and one epoch, got {} steps x {} epochs", steps_per_epoch, epochs);
@@ -69,8 +81,9 @@ void ProgressBar::update(std::int64_t epoch, std::int64_t step_in_epoch, double 
 }
 
 void ProgressBar::draw_bar() {
-  // "\r" returns to the line start; ESC[K clears what a longer previous line left behind.
-  out_ << '\r' << format_progress_line(latest_, true) << "\x1b[K";
+  // "\r" returns to the line start; ESC[K clears what a longer previous line left behind. A line wider
+  // than the terminal would wrap, and each redraw would then start a new line.
+  out_ << '\r' << format_progress_line_to_fit(latest_, columns_()) << "\x1b[K";
   out_.flush();
   latest_drawn_ = true;
   bar_on_screen_ = true;

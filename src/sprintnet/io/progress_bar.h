@@ -19,6 +19,9 @@ enum class ProgressMode { kBar, kPlain, kNone };
 ProgressMode resolve_progress_mode(std::string_view config_value, bool is_terminal);
 // stderr is a terminal that understands "\r" and "ESC[K" (TERM is not "dumb").
 bool stderr_is_terminal();
+// The width of stderr's terminal in columns (asked again at each call: a window can be resized), else
+// $COLUMNS, else 0 (unknown).
+int stderr_terminal_columns();
 
 // Bars are redrawn at most this often: terminals are slow, and steps can take microseconds.
 inline constexpr std::chrono::milliseconds kProgressRedrawInterval{100};
@@ -26,11 +29,14 @@ inline constexpr std::chrono::milliseconds kProgressRedrawInterval{100};
 class ProgressBar {
  public:
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  using Columns = std::function<int()>;
 
   // The ETA is measured from construction, so construct it just before the first
-  // epoch. `clock` is for tests; by default std::chrono::steady_clock::now.
+  // epoch. `clock` and `columns` (the terminal's width, which the bar line is
+  // fitted to) are for tests; by default std::chrono::steady_clock::now and
+  // stderr_terminal_columns.
   ProgressBar(std::ostream& out, ProgressMode mode, std::int64_t steps_per_epoch, std::int64_t epochs,
-              Clock clock = {});
+              Clock clock = {}, Columns columns = {});
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
 
@@ -49,6 +55,7 @@ class ProgressBar {
   std::int64_t steps_per_epoch_;
   std::int64_t epochs_;
   Clock clock_;
+  Columns columns_;
   std::chrono::steady_clock::time_point start_;
   std::optional<std::int64_t> steps_before_start_;  // steps done by an earlier process (a resumed run)
   std::optional<std::chrono::steady_clock::time_point> last_draw_;

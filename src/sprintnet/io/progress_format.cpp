@@ -53,15 +53,42 @@ std::string format_bar(double fraction, int width) {
   return bar;
 }
 
+namespace {
+
+// bar_width < 0: the plain form ("step 234/468"); 0: the bar's position without the bar.
+std::string progress_line(const ProgressSnapshot& s, int bar_width, bool with_throughput) {
+  std::string position;
+  if (bar_width < 0) {
+    position = fmt::format("step {}/{}", s.step_in_epoch, s.steps_per_epoch);
+  } else {
+    const double fraction = static_cast<double>(s.step_in_epoch) / static_cast<double>(s.steps_per_epoch);
+    position = bar_width > 0 ? fmt::format("{} {}/{}", format_bar(fraction, bar_width), s.step_in_epoch,
+                                           s.steps_per_epoch)
+                             : fmt::format("{}/{}", s.step_in_epoch, s.steps_per_epoch);
+  }
+  const std::string throughput = with_throughput ? fmt::format(" {} samples/s", format_si(s.samples_per_s)) : "";
+  return fmt::format("epoch {}/{} {} loss {:.4f}{} ETA {}", s.epoch, s.epochs, position, unsigned_nan(s.loss),
+                     throughput, s.eta_s ? format_duration(*s.eta_s) : "--:--");
+}
+
+}  // namespace
+
 std::string format_progress_line(const ProgressSnapshot& s, bool with_bar) {
-  const std::string position =
-      with_bar ? fmt::format("{} {}/{}",
-                             format_bar(static_cast<double>(s.step_in_epoch) / static_cast<double>(s.steps_per_epoch),
-                                        kProgressBarWidthChars),
-                             s.step_in_epoch, s.steps_per_epoch)
-               : fmt::format("step {}/{}", s.step_in_epoch, s.steps_per_epoch);
-  return fmt::format("epoch {}/{} {} loss {:.4f} {} samples/s ETA {}", s.epoch, s.epochs, position, unsigned_nan(s.loss),
-                     format_si(s.samples_per_s), s.eta_s ? format_duration(*s.eta_s) : "--:--");
+  return progress_line(s, with_bar ? kProgressBarWidthChars : -1, true);
+}
+
+std::string format_progress_line_to_fit(const ProgressSnapshot& s, int columns) {
+  std::string line = progress_line(s, kProgressBarWidthChars, true);
+  if (columns <= 0) return line;
+  const auto room = static_cast<std::size_t>(columns - 1);
+  if (line.size() <= room) return line;
+  // Narrow the bar by what does not fit; a bar under 5 characters says too little to keep.
+  const auto excess = static_cast<int>(line.size() - room);
+  const int bar_width = kProgressBarWidthChars - excess >= 5 ? kProgressBarWidthChars - excess : 0;
+  line = progress_line(s, bar_width, true);
+  if (line.size() > room) line = progress_line(s, 0, false);
+  if (line.size() > room) line.resize(room);
+  return line;
 }
 
 }  // namespace sprintnet

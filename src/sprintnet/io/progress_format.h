@@ -36,5 +36,9 @@ inline constexpr int kProgressBarWidthChars = 20;
 // Bar:   "epoch 3/10 [#########...........] 234/468 loss 0.1234 52.1k samples/s ETA 0:07"
 // Plain: "epoch 3/10 step 234/468 loss 0.1234 52.1k samples/s ETA 0:07"
 std::string format_progress_line(const ProgressSnapshot& snapshot, bool with_bar);
+// The bar line shortened to fit a terminal `columns` wide, one column left free (a line that fills the last
+// column wraps on some terminals, and "\r" then redraws on the next line): the bar narrows (down to none),
+// then the throughput goes, then the line is cut. columns <= 0: unknown, the full line.
+std::string format_progress_line_to_fit(const ProgressSnapshot& snapshot, int columns);
 
 }  // namespace sprintnet
