@@ -240,6 +240,16 @@ TEST(Trainer, ATestLossThatIsNotFiniteIsADivergence) {
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(config.output.dir) / config.output.name / "model.safetensors"));
 }
 
+// Momentum above 1 diverges at any learning rate; the message named only optim.lr.
+TEST(Trainer, ADivergenceFromMomentumNamesOptimMomentum) {
+  Config config = small_mnist_config("diverge-momentum",
+                                     {"train.epochs=1", "data.train_limit=8192", "optim.momentum=10.0", "optim.lr=0.1"});
+  Trainer trainer(config);
+  EXPECT_THAT([&] { trainer.fit(); }, ::testing::ThrowsMessage<Error>(::testing::AllOf(
+                                          ::testing::HasSubstr("training diverged"),
+                                          ::testing::HasSubstr("optim.momentum below 1 (it is 10"))));
+}
+
 // A run too long for the per-step learning-rate table names train.epochs (it was an uncaught std::bad_alloc,
 // or a signed overflow); a batch far beyond the data set trains as one batch of it on the compiled CPU step
 // (whose buffers were sized by the batch: 313 GB asked for).

@@ -20,6 +20,7 @@
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/optim/make_optimizer.h"
 #include "sprintnet/train/checkpoint.h"
+#include "sprintnet/train/divergence_advice.h"
 #include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/inference.h"
 #include "sprintnet/train/model_io.h"
@@ -342,8 +343,9 @@ void Trainer::write_in_background(const std::filesystem::path& run_dir, std::int
   // A NaN weight whose loss stayed finite (ReLU maps a NaN pre-activation to 0) is a divergence too: written,
   // it would make a final model and a checkpoint that eval, predict and resume refuse.
   const std::optional<std::string> bad = first_non_finite(snapshot);
-  SN_CHECK(!bad, "training diverged: after epoch {} at a learning rate of {:g}, {} (try a lower optim.lr); metrics "
-           "so far are in {}", epoch, schedule_->lr_at(step_ - 1), bad.value_or(""), run_dir.string());
+  const double lr = schedule_->lr_at(step_ - 1);
+  SN_CHECK(!bad, "training diverged: after epoch {} at a learning rate of {:g}, {} ({}); metrics so far are in {}", epoch,
+           lr, bad.value_or(""), train::divergence_advice(config_, lr), run_dir.string());
   std::optional<Checkpoint> state;
   if (checkpoint) {
     state.emplace();
@@ -572,19 +574,16 @@ TrainSummary Trainer::fit() {
     summary.epochs.push_back(record);
     // The epoch's last learning rate too: a schedule (schedule.gamma > 1, onecycle's peak) can raise it.
     SN_CHECK(std::isfinite(record.train_loss),
-             "training diverged: the train loss of epoch {} is {} at a learning rate of {:g} (try a lower optim.lr{}); "
-             "metrics so far are in {}",
-             epoch, unsigned_nan(record.train_loss), record.lr,
-             config_.schedule.type == "constant"
-                 ? ""
-                 : fmt::format(", or schedule settings that keep it lower: schedule.type is \"{}\"", config_.schedule.type),
+             "training diverged: the train loss of epoch {} is {} at a learning rate of {:g} ({}); metrics so far are in {}",
+             epoch, unsigned_nan(record.train_loss), record.lr, train::divergence_advice(config_, record.lr),
              summary.run_dir.string());
     // Finite weights can still give outputs that overflow on the test set (one step at a huge rate): the run's
     // numbers mean nothing, and its weights would be refused by eval and predict.
     SN_CHECK(!record.test_loss || std::isfinite(*record.test_loss),
              "training diverged: the test loss after epoch {} is {} at a learning rate of {:g}, the model's outputs "
-             "overflowing (try a lower optim.lr); metrics so far are in {}",
-             epoch, unsigned_nan(*record.test_loss), record.lr, summary.run_dir.string());
+             "overflowing ({}); metrics so far are in {}",
+             epoch, unsigned_nan(*record.test_loss), record.lr, train::divergence_advice(config_, record.lr),
+             summary.run_dir.string());
     // A stop request ends the run here, resumably: this epoch's checkpoint is written whatever the schedule.
     // (Not in a data-parallel job: its ranks would have to agree on the epoch.)
     const bool may_stop = !last && rank_.world == 1;
