@@ -21,7 +21,7 @@ void add_plot_command(CLI::App& app) {
       "plot", "Draw runs' train/test loss, test accuracy and learning rate against epochs, overlaid (matplotlib)");
   cmd->add_option("runs", options->runs, "Run directories (each with metrics.jsonl)")->required();
   cmd->add_option("-o,--output", options->output,
-                  "PNG to write (default: RUN_DIR/curves.png for one run, curves.png here for several)");
+                  "picture to write, its format by its extension: .png, .pdf or .svg (default: RUN_DIR/curves.png for one run, curves.png here for several)");
   cmd->callback([options] {
     const std::vector<std::filesystem::path> runs(options->runs.begin(), options->runs.end());
     std::filesystem::path output = options->output;

@@ -1,7 +1,10 @@
 #include "sprintnet/plot/run_curves.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <fstream>
@@ -16,6 +19,7 @@
 #include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/plot/python_job.h"
 #include "scoped_path.h"
+#include "support/scoped_env.h"
 #include "support/test_util.h"
 
 namespace sprintnet::plot {
@@ -45,7 +49,79 @@ TEST(RunCurves, DrawsSeveralRunsIntoOnePng) {
   const std::string png = test::file_bytes(output);
   ASSERT_GT(png.size(), 1000u);
   EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
-  EXPECT_FALSE(std::filesystem::exists(a / "overlay.png.tmp.png"));  // written to a temporary, then renamed
+  for (const auto& entry : std::filesystem::directory_iterator(a)) {  // written to a temporary, then renamed
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+  }
+}
+
+// The loss axis is logarithmic: its ticks are math text ("$\\mathdefault{10^{-1}}$"), which turning math text off (to
+// keep a "$" in a run's name as text) printed as those characters. The names are escaped instead. An SVG whose text
+// stays text (svg.fonttype none, from a matplotlibrc) shows both: the tick drawn as "10" with "-1" raised, the name
+// as written.
+TEST(RunCurves, LogTicksAreDrawnAsNumbersAndADollarInANameAsText) {
+  if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
+  const std::filesystem::path run = fake_run("plot-r$x$", 1.0);
+  const std::filesystem::path rc = test::temp_dir("plot-rc") / "matplotlibrc";
+  std::ofstream(rc) << "svg.fonttype: none\n";
+  const test::ScopedEnv matplotlibrc("MATPLOTLIBRC", rc.string());
+  const std::filesystem::path output = run / "curves.svg";
+  ASSERT_TRUE(draw_curves({run}, output).drawn);
+  const std::string svg = test::file_bytes(output);
+  EXPECT_NE(svg.find(">10</tspan>"), std::string::npos) << "no log tick drawn as math text";
+  EXPECT_EQ(svg.find(">$\\mathdefault"), std::string::npos) << "a log tick drawn as its source text";
+  EXPECT_NE(svg.find(">" + run.filename().string() + " train<"), std::string::npos) << "the run's name, as written";
+}
+
+// The format is the output's extension (matplotlib's, for .png, .pdf and .svg); another is refused before python
+// starts. Every picture used to be PNG bytes, whatever its name.
+TEST(RunCurves, TheFormatIsTheExtensions) {
+  if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
+  const std::filesystem::path run = fake_run("plot-formats", 1.0);
+  ASSERT_TRUE(draw_curves({run}, run / "c.pdf").drawn);
+  EXPECT_EQ(test::file_bytes(run / "c.pdf").substr(0, 5), "%PDF-");
+  ASSERT_TRUE(draw_curves({run}, run / "c.SVG").drawn);
+  EXPECT_NE(test::file_bytes(run / "c.SVG").find("<svg"), std::string::npos);
+  try {
+    draw_curves({run}, run / "c.jpg");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("one of .png, .pdf, .svg"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(run / "c.jpg"));
+}
+
+// A symbolic link is followed (the file it names is replaced, the link stays), as the project's other writes do; a
+// FIFO is written into, not replaced by a file.
+TEST(RunCurves, ALinkIsFollowedAndAPipeWrittenInto) {
+  if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
+  const std::filesystem::path run = fake_run("plot-links", 1.0);
+  std::filesystem::create_symlink("target.png", run / "link.png");
+  ASSERT_TRUE(draw_curves({run}, run / "link.png").drawn);
+  EXPECT_TRUE(std::filesystem::is_symlink(run / "link.png"));
+  EXPECT_EQ(test::file_bytes(run / "target.png").substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+
+  const std::filesystem::path pipe = run / "pipe.png";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    const int fd = ::open(pipe.c_str(), O_RDONLY);
+    char buffer[4096];
+    for (ssize_t n; fd >= 0 && (n = ::read(fd, buffer, sizeof buffer)) > 0;) received.append(buffer, static_cast<std::size_t>(n));
+    if (fd >= 0) ::close(fd);
+  });
+  std::string failure;
+  try {
+    const PlotOutcome outcome = draw_curves({run}, pipe);
+    EXPECT_TRUE(outcome.drawn) << outcome.message;
+  } catch (const Error& e) {
+    failure = e.what();
+    const int unblock = ::open(pipe.c_str(), O_WRONLY | O_NONBLOCK);  // a reader still waiting for a writer
+    if (unblock >= 0) ::close(unblock);
+  }
+  reader.join();
+  EXPECT_EQ(failure, "");
+  EXPECT_TRUE(std::filesystem::is_fifo(pipe));
+  EXPECT_EQ(received.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
 // A run that diverged in its only epoch: both losses null (NaN), the accuracy a number. The script draws it
@@ -152,7 +228,9 @@ TEST(RunCurves, AnOutputThatIsADirectoryIsRefusedLeavingNothing) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(std::filesystem::exists(output.string() + ".tmp.png"));
+  for (const auto& entry : std::filesystem::directory_iterator(output.parent_path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+  }
 }
 
 // A python3 put first on PATH: `body` is a sh script's, run for the matplotlib check (two arguments, -c CHECK)

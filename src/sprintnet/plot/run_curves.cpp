@@ -2,6 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "sprintnet/core/error.h"
@@ -15,20 +18,21 @@ namespace {
 
 // python3 -c SCRIPT OUTPUT RUN_DIR...: three panels, every run overlaid.
 constexpr const char* kScript = R"PY(
-import json, os, sys
+import io, json, os, stat, sys
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-if "text.parse_math" in matplotlib.rcParams:  # (matplotlib 3.5 and later)
-    matplotlib.rcParams["text.parse_math"] = False  # a "$" in a run's name is text, not a formula to fail on
 
 out, runs = sys.argv[1], sys.argv[2:]
+# A "$" in a run's name is text, not a formula to fail on. Escaped where names are drawn: turning math text off
+# (rcParams["text.parse_math"]) would print the log axis's ticks as "$\mathdefault{10^{-1}}$".
+text = lambda s: s.replace("$", r"\$")
 nan_for_none = lambda v: float("nan") if v is None else v  # a diverged loss is null in metrics.jsonl
 fig, (loss_ax, acc_ax, lr_ax) = plt.subplots(1, 3, figsize=(13, 3.8))
 for i, run in enumerate(runs):
     # Complete lines only: a cut-off last line is a killed run's unfinished write.
     rows = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl")) if line.endswith("\n")]
-    name = os.path.basename(os.path.normpath(run))
+    name = text(os.path.basename(os.path.normpath(run)))
     colour = f"C{i % 10}"
     epochs = [r["epoch"] for r in rows]
     loss_ax.plot(epochs, [nan_for_none(r["train_loss"]) for r in rows], color=colour, marker=".", label=f"{name} train")
@@ -48,13 +52,23 @@ for ax in (loss_ax, acc_ax, lr_ax):
     if ax.get_legend_handles_labels()[0]:  # (an empty legend is a warning and an empty box)
         ax.legend(fontsize=7)
 fig.tight_layout()
-tmp = out + ".tmp.png"
-try:
-    fig.savefig(tmp, dpi=110)
-    os.replace(tmp, out)  # never a half-written picture
-finally:
-    if os.path.exists(tmp):
-        os.remove(tmp)
+# The format is the name's (png, pdf, svg; checked before python starts). A symbolic link is followed, so the file
+# it names is replaced and the link stays; a pipe or a device has nothing to replace and is written as it is.
+kind = os.path.splitext(out)[1][1:].lower() or "png"
+target = os.path.realpath(out)
+if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
+    picture = io.BytesIO()  # (drawn first: PIL's PNG writer seeks, which a pipe cannot)
+    fig.savefig(picture, dpi=110, format=kind)
+    with open(target, "wb") as f:
+        f.write(picture.getbuffer())
+else:
+    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp.{os.getpid()}")
+    try:
+        fig.savefig(tmp, dpi=110, format=kind)
+        os.replace(tmp, target)  # never a half-written picture
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 )PY";
 
 std::vector<std::string> plot_command(const std::string& python, const std::vector<std::filesystem::path>& runs,
@@ -95,6 +109,16 @@ PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const st
   }
   // Named here too, before matplotlib starts: its own reason for a file it cannot write names its temporary.
   check_output_file(output, "plot");
+  std::string extension = output.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  SN_CHECK(extension.empty() || extension == ".png" || extension == ".pdf" || extension == ".svg",
+           "plot: cannot write '{}': the picture's format is its name's extension, one of .png, .pdf, .svg (none: "
+           "PNG)", output.string());
+  // A pipe or a device (after any links) is written as it is: no new file to check for afterwards.
+  std::error_code ec;
+  const std::filesystem::file_status kind = std::filesystem::status(output, ec);
+  const bool replaced = !std::filesystem::exists(kind) || std::filesystem::is_regular_file(kind);
   const std::string python = find_python_with_matplotlib();
   if (python.empty()) return {false, fmt::format("no picture: {}; then run {}", kInstallHint, redraw_hint(runs))};
   const ino_t before = inode_of(output);
@@ -104,7 +128,7 @@ PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const st
            status, reason.empty() ? "" : ":\n", reason);
   // Drawn means written: a python that exits 0 without drawing (a wrapper, a site hook) must not report a picture.
   const ino_t after = inode_of(output);
-  SN_CHECK(after != 0 && after != before, "plot: {} exited without an error but wrote no {}", python, output.string());
+  SN_CHECK(!replaced || (after != 0 && after != before), "plot: {} exited without an error but wrote no {}", python, output.string());
   return {true, fmt::format("curves in {}", output.string())};
 }
 

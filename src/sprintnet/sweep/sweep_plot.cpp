@@ -20,8 +20,12 @@ import sys
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-if "text.parse_math" in matplotlib.rcParams:  # (matplotlib 3.5 and later)
-    matplotlib.rcParams["text.parse_math"] = False  # a "$" in a value is text, not a formula to fail on
+
+# A "$" in a key or value is text, not a formula to fail on. Escaped where they are drawn: turning math text off
+# (rcParams["text.parse_math"]) would print a log axis's ticks as "$\mathdefault{10^{-1}}$".
+def text(s):
+    return str(s).replace("$", r"\$")
+
 
 d = sys.argv[1]
 # summary.csv in the dialect sprintnet writes it (sweep/summary.cpp): fields split at ',', one that holds ',', '"'
@@ -81,12 +85,12 @@ for key in sorted(values):
                 xs.append(v)
                 means.append(statistics.mean(acc))
                 stds.append(statistics.stdev(acc) if len(acc) > 1 else 0.0)
-        label = ", ".join(f"{k}={v}" for k, v in other) or None
+        label = text(", ".join(f"{k}={v}" for k, v in other)) or None
         numeric = all(number(x) is not None for x in xs)
-        ax.errorbar([number(x) for x in xs] if numeric else xs, means, yerr=stds, marker="o", capsize=3, label=label)
+        ax.errorbar([number(x) for x in xs] if numeric else [text(x) for x in xs], means, yerr=stds, marker="o", capsize=3, label=label)
         if numeric and len(xs) > 2 and min(number(x) for x in xs) > 0 and max(number(x) for x in xs) / min(number(x) for x in xs) > 20:
             ax.set_xscale("log")
-    ax.set_xlabel(key)
+    ax.set_xlabel(text(key))
     ax.set_ylabel("test accuracy % (mean ± sd over seeds)")
     ax.grid(True, alpha=0.3)
     if len(others) > 1:
@@ -102,7 +106,7 @@ for r in best:
         continue
     rows = [json.loads(line) for line in open(path) if line.strip()]
     ax.plot([x["epoch"] for x in rows], [x["train_loss"] for x in rows], marker=".",
-            label=f"{r['name']} ({100 * float(r['final_test_accuracy']):.2f} %)")
+            label=text(f"{r['name']} ({100 * float(r['final_test_accuracy']):.2f} %)"))
 ax.set_xlabel("epoch")
 ax.set_ylabel("train loss")
 ax.set_yscale("log")
