@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "ops_test_util.h"
 #include "sprintnet/ops/ops.h"
@@ -137,6 +138,23 @@ TEST(CrossEntropy, LogitsOfAnyMagnitudeKeepTheirLoss) {
       }
     }
   }
+}
+
+// A -inf logit (a masked class) is a probability of 0: without smoothing PyTorch's loss of [0, -inf] with label 0 is 0
+// and its gradient 0; the CPU added 0 x (the inf gap to the maximum), NaN. With smoothing the -inf class has a target
+// share, so the loss is inf, as PyTorch's. The GPU row losses skip the term the same way (row_softmax.cuh).
+TEST(CrossEntropy, AMinusInfinityLogitWithoutSmoothingKeepsAFiniteLoss) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor logits = Tensor::from_vector<float>({0.0f, -inf, 0.0f, 0.0f}, {2, 2});
+  const Tensor labels = Tensor::from_vector<std::int32_t>({0, 1}, {2});
+  const Tensor loss = Tensor::zeros({1}, DType::kF64);
+  const Tensor dlogits = test::poisoned(logits.shape(), DType::kF32);
+  ops::cross_entropy(logits, labels, 0.0, loss, 1.0, &dlogits, 1.0);
+  EXPECT_NEAR(loss.item(), std::log(2.0), 1e-12);  // row 0: 0; row 1: log 2
+  EXPECT_EQ(test::values(dlogits), (std::vector<double>{0.0, 0.0, 0.5, -0.5}));
+  const Tensor smoothed = Tensor::zeros({1}, DType::kF64);
+  ops::cross_entropy(logits, labels, 0.1, smoothed, 1.0, nullptr, 1.0);
+  EXPECT_EQ(smoothed.item(), inf);
 }
 
 TEST(CrossEntropy, LabelOutOfRangeIsAnError) {

@@ -22,7 +22,8 @@ void cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoo
 void mse_one_hot(const Tensor& pred, const Tensor& labels, const Tensor& loss_sum, double loss_scale,
                  const Tensor* dpred, double grad_scale);
 // Adds to `correct` the rows whose argmax (first on ties) is their label. A label outside [0, classes) is a miss,
-// as `(logits.argmax(1) == y).sum()` counts it: the losses, not the counter, check labels.
+// as `(logits.argmax(1) == y).sum()` counts it: the losses, not the counter, check labels. (Rows holding a NaN are not
+// counted as torch.argmax would, which takes the NaN: their logits come from a diverged run, which the Trainer stops.)
 void count_correct(const Tensor& logits, const Tensor& labels, const Tensor& correct);
 void sgd_step(const Tensor& param, const Tensor& grad, const Tensor* momentum_buf, const SgdHyper& h);
 void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,

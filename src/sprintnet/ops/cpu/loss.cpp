@@ -49,7 +49,10 @@ void CpuBackend::cross_entropy(const Tensor& logits, const Tensor& labels, doubl
       // -sum_c target_c * log_softmax_c with target = (1-s)*onehot + s/C, and log_softmax_c = x_c - max - log(exp_sum):
       // summed from the gaps to the maximum, never as (max + log(exp_sum)) - x_label, which cancels to 0 for logits
       // near FLT_MAX (all 3e38: the loss is log(C), not 0).
-      total += std::log(exp_sum) + (1.0 - smooth) * (max - static_cast<double>(row[y[r]])) + off_target * gap_sum;
+      // Without smoothing the gaps' term is left out, not multiplied by 0: a -inf logit makes gap_sum inf, and
+      // 0 * inf is NaN where PyTorch's loss is finite.
+      total += std::log(exp_sum) + (1.0 - smooth) * (max - static_cast<double>(row[y[r]])) +
+               (smooth != 0.0 ? off_target * gap_sum : 0.0);
       if (dx != nullptr) {
         for (std::int64_t c = 0; c < classes; ++c) {
           const double softmax = std::exp(static_cast<double>(row[c]) - max) / exp_sum;
