@@ -70,7 +70,8 @@ int main(int argc, char** argv) try {
       plan_spec.optim.momentum = 0.9;
       plan_spec.precision = precision;
       plan_spec.train = loader.get();
-      plan_spec.lr_per_step.assign(1, 0.01);
+      // A constant rate: one entry a step the bench runs (a step past the table is an error).
+      plan_spec.lr_per_step.assign(static_cast<std::size_t>(warmup + repeats * steps), 0.01);
       plan = train::make_cpu_train_plan(plan_spec);
       plan->load(*model, optimizer);
     }

@@ -11,9 +11,13 @@
 // 1e-5 over 300. The update code is the same in both steps, so eps only conditions the comparison.
 // A wrong op (a bias gradient left out, a layer skipped, a wrong activation gradient) is off by
 // more than 1e-2.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -26,6 +30,7 @@
 #include "sprintnet/optim/make_optimizer.h"
 #include "sprintnet/train/evaluate.h"
 #include "sprintnet/train/train_plan.h"
+#include "support/error_message.h"
 #include "support/training_steps.h"
 #include "support/scoped_env.h"
 #include "support/signal_storm.h"
@@ -111,7 +116,7 @@ double train_eager(const Case& c, Model& m, BatchLoader& loader) {
 }
 
 // `lr`: the rate of each step of the run (default: learning_rates(c), one epoch's).
-std::unique_ptr<TrainPlan> make_plan(const Case& c, const BatchLoader& loader, std::vector<double> lr = {}) {
+TrainPlanSpec plan_spec(const Case& c, const BatchLoader& loader, std::vector<double> lr = {}) {
   TrainPlanSpec spec;
   spec.mlp = mlp_spec(c);
   spec.optim = optim_config(c.optimizer);
@@ -120,7 +125,11 @@ std::unique_ptr<TrainPlan> make_plan(const Case& c, const BatchLoader& loader, s
   spec.precision = c.precision;
   spec.train = &loader;
   spec.lr_per_step = lr.empty() ? learning_rates(c) : std::move(lr);
-  return make_cpu_train_plan(spec);
+  return spec;
+}
+
+std::unique_ptr<TrainPlan> make_plan(const Case& c, const BatchLoader& loader, std::vector<double> lr = {}) {
+  return make_cpu_train_plan(plan_spec(c, loader, std::move(lr)));
 }
 
 // Three compiled steps, stored back into `m`; returns the epoch's totals.
@@ -275,6 +284,75 @@ TEST(CpuCompiledStep, ASecondEpochTakesTheRunsRatesItsOwnOrderAndAFreshLossSum) 
   expect_close(compiled, eager, 1e-5, "two epochs");
 }
 
+// A spec built in code is held to the config's rules for the optimizer and the loss, and its rates to the eager
+// optimizer's (finite, >= 0); each value below was once taken: rmsprop ran as Adam, beta1 = 5 and eps = -1 were
+// used as given, a NaN rate trained NaN weights. (The three plans share the check, check_train_plan_spec.) Each
+// error names the field; the spec they change compiles, so each is refused for its one value.
+TEST(CpuCompiledStep, ASpecBuiltInCodeIsRefusedNamingTheField) {
+  set_cpu_threads(2);
+  Fixture f;
+  const TrainPlanSpec good = plan_spec(Case{.optimizer = "adam"}, *f.loader);
+  const std::vector<std::pair<std::string, std::function<void(TrainPlanSpec&)>>> cases = {
+      {"optim.type: 'rmsprop' is not one of: sgd, adam, adamw", [](TrainPlanSpec& s) { s.optim.type = "rmsprop"; }},
+      {"optim.beta1: must be in [0, 1), got 5", [](TrainPlanSpec& s) { s.optim.beta1 = 5.0; }},
+      {"optim.beta2: must be a finite number, got nan", [](TrainPlanSpec& s) { s.optim.beta2 = std::nan(""); }},
+      {"optim.eps: must be > 0, got -1", [](TrainPlanSpec& s) { s.optim.eps = -1.0; }},
+      {"optim.momentum: must be >= 0, got -0.5", [](TrainPlanSpec& s) { s.optim.momentum = -0.5; }},
+      {"optim.weight_decay: must be >= 0, got -0.01", [](TrainPlanSpec& s) { s.optim.weight_decay = -0.01; }},
+      {"optim.nesterov = true requires optim.momentum > 0", [](TrainPlanSpec& s) { s.optim.momentum = 0.0; }},
+      {"loss.type: 'hinge' is not one of: cross_entropy, mse", [](TrainPlanSpec& s) { s.loss = "hinge"; }},
+      {"loss.label_smoothing: must be in [0, 1), got 1", [](TrainPlanSpec& s) { s.label_smoothing = 1.0; }},
+      {"loss.label_smoothing = 0.1 applies to loss.type = \"cross_entropy\" only",
+       [](TrainPlanSpec& s) { s.loss = "mse"; }},
+      {"lr_per_step is empty", [](TrainPlanSpec& s) { s.lr_per_step.clear(); }},
+      {"lr_per_step[1] = nan: a learning rate must be finite and >= 0",
+       [](TrainPlanSpec& s) { s.lr_per_step[1] = std::nan(""); }},
+      {"lr_per_step[2] = -0.01: a learning rate must be finite and >= 0",
+       [](TrainPlanSpec& s) { s.lr_per_step[2] = -0.01; }},
+      {"lr_per_step[0] = inf", [](TrainPlanSpec& s) { s.lr_per_step[0] = std::numeric_limits<double>::infinity(); }},
+  };
+  for (const auto& [expected, change] : cases) {
+    TrainPlanSpec spec = good;
+    change(spec);
+    EXPECT_THAT(test::error_message([&] { make_cpu_train_plan(spec); }),
+                ::testing::AllOf(::testing::StartsWith("TrainPlanSpec: "), ::testing::HasSubstr(expected)));
+  }
+  EXPECT_NO_THROW(make_cpu_train_plan(good));
+}
+
+// lr_per_step holds a rate for every step of the run, indexed by the run's step: a step past its end is refused
+// naming the table, before it changes anything (it ran at the table's last rate again, so a table built for fewer
+// steps than the plan ran went on at its final rate, unnoticed). A plan loaded from an optimizer that has taken the
+// table's steps (a resumed run) is refused at its first step; given the run's next epoch of rates too, it trains.
+TEST(CpuCompiledStep, AStepPastTheLearningRateTableIsRefused) {
+  set_cpu_threads(2);
+  Fixture f;
+  const Case c;
+  Model m = make_model(c);
+  auto plan = make_plan(c, *f.loader);  // kSteps rates: one epoch
+  test::train_plan_steps(*plan, *m.net, *m.optimizer, kSteps);
+  const std::vector<float> trained = m.net->parameters()[0]->value.to_vector<float>();
+  const std::string past_the_end = fmt::format(
+      "step {} of the run has no learning rate: TrainPlanSpec.lr_per_step holds {}", kSteps + 1, kSteps);
+  plan->start_epoch(1);
+  EXPECT_THAT(test::error_message([&] { plan->step(); }), ::testing::HasSubstr(past_the_end));
+  plan->store(*m.net, *m.optimizer);
+  EXPECT_EQ(m.net->parameters()[0]->value.to_vector<float>(), trained) << "the refused step changed the weights";
+
+  auto resumed = make_plan(c, *f.loader);
+  resumed->load(*m.net, *m.optimizer);  // the optimizer's "steps" is kSteps
+  resumed->start_epoch(1);
+  EXPECT_THAT(test::error_message([&] { resumed->step(); }), ::testing::HasSubstr(past_the_end));
+  std::vector<double> two_epochs = learning_rates(c);
+  two_epochs.insert(two_epochs.end(), two_epochs.begin(), two_epochs.end());
+  auto continued = make_plan(c, *f.loader, two_epochs);
+  continued->load(*m.net, *m.optimizer);
+  continued->start_epoch(1);
+  for (int s = 0; s < kSteps; ++s) continued->step();
+  continued->store(*m.net, *m.optimizer);
+  EXPECT_EQ(m.optimizer->counters().at("steps"), 2 * kSteps);
+}
+
 TEST(CpuCompiledStep, EvaluatesLikeTheEagerModel) {
   set_cpu_threads(2);
   Fixture f;
@@ -342,14 +420,15 @@ TEST(CpuCompiledStep, TrainsThroughAStormOfSignalsAsItTrainsQuietly) {
   spec.train = &loader;
   spec.loss = "cross_entropy";
   spec.precision = "fp32";
-  spec.lr_per_step = std::vector<double>(2, 0.01);
+  constexpr int kEpochs = 40;
+  spec.lr_per_step = std::vector<double>(kEpochs * 2, 0.01);  // 2 steps an epoch
   const auto train = [&] {
     Generator init(7, 1);
     auto net = nn::make_mlp(spec.mlp, init);
     auto optimizer = optim::make_optimizer(spec.optim, net->parameters());
     auto plan = make_cpu_train_plan(spec);
     plan->load(*net, *optimizer);
-    for (int epoch = 0; epoch < 40; ++epoch) {
+    for (int epoch = 0; epoch < kEpochs; ++epoch) {
       plan->start_epoch(epoch);
       for (int s = 0; s < 2; ++s) plan->step();
       plan->finish_epoch();

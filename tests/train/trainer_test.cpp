@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <utility>
+#include <vector>
+
 #include "sprintnet/data/dataset.h"
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/io/safetensors.h"
@@ -266,6 +270,39 @@ TEST(Trainer, ExtremeLengthsAreNamedOrTakenAsTheDataAllows) {
   const TrainSummary summary = huge_batch.fit();
   EXPECT_EQ(summary.epochs.size(), 1u);
   EXPECT_EQ(summary.epochs[0].step, 1);
+}
+
+// A Config built in code is held to what loading checks, first thing in the constructor: each value below loading
+// refuses, and a hand-built config once ran with it (log_every = 0 divided by zero at the first progress line,
+// epochs = 0 failed in the progress bar, every_epochs = -2 was taken as 0, MSE trained without the smoothing asked
+// for, rmsprop ran as Adam). The errors name the key. The base config trains, so each case is refused for its one
+// value; with data.dir missing too, the error is the key's, not the data's: nothing was loaded before the check.
+TEST(Trainer, AConfigBuiltInCodeIsRefusedNamingTheKeyAsLoadingWouldBe) {
+  const Config base = small_mnist_config("built-in-code", {"train.epochs=1", "data.train_limit=256",
+                                                          "data.test_limit=100"});
+  const std::vector<std::pair<std::string, std::function<void(Config&)>>> cases = {
+      {"train.log_every: must be >= 1, got 0", [](Config& c) { c.train.log_every = 0; }},
+      {"train.epochs: must be >= 1, got 0", [](Config& c) { c.train.epochs = 0; }},
+      {"checkpoint.every_epochs: must be >= 0, got -2", [](Config& c) { c.checkpoint.every_epochs = -2; }},
+      {"loss.label_smoothing = 0.3 applies to loss.type = \"cross_entropy\" only",
+       [](Config& c) {
+         c.loss.type = "mse";
+         c.loss.label_smoothing = 0.3;
+       }},
+      {"optim.type: 'rmsprop' is not one of: sgd, adam, adamw", [](Config& c) { c.optim.type = "rmsprop"; }},
+      {"train.log_every: must be >= 1, got 0",
+       [](Config& c) {
+         c.train.log_every = 0;
+         c.data.dir = (test::temp_dir("trainer-no-data") / "missing").string();
+       }},
+  };
+  for (const auto& [expected, change] : cases) {
+    Config config = base;
+    change(config);
+    EXPECT_THAT(test::error_message([&] { Trainer trainer(config); }),
+                ::testing::AllOf(::testing::StartsWith("train::Trainer's config: "), ::testing::HasSubstr(expected)));
+  }
+  EXPECT_NO_THROW(Trainer trainer(base));
 }
 
 TEST(Trainer, AskingForCudaWithoutAGpuNamesTheKey) {

@@ -298,6 +298,11 @@ Config config_from_overrides(const std::vector<std::string>& overrides) {
   return builder.finish("defaults with --set overrides");
 }
 
+void validate_config(const Config& config, std::string_view what) {
+  const std::vector<std::string> problems = config_problems(config);
+  if (!problems.empty()) SN_FAIL("{}: {}", what, fmt::join(problems, "; "));
+}
+
 std::string config_to_toml(const Config& config) {
   std::string out = "# sprintnet configuration: every key with the value it resolved to (see docs/CONFIG.md).\n";
   for (const ConfigTable& table : config_tables()) {

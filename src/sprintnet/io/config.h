@@ -119,6 +119,9 @@ Config load_config_with_origins(const std::filesystem::path& path, const std::ve
 Config parse_config(std::string_view text, const std::string& origin, const std::vector<std::string>& overrides = {});
 // Defaults plus overrides, no file.
 Config config_from_overrides(const std::vector<std::string>& overrides);
+// A Config built in code held to what loading checks: every key's range and choices and the rules across keys.
+// Throws sprintnet::Error "<what>: <key>: <problem>; ..." naming every key at fault (`what`: whose config it is).
+void validate_config(const Config& config, std::string_view what);
 // The resolved config as TOML: every key, so a run directory records exactly what ran.
 std::string config_to_toml(const Config& config);
 // docs/CONFIG.md, generated from the schema.

@@ -6,6 +6,7 @@
 #include "sprintnet/io/config_schema.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -363,6 +364,23 @@ std::vector<std::string> check_config_consistency(const Config& config) {
                                      "it: --set {}=\"\")", name, *path, config.data.dataset, name, name));
     }
   }
+  return problems;
+}
+
+std::vector<std::string> config_problems(const Config& config) {
+  std::vector<std::string> problems;
+  for (const ConfigKey& key : keys()) {
+    std::optional<ConfigValue> value;
+    try {
+      value = key.get(config);
+    } catch (const Error& e) {  // a seed TOML cannot hold: its reading names the key
+      problems.push_back(e.what());
+      continue;
+    }
+    if (auto problem = check_config_value(key, *value)) problems.push_back(fmt::format("{}: {}", key.name, *problem));
+  }
+  std::vector<std::string> across = check_config_consistency(config);
+  problems.insert(problems.end(), std::make_move_iterator(across.begin()), std::make_move_iterator(across.end()));
   return problems;
 }
 

@@ -80,6 +80,10 @@ std::vector<ConfigDifference> config_differences(const Config& before, const Con
 std::optional<std::string> check_config_value(const ConfigKey& key, const ConfigValue& value);
 // Checks that relate several keys (nesterov needs momentum). Returns the problems found.
 std::vector<std::string> check_config_consistency(const Config& config);
+// Every problem of a Config however it was made: each key's value against its constraint, as loading checks it
+// ("train.log_every: must be >= 1, got 0"), then check_config_consistency's. Empty for any config that
+// load_config could have returned.
+std::vector<std::string> config_problems(const Config& config);
 
 // The value as TOML source text: 0.05, 1e-08, "mnist", [256, 256], true.
 // Floats keep a '.' or exponent so they read back as floats, and print in the

@@ -120,6 +120,7 @@ class CpuTrainPlan final : public TrainPlan {
 };
 
 CpuTrainPlan::CpuTrainPlan(const TrainPlanSpec& spec) : spec_(spec) {
+  check_train_plan_spec(spec);
   SN_CHECK(spec.train != nullptr, "the compiled CPU step needs a training data loader");
   SN_CHECK(spec.precision == "fp32" || spec.precision == "bf16",
            "device.precision = \"{}\": the compiled CPU step computes in fp32 or bf16", spec.precision);
@@ -290,9 +291,7 @@ void CpuTrainPlan::loss(Workspace& ws, const Tensor& loss_sum, const Tensor& cor
 }
 
 void CpuTrainPlan::backward_and_update(Workspace& ws) {
-  const auto& table = spec_.lr_per_step;
-  SN_CHECK(!table.empty(), "the compiled CPU step has no learning-rate table");
-  const double lr = table[static_cast<std::size_t>(std::min<std::int64_t>(counters_.step, std::ssize(table) - 1))];
+  const double lr = spec_.lr_per_step[static_cast<std::size_t>(counters_.step)];  // step() checked it is there
   const OptimConfig& opt = spec_.optim;
   const SgdHyper sgd{lr, opt.momentum, opt.dampening, opt.weight_decay, opt.nesterov, counters_.opt_steps == 0};
   const AdamHyper adam{lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, opt.type == "adamw",
@@ -365,6 +364,7 @@ void CpuTrainPlan::update_range(std::int64_t offset, const Tensor& grad, const S
 
 void CpuTrainPlan::step() {
   SN_CHECK(epoch_step_ < steps_per_epoch_, "step {} of an epoch of {} steps", epoch_step_ + 1, steps_per_epoch_);
+  check_lr_steps(spec_.lr_per_step, counters_.step, 1);
   const cpu::JitSignalShield shield;  // for the whole step: its products' shields are then free
   const std::int64_t begin = epoch_step_ * batch_;
   Workspace& ws = workspace(std::min(batch_, samples_ - begin), true);

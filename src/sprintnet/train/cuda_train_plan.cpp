@@ -187,6 +187,7 @@ class CudaTrainPlan final : public TrainPlan {
   std::int64_t global_batch_ = 0;  // batch_ * spec_.world
   std::int64_t tail_rows_ = 0;      // train.drop_last = false: the partial last batch's rows (0: none)
   std::int64_t step_in_epoch_ = 0;  // steps launched since start_epoch (picks the last batch's graph)
+  std::int64_t run_step_ = 0;       // the run's steps launched (StepState::step once they ran): lr_per_step's bound
   std::vector<Layer> layers_;
   std::int64_t params_ = 0;  // flat length, padded
   bool bias_grad_fused_ = true;
@@ -220,6 +221,7 @@ class CudaTrainPlan final : public TrainPlan {
 
 CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
     : spec_(spec), device_(device), precision_(parse_precision(spec.precision)) {
+  check_train_plan_spec(spec);
   SN_CHECK(device.is_cuda(), "the compiled step runs on CUDA devices, not {}", device.str());
   const cuda::DeviceGuard guard(device.index);
   stream_ = static_cast<cuda::CudaBackend&>(backend_for(device)).stream();
@@ -357,7 +359,6 @@ CudaTrainPlan::CudaTrainPlan(const TrainPlanSpec& spec, Device device)
   order_ = Tensor::from_vector(identity, {samples_}, device);
   permutation_scratch_ = Tensor::empty(
       {static_cast<std::int64_t>(cuda::epoch_permutation_scratch_bytes(samples_))}, DType::kU8, device);
-  SN_CHECK(!spec.lr_per_step.empty(), "the compiled step needs the learning rate of at least one step");
   lr_table_ = Tensor::from_vector(spec.lr_per_step, {static_cast<std::int64_t>(spec.lr_per_step.size())}, device);
   state_ = Tensor::zeros({static_cast<std::int64_t>(sizeof(cuda::StepState))}, DType::kU8, device);
   metrics_ = Tensor::zeros({static_cast<std::int64_t>(sizeof(cuda::StepMetrics))}, DType::kU8, device);
@@ -757,6 +758,7 @@ void CudaTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
   const StepCounters counters = load_optimizer_state(optimizer, layout, state1_, state2_);
   cuda::StepState state;
   state.step = counters.step;
+  run_step_ = counters.step;
   state.opt_steps = counters.opt_steps;
   state.loss_scale = precision_.element == ElementType::kF16 ? 65536.0f : 1.0f;  // torch.amp.GradScaler's start
   SN_CUDA_CHECK(cudaMemcpyAsync(state_.raw_data(), &state, sizeof(state), cudaMemcpyHostToDevice, stream_));
@@ -811,6 +813,8 @@ void CudaTrainPlan::start_epoch(std::int64_t epoch) {
 }
 
 void CudaTrainPlan::step() {
+  check_lr_steps(spec_.lr_per_step, run_step_, 1);  // (the kernels would take the table's last entry again)
+  ++run_step_;
   shards_gathered_ = false;
   const bool last = ++step_in_epoch_ == steps_per_epoch_;
   SN_CUDA_CHECK(cudaGraphLaunch(last && tail_rows_ > 0 ? tail_graph_.exec : step_graph_.exec, stream_));

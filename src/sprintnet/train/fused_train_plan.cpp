@@ -90,6 +90,7 @@ class FusedTrainPlan final : public TrainPlan {
   DType dtype_;
   cudaStream_t stream_;
   std::int64_t batch_ = 0, eval_batch_ = 0, samples_ = 0, steps_per_epoch_ = 0, rows_alloc_ = 0, params_ = 0;
+  std::int64_t run_step_ = 0;  // the run's steps launched (StepState::step once they ran): lr_per_step's bound
   int blocks_ = 0;
   SmFootprint footprint_;  // the training kernel's share of the GPU (training_footprint)
   std::vector<cuda::FusedLayer> layers_;
@@ -222,6 +223,7 @@ void FusedTrainPlan::choose_kernel() {
 }
 
 FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_(spec), device_(device) {
+  check_train_plan_spec(spec);
   SN_CHECK(device.is_cuda(), "the fused engine runs on CUDA devices, not {}", device.str());
   SN_CHECK(spec.precision == "bf16" || spec.precision == "fp16",
            "device.precision = \"{}\": the fused engine computes in bf16 or fp16", spec.precision);
@@ -297,7 +299,6 @@ FusedTrainPlan::FusedTrainPlan(const TrainPlanSpec& spec, Device device) : spec_
   order_ = Tensor::from_vector(identity, {train.samples()}, device);
   permutation_scratch_ = zeros_bytes(static_cast<std::int64_t>(cuda::epoch_permutation_scratch_bytes(train.samples())),
                                      device);
-  SN_CHECK(!spec.lr_per_step.empty(), "the fused engine needs the learning rate of at least one step");
   lr_table_ = Tensor::from_vector(spec.lr_per_step, {static_cast<std::int64_t>(spec.lr_per_step.size())}, device);
   state_ = zeros_bytes(sizeof(cuda::StepState), device);
   metrics_ = zeros_bytes(sizeof(cuda::StepMetrics), device);
@@ -455,6 +456,7 @@ void FusedTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
   upload(state1_, images.state1);
   upload(state2_, images.state2);
   const cuda::StepState state = step_state_from(optimizer.counters(), type_ == ElementType::kF16);
+  run_step_ = state.step;
   // The step reads copies[step % 2]; both start as the weights (fp16 has one).
   for (const Tensor& copy : copies_) {
     SN_CUDA_CHECK(cuda::launch_convert_from_f32(master_.data<float>(), copy.raw_data(), type_, params_, stream_));
@@ -490,6 +492,9 @@ void FusedTrainPlan::store(nn::Sequential& model, optim::Optimizer& optimizer) {
 }
 
 void FusedTrainPlan::start_epoch(std::int64_t epoch) {
+  // The kernel runs the whole epoch (it would take the table's last entry again past its end).
+  check_lr_steps(spec_.lr_per_step, run_step_, steps_per_epoch_);
+  run_step_ += steps_per_epoch_;
   const cuda::DeviceGuard guard(device_.index);
   const BatchLoader& train = *spec_.train;
   if (train.options().shuffle) {

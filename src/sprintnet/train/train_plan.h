@@ -79,16 +79,20 @@ class TrainPlan {
   virtual SmFootprint sm_footprint() const { return {}; }
 };
 
-// Everything the plan is compiled from.
+// Everything the plan is compiled from. Every make_*_train_plan checks it first (check_train_plan_spec).
 struct TrainPlanSpec {
   nn::MlpSpec mlp;
-  OptimConfig optim;
-  double label_smoothing = 0.0;
-  std::string loss = "cross_entropy";  // or mse
+  OptimConfig optim;                   // checked as the config's optim.* keys
+  double label_smoothing = 0.0;        // checked as loss.label_smoothing (cross_entropy only)
+  std::string loss = "cross_entropy";  // checked as loss.type: cross_entropy or mse
   std::string precision;  // fp32, tf32, bf16 or fp16
   const BatchLoader* train = nullptr;  // its data set, normalisation, batch size and shuffle seed
   std::int64_t eval_batch_size = 1000;
-  std::vector<double> lr_per_step;     // the schedule's learning rate at every step of the run
+  // The learning rate of every step of the run (each finite and >= 0), indexed by the run's step counted from its
+  // first: the optimizer's "steps" counter, which load() takes (a resumed run's goes on from its checkpoint). A
+  // step past the table's end is an error, never its last entry again: the Trainer gives steps an epoch x
+  // train.epochs (a constant rate is that many copies of it).
+  std::vector<double> lr_per_step;
   // Data parallel (docs/DISTRIBUTED.md): this rank computes rows [rank * B / world, (rank + 1) * B / world)
   // of every global batch of B rows; gradients and the epoch's sums are all-reduced over `nccl_comm`.
   int rank = 0, world = 1;
@@ -96,6 +100,14 @@ struct TrainPlanSpec {
   std::string update = "auto";  // device.update: replicated, sharded (ZeRO-1) or auto
 };
 
+// What every plan takes from `spec` as the Trainer's config would have it: optim, loss and label_smoothing by the
+// config schema's rules for optim.*, loss.type and loss.label_smoothing (optim.type one of sgd, adam, adamw; betas
+// in [0, 1); eps > 0; nesterov with momentum; ...), lr_per_step not empty, each entry finite and >= 0. Throws
+// sprintnet::Error "TrainPlanSpec: <field>: <problem>; ..." naming every field at fault.
+void check_train_plan_spec(const TrainPlanSpec& spec);
+// Steps [first_step, first_step + steps) of the run (0-based, as lr_per_step is indexed) all have a rate in
+// `lr_per_step`; else throws naming the step without one and the table's length. Each plan asks before it runs them.
+void check_lr_steps(const std::vector<double>& lr_per_step, std::int64_t first_step, std::int64_t steps);
 // Why `config` cannot be compiled (e.g. "activation 'tanh'"), or nullopt when it can.
 std::optional<std::string> train_plan_unsupported(const Config& config);
 // The CUDA plan on `device`. Throws when built without CUDA.

@@ -41,6 +41,13 @@ double seconds_since(Clock::time_point start) {
 constexpr std::uint64_t kInitStream = 1;
 constexpr std::uint64_t kShuffleSeedSalt = 0x9E3779B97F4A7C15ULL;
 
+// A config built in code is held to what loading checks before anything runs on it (train.log_every = 0 divided
+// by zero at the first progress line; checkpoint.every_epochs = -2 was taken as 0).
+Config validated(Config config) {
+  validate_config(config, "train::Trainer's config");
+  return config;
+}
+
 }  // namespace
 
 Device resolve_device(const DeviceConfig& config) {
@@ -154,7 +161,8 @@ Trainer::Trainer(Config config) : Trainer(std::move(config), nullptr) {}
 
 Trainer::Trainer(const ResumePlan& plan) : Trainer(plan.config, &plan) {}
 
-Trainer::Trainer(Config config, const ResumePlan* plan) : config_(std::move(config)), start_(Clock::now()) {
+Trainer::Trainer(Config config, const ResumePlan* plan)
+    : config_(validated(std::move(config))), start_(Clock::now()) {
   rank_ = dist::rank_info_from(dist::process_environment());
   // The data loads, and its normalization is computed, on a helper thread while the device starts
   // (CUDA context, library handles).

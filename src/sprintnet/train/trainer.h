@@ -69,6 +69,8 @@ struct EngineChoice {
 
 class Trainer {
  public:
+  // A config built in code is first held to what loading checks (validate_config, io/config.h): an Error
+  // names every key at fault before anything is loaded or started.
   explicit Trainer(Config config);
   // Continues plan.run_dir from plan.checkpoint with plan.config: weights, optimizer state and
   // step counter are restored, and fit() runs the remaining epochs, appending to the run's
