@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "sprintnet/core/tensor.h"
@@ -67,6 +68,38 @@ TEST(Tensor, ViewAndSliceShareStorage) {
   EXPECT_EQ(t.to_vector<float>()[2], 42);
   EXPECT_THROW(t.view({4, 2}), Error);
   EXPECT_THROW(t.slice_rows(2, 4), Error);
+}
+
+// [-2, -3] has the product 6, and view took it: a shape with negative extents. No extent is inferred from -1 either
+// (view's comment: every extent is given), so a negative extent is refused by name, here and in every factory.
+TEST(Tensor, ShapesWithANegativeExtentAreRefused) {
+  const Tensor t = Tensor::zeros({6}, DType::kF32);
+  EXPECT_THAT(test::error_message([&] { t.view({-2, -3}); }),
+              testing::HasSubstr("cannot view [6] as [-2, -3]: extent -2 is negative"));
+  EXPECT_THAT(test::error_message([&] { t.view({-1}); }), testing::HasSubstr("extent -1 is negative"));
+  // An empty tensor: any extent times 0 is 0, so the element count alone took [0, -3] too.
+  EXPECT_THAT(test::error_message([] { Tensor::zeros({0}, DType::kF32).view({0, -3}); }),
+              testing::HasSubstr("extent -3 is negative"));
+  EXPECT_EQ(t.view({2, 3}).shape(), (Shape{2, 3}));
+  for (const auto& make : std::vector<std::function<void()>>{
+           [] { Tensor::empty({-2, -3}, DType::kF32); }, [] { Tensor::zeros({-2, -3}, DType::kF32); },
+           [] { Tensor::full({-2, -3}, 1.0, DType::kF32); },
+           [] { Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {-2, -3}); }}) {
+    EXPECT_THAT(test::error_message(make), testing::HasSubstr("negative extent -2 in shape [-2, -3]"));
+  }
+}
+
+// Overlap is a matter of bytes of one storage: views of one buffer overlap where their ranges meet, an
+// empty view and a tensor of another storage never do.
+TEST(Tensor, OverlapsComparesTheBytesOfOneStorage) {
+  const Tensor t = Tensor::zeros({4, 2}, DType::kF32);
+  EXPECT_TRUE(t.overlaps(t));
+  EXPECT_TRUE(t.slice_rows(0, 2).overlaps(t.slice_rows(1, 3)));
+  EXPECT_TRUE(t.view({8}).overlaps(t.slice_rows(3, 4)));
+  EXPECT_FALSE(t.slice_rows(0, 2).overlaps(t.slice_rows(2, 4)));  // adjacent, not overlapping
+  EXPECT_FALSE(t.slice_rows(1, 1).overlaps(t));                   // empty
+  EXPECT_FALSE(t.overlaps(t.clone()));
+  EXPECT_FALSE(t.overlaps(Tensor()));
 }
 
 TEST(Tensor, CloneIsDeep) {

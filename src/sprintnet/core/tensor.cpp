@@ -39,8 +39,20 @@ Device Storage::device() const { return allocator_->device(); }
 Tensor::Tensor(std::shared_ptr<Storage> storage, std::size_t offset, Shape shape, DType dtype)
     : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)), dtype_(dtype) {}
 
+namespace {
+
+// The first negative extent of `shape`, 0 when there is none. Negative extents are refused wherever a shape is
+// given: two of them multiply to a real element count ([6] viewed as [-2, -3]).
+std::int64_t first_negative_extent(const Shape& shape) {
+  const auto it = std::find_if(shape.begin(), shape.end(), [](std::int64_t extent) { return extent < 0; });
+  return it == shape.end() ? 0 : *it;
+}
+
+}  // namespace
+
 Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
-  for (auto extent : shape) SN_CHECK(extent >= 0, "negative extent in shape {}", shape_str(shape));
+  const std::int64_t negative = first_negative_extent(shape);
+  SN_CHECK(negative == 0, "negative extent {} in shape {}", negative, shape_str(shape));
   // shape_numel refuses more than 2^63 elements; a byte count that wraps around would allocate a small
   // buffer for a huge shape.
   std::size_t bytes = 0;
@@ -87,6 +99,9 @@ void* Tensor::raw_data() const {
 }
 
 Tensor Tensor::view(Shape shape) const {
+  const std::int64_t negative = first_negative_extent(shape);
+  SN_CHECK(negative == 0, "cannot view {} as {}: extent {} is negative (view infers no extent from -1: give each one)",
+           shape_str(shape_), shape_str(shape), negative);
   SN_CHECK(shape_numel(shape) == numel(), "cannot view {} as {}", shape_str(shape_), shape_str(shape));
   return Tensor(storage_, offset_, std::move(shape), dtype_);
 }
@@ -98,6 +113,12 @@ Tensor Tensor::slice_rows(std::int64_t begin, std::int64_t end) const {
   shape[0] = end - begin;
   const std::size_t row_bytes = static_cast<std::size_t>(numel() / std::max<std::int64_t>(shape_[0], 1)) * dtype_size(dtype_);
   return Tensor(storage_, offset_ + static_cast<std::size_t>(begin) * row_bytes, std::move(shape), dtype_);
+}
+
+bool Tensor::overlaps(const Tensor& other) const {
+  // Every Storage is an allocation of its own: tensors of two storages never share a byte.
+  if (storage_ == nullptr || storage_ != other.storage_ || nbytes() == 0 || other.nbytes() == 0) return false;
+  return offset_ < other.offset_ + other.nbytes() && other.offset_ < offset_ + nbytes();
 }
 
 Tensor Tensor::clone() const {

@@ -72,10 +72,14 @@ class Tensor {
     return {data<T>(), static_cast<std::size_t>(numel())};
   }
 
-  // Same storage, new shape with the same number of elements.
+  // Same storage, new shape with the same number of elements. Every extent is given: none is negative, and
+  // none is inferred (torch's view(-1) is not supported).
   Tensor view(Shape shape) const;
   // Rows [begin, end) along the first axis, sharing storage.
   Tensor slice_rows(std::int64_t begin, std::int64_t end) const;
+  // Whether the two share any byte of storage (an empty or undefined tensor shares none): ops refuse an output
+  // that overlaps an input, optimizers a parameter that overlaps another.
+  bool overlaps(const Tensor& other) const;
   Tensor clone() const;
   Tensor to(Device device) const;
   // Element type conversion (on the CPU); returns *this when already of that type.

@@ -39,13 +39,44 @@ void check_labels(const Tensor& logits, const Tensor& labels, std::string_view o
   check_shape(labels, {logits.size(0)}, fmt::format("{}: labels", op));
 }
 
+// An operand as messages name it: "the input x", "the output exp_avg".
+struct Named {
+  const Tensor& tensor;
+  std::string_view name;
+};
+
+// Whether an elementwise op may write its output over the very elements it reads (torch's rule: exact aliasing).
+enum class InPlace : bool { kRefused, kAllowed };
+
+// Refuses an output that shares memory with another operand: the op would read elements it has already
+// overwritten (or write one element twice), a silent wrong result; PyTorch refuses it too. kAllowed lets an
+// elementwise op run in place (the same first element, shape and dtype: each element is read before it is
+// written), and refuses only a partial overlap.
+void check_no_overlap(std::string_view op, Named out, std::initializer_list<Named> others,
+                      InPlace in_place = InPlace::kRefused) {
+  for (const Named& other : others) {
+    if (!out.tensor.overlaps(other.tensor)) continue;
+    const bool same = out.tensor.raw_data() == other.tensor.raw_data() && out.tensor.shape() == other.tensor.shape() &&
+                      out.tensor.dtype() == other.tensor.dtype();
+    if (in_place == InPlace::kAllowed) {
+      SN_CHECK(same, "{}: {} partially overlaps {} in memory (in place, the output must be the very tensor it reads); "
+               "write to another tensor", op, out.name, other.name);
+    } else {
+      SN_FAIL("{}: {} overlaps {} in memory; write to another tensor", op, out.name, other.name);
+    }
+  }
+}
+
 }  // namespace
 
 void copy(const Tensor& dst, const Tensor& src) {
   check_defined(dst, "copy", "dst");
   check_defined(src, "copy", "src");
-  SN_CHECK(dst.dtype() == src.dtype() && dst.numel() == src.numel(), "copy: {} {} into {} {}", dtype_name(src.dtype()),
-           shape_str(src.shape()), dtype_name(dst.dtype()), shape_str(dst.shape()));
+  // Shapes, not only element counts: a [3, 2] copied into [2, 3] is a mistake; a reshaping copy views one side.
+  SN_CHECK(dst.dtype() == src.dtype() && dst.shape() == src.shape(), "copy: {} {} into {} {}: dtypes and shapes must "
+           "match", dtype_name(src.dtype()), shape_str(src.shape()), dtype_name(dst.dtype()), shape_str(dst.shape()));
+  check_no_overlap("copy", {dst, "the output dst"}, {{src, "the input src"}}, InPlace::kAllowed);
+  if (dst.overlaps(src)) return;  // onto itself: nothing to do (torch's copy_ returns early too)
   backend_for(dst.device().is_cpu() ? src.device() : dst.device()).copy(dst, src);
 }
 
@@ -60,6 +91,7 @@ void axpy(const Tensor& y, const Tensor& x, double alpha) {
   check_float(y, "axpy", "y");
   check_same_dtype(y, x, "axpy");
   check_shape(x, y.shape(), "axpy: x");
+  check_no_overlap("axpy", {y, "the output y"}, {{x, "the input x"}}, InPlace::kAllowed);
   backend.axpy(y, x, alpha);
 }
 
@@ -75,14 +107,8 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Te
   const auto kb = b.size(trans_b ? 1 : 0), n = b.size(trans_b ? 0 : 1);
   SN_CHECK(k == kb, "gemm: inner dimensions differ: op(a) is [{}, {}], op(b) is [{}, {}]", m, k, kb, n);
   check_shape(c, {m, n}, "gemm: c");
-  // The product reads a and b while it writes c: an overlap gives garbage (PyTorch refuses it too).
-  const auto overlaps = [&](const Tensor& x) {
-    const auto* begin = static_cast<const char*>(x.raw_data());
-    const auto* c_begin = static_cast<const char*>(c.raw_data());
-    return begin < c_begin + c.nbytes() && c_begin < begin + x.nbytes();
-  };
-  SN_CHECK(!overlaps(a) && !overlaps(b), "gemm: the output c overlaps the input {} in memory; write to another tensor",
-           overlaps(a) ? "a" : "b");
+  // Each element of c reads a row of a and a column of b: not even an exact alias is safe.
+  check_no_overlap("gemm", {c, "the output c"}, {{a, "the input a"}, {b, "the input b"}});
   backend.gemm(a, trans_a, b, trans_b, c, alpha, beta);
 }
 
@@ -92,6 +118,7 @@ void add_bias(const Tensor& y, const Tensor& bias) {
   check_float(y, "add_bias", "y");
   check_same_dtype(y, bias, "add_bias");
   check_shape(bias, {y.size(1)}, "add_bias: bias");
+  check_no_overlap("add_bias", {y, "the output y"}, {{bias, "the input bias"}});
   backend.add_bias(y, bias);
 }
 
@@ -101,6 +128,7 @@ void sum_rows(const Tensor& x, const Tensor& out, double beta) {
   check_float(x, "sum_rows", "x");
   check_same_dtype(x, out, "sum_rows");
   check_shape(out, {x.size(1)}, "sum_rows: out");
+  check_no_overlap("sum_rows", {out, "the output out"}, {{x, "the input x"}});
   backend.sum_rows(x, out, beta);
 }
 
@@ -109,6 +137,7 @@ void activation_forward(Activation act, const Tensor& x, const Tensor& y) {
   check_float(x, "activation_forward", "x");
   check_same_dtype(x, y, "activation_forward");
   check_shape(y, x.shape(), "activation_forward: y");
+  check_no_overlap("activation_forward", {y, "the output y"}, {{x, "the input x"}}, InPlace::kAllowed);
   backend.activation_forward(act, x, y);
 }
 
@@ -119,6 +148,8 @@ void activation_backward(Activation act, const Tensor& x, const Tensor& y, const
     check_same_dtype(x, *t, "activation_backward");
     check_shape(*t, x.shape(), "activation_backward: operand");
   }
+  check_no_overlap("activation_backward", {dx, "the output dx"},
+                   {{x, "the input x"}, {y, "the input y"}, {dy, "the input dy"}}, InPlace::kAllowed);
   backend.activation_backward(act, x, y, dy, dx);
 }
 
@@ -135,7 +166,12 @@ void cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoo
     common_backend("cross_entropy", {&logits, dlogits});
     check_same_dtype(logits, *dlogits, "cross_entropy");
     check_shape(*dlogits, logits.shape(), "cross_entropy: dlogits");
+    // Reductions over rows, not elementwise: no in-place.
+    check_no_overlap("cross_entropy", {*dlogits, "the output dlogits"},
+                     {{logits, "the input logits"}, {labels, "the input labels"}, {loss_sum, "the output loss_sum"}});
   }
+  check_no_overlap("cross_entropy", {loss_sum, "the output loss_sum"},
+                   {{logits, "the input logits"}, {labels, "the input labels"}});
   backend.cross_entropy(logits, labels, label_smoothing, loss_sum, loss_scale, dlogits, grad_scale);
 }
 
@@ -150,7 +186,10 @@ void mse_one_hot(const Tensor& pred, const Tensor& labels, const Tensor& loss_su
     common_backend("mse", {&pred, dpred});
     check_same_dtype(pred, *dpred, "mse");
     check_shape(*dpred, pred.shape(), "mse: dpred");
+    check_no_overlap("mse", {*dpred, "the output dpred"},
+                     {{pred, "the input pred"}, {labels, "the input labels"}, {loss_sum, "the output loss_sum"}});
   }
+  check_no_overlap("mse", {loss_sum, "the output loss_sum"}, {{pred, "the input pred"}, {labels, "the input labels"}});
   backend.mse_one_hot(pred, labels, loss_sum, loss_scale, dpred, grad_scale);
 }
 
@@ -160,6 +199,8 @@ void count_correct(const Tensor& logits, const Tensor& labels, const Tensor& cor
   check_float(logits, "count_correct", "logits");
   SN_CHECK(correct.dtype() == DType::kI32, "count_correct: counter must be int32");
   check_shape(correct, {1}, "count_correct: counter");
+  check_no_overlap("count_correct", {correct, "the counter"},
+                   {{logits, "the input logits"}, {labels, "the input labels"}});
   backend.count_correct(logits, labels, correct);
 }
 
@@ -173,7 +214,12 @@ void sgd_step(const Tensor& param, const Tensor& grad, const Tensor* momentum_bu
     common_backend("sgd_step", {&param, momentum_buf});
     check_same_dtype(param, *momentum_buf, "sgd_step");
     check_shape(*momentum_buf, param.shape(), "sgd_step: momentum buffer");
+    check_no_overlap("sgd_step", {*momentum_buf, "the output momentum buffer"},
+                     {{param, "the output param"}, {grad, "the input grad"}});
   }
+  // No in-place: the CPU kernels take restrict pointers (any aliasing is undefined behaviour), and Adam's
+  // reads grad after it has shrunk param.
+  check_no_overlap("sgd_step", {param, "the output param"}, {{grad, "the input grad"}});
   backend.sgd_step(param, grad, momentum_buf, h);
 }
 
@@ -186,6 +232,12 @@ void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, c
     check_shape(*t, param.shape(), "adam_step: operand");
   }
   SN_CHECK(h.step >= 1, "adam_step: step counts from 1, got {}", h.step);
+  // As sgd_step: no in-place, and each state a tensor of its own.
+  check_no_overlap("adam_step", {param, "the output param"},
+                   {{grad, "the input grad"}, {exp_avg, "the output exp_avg"}, {exp_avg_sq, "the output exp_avg_sq"}});
+  check_no_overlap("adam_step", {exp_avg, "the output exp_avg"},
+                   {{grad, "the input grad"}, {exp_avg_sq, "the output exp_avg_sq"}});
+  check_no_overlap("adam_step", {exp_avg_sq, "the output exp_avg_sq"}, {{grad, "the input grad"}});
   backend.adam_step(param, grad, exp_avg, exp_avg_sq, h);
 }
 
@@ -195,6 +247,7 @@ void gather_rows_u8(const Tensor& src, const Tensor& indices, const Tensor& dst,
   SN_CHECK(indices.dtype() == DType::kI32 && indices.dim() == 1, "gather_rows_u8: indices must be int32 [B]");
   check_float(dst, "gather_rows_u8", "dst");
   check_shape(dst, {indices.size(0), src.size(1)}, "gather_rows_u8: dst");
+  check_no_overlap("gather_rows_u8", {dst, "the output dst"}, {{src, "the input src"}, {indices, "the input indices"}});
   backend.gather_rows_u8(src, indices, dst, scale, shift);
 }
 
@@ -205,6 +258,9 @@ void gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& ds
   SN_CHECK(labels.dim() == 1 && indices.dim() == 1, "gather_labels: labels and indices must be vectors, have shapes {} "
            "and {}", shape_str(labels.shape()), shape_str(indices.shape()));
   check_shape(dst, indices.shape(), "gather_labels: dst");
+  // Not elementwise: no in-place (torch's index_select refuses it too).
+  check_no_overlap("gather_labels", {dst, "the output dst"},
+                   {{labels, "the input labels"}, {indices, "the input indices"}});
   backend.gather_labels(labels, indices, dst);
 }
 
