@@ -173,14 +173,21 @@ TEST(Trainer, RunDirectoriesAreNeverReused) {
   EXPECT_NE(first.run_dir, second.run_dir);
 }
 
-// output.name is one folder inside output.dir: "../../escape" wrote the run two levels above it, and an absolute
-// name replaced output.dir. Both are refused naming the key, and nothing is written anywhere.
+// output.name is one folder inside output.dir: "../../escape" wrote the run two levels above it, an absolute
+// name replaced output.dir, and "." or ".." named output.dir or its parent (the run went to ".-1", "..-1"). Each is
+// refused naming the key, by loading (`sprintnet config` too) and by a Trainer given it in code, and nothing is
+// written anywhere.
 TEST(Trainer, ARunNameThatIsAPathIsRefused) {
-  for (const std::string name : {"../../escape", "/tmp/sprintnet-absolute-run", "group/run"}) {
-    const Config config = small_mnist_config(name, {"train.epochs=1", "data.train_limit=512", "data.test_limit=100"});
-    EXPECT_THAT(test::error_message([&] { Trainer(config).fit(); }),
-                ::testing::HasSubstr(fmt::format("output.name = \"{}\": a run's name is one folder", name)));
-    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(config.output.dir) / name)) << name;
+  for (const std::string name : {"../../escape", "/tmp/sprintnet-absolute-run", "group/run", ".", ".."}) {
+    const std::string expected = fmt::format("output.name = \"{}\": a run's name is one folder", name);
+    EXPECT_THAT(test::error_message([&] { small_mnist_config(name); }), ::testing::HasSubstr(expected));
+    Config config = small_mnist_config("path-name", {"train.epochs=1", "data.train_limit=512", "data.test_limit=100"});
+    config.output.name = name;
+    EXPECT_THAT(test::error_message([&] { Trainer(config).fit(); }), ::testing::HasSubstr(expected));
+    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(config.output.dir) / (name + "-1"))) << name;
+    if (name.find('.') != 0) {
+      EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(config.output.dir) / name));
+    }
   }
 }
 

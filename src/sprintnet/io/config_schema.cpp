@@ -272,7 +272,9 @@ const std::vector<ConfigKey>& keys() {
           "onecycle: final lr = initial lr / final_div_factor", greater_than(0)),
 
       key("output.dir", &Config::output, &OutputConfig::dir, "runs are written to `<dir>/<name>/`", non_empty()),
-      key("output.name", &Config::output, &OutputConfig::name, "the run's folder (empty = `<dataset>-<timestamp>`)"),
+      key("output.name", &Config::output, &OutputConfig::name,
+          "the run's folder inside output.dir (empty = `<dataset>-<timestamp>`); when it exists already, the run "
+          "goes to `<name>-1`, `<name>-2`, ... (named in the run's last line), never into the earlier run"),
       key("output.csv", &Config::output, &OutputConfig::csv, "write metrics.csv beside metrics.jsonl"),
       key("output.progress", &Config::output, &OutputConfig::progress,
           "progress on stderr: `auto` = a bar on a terminal, plain lines otherwise; `none` = epoch summaries only",
@@ -344,6 +346,14 @@ std::vector<std::string> check_config_consistency(const Config& config) {
     problems.push_back(fmt::format("loss.label_smoothing = {} applies to loss.type = \"cross_entropy\" only (loss.type "
                                    "is \"mse\"): leave it out, or 0",
                                    config.loss.label_smoothing));
+  }
+  // One folder inside output.dir: a path ("../../elsewhere", or absolute, which replaced output.dir) wrote the run
+  // outside it, and "." or ".." name output.dir itself or its parent (the run went to ".-1", "..-1").
+  const std::string& name = config.output.name;
+  if (name.find('/') != std::string::npos || name == "." || name == "..") {
+    problems.push_back(fmt::format("output.name = \"{}\": a run's name is one folder inside output.dir, without '/', "
+                                   "and not \".\" or \"..\" (set output.dir for where runs go)",
+                                   name));
   }
   const std::pair<std::string_view, const std::string*> paths[] = {
       {"data.train_images", &config.data.train_images},

@@ -16,12 +16,8 @@
 namespace sprintnet::train {
 
 std::filesystem::path create_run_directory(const Config& config) {
+  validate_config(config, "the run's config");  // output.name among the rest: one folder, inside output.dir
   std::string name = config.output.name;
-  // One folder inside output.dir: a path ("../../elsewhere", or absolute, which replaced output.dir) wrote the run
-  // outside it; "." and ".." become ".-1" and "..-1" below.
-  SN_CHECK(name.find('/') == std::string::npos && name.find('\0') == std::string::npos,
-           "output.name = \"{}\": a run's name is one folder inside output.dir, without '/' (set output.dir for "
-           "where runs go)", name);
   if (name.empty()) {
     name = fmt::format("{}-{:%Y%m%d-%H%M%S}", config.data.dataset, fmt::gmtime(std::time(nullptr)));
   }
