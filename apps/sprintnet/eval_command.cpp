@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint_options.h"
 #include "commands.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/data/dataset.h"
 #include "sprintnet/dist/device_connections.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/train/inference.h"
@@ -74,6 +77,30 @@ std::string confusion_csv(const train::ConfusionMatrix& confusion) {
   return out;
 }
 
+// The CSV must not replace a file the evaluation reads: the weights, the config, or the data (--data's files, or the
+// config's data set). It was written over them (`--csv RUN/model.safetensors` left a run eval could not read).
+void refuse_csv_over_an_input(const std::filesystem::path& csv, const train::LoadedModel& model,
+                              const std::vector<std::string>& data) {
+  std::vector<std::pair<std::string, std::filesystem::path>> inputs = {{"the weights", model.files.weights},
+                                                                       {"the config", model.files.config}};
+  for (const std::string& path : data) inputs.emplace_back("a --data file", path);
+  if (data.empty()) {
+    try {
+      const DatasetFiles files = dataset_files(model.config.data);
+      for (const auto& path : {files.train_images, files.train_labels, files.test_images, files.test_labels}) {
+        inputs.emplace_back("a file of the data set", path);
+      }
+    } catch (const Error&) {
+      // Missing data: the evaluation names it next.
+    }
+  }
+  std::error_code ec;
+  for (const auto& [what, path] : inputs) {
+    SN_CHECK(!std::filesystem::equivalent(csv, path, ec), "eval --csv {}: that is {} this evaluation reads ({}); give "
+             "another file", csv.string(), what, path.string());
+  }
+}
+
 }  // namespace
 
 void add_eval_command(CLI::App& app) {
@@ -99,6 +126,7 @@ void add_eval_command(CLI::App& app) {
     if (!options->csv_path.empty()) check_output_file(options->csv_path, "eval --csv");  // before the evaluation
     dist::prefer_few_device_connections();  // before the first CUDA call
     train::LoadedModel model = load_checkpoint(*options);
+    if (!options->csv_path.empty()) refuse_csv_over_an_input(options->csv_path, model, options->data);
     SN_CHECK(options->csv_path.empty() || model.num_classes() <= kCsvMatrixClasses,
              "eval --csv {}: the model has {} classes, and a confusion matrix of more than {} classes is not written "
              "as CSV (it would have {} cells)",

@@ -218,6 +218,64 @@ TEST_F(EvalPredictCli, PredictJsonCoversPngPgmAndIdxInputs) {
   }
 }
 
+// predict reads IDX files as eval --data does, one prediction a sample: [N, 784] was one image of N x 784 pixels
+// (refused for its aspect, or squashed into one prediction), [N, 1, 28, 28] was refused as 4-D. Another picture
+// of the same values, or samples of another size, are refused naming the file, as eval refuses them. A 2-D file
+// whose rows are not the model's inputs cannot be samples, and stays one image, resized like a PNG.
+TEST_F(EvalPredictCli, PredictReadsIdxFilesAsEvalDataDoes) {
+  const Dataset data = test_images(kIdxImages);
+  const std::vector<std::uint8_t> pixels = data.images.to_vector<std::uint8_t>();
+  LoadOptions options;
+  options.device = "cpu";
+  LoadedModel model = load_model(*run_, options);
+  const std::vector<Prediction> expected = predict(model, data.images, 3);
+  const auto predict_file = [&](const std::string& name, const std::vector<std::int64_t>& shape,
+                                const std::vector<std::uint8_t>& bytes) {
+    write_idx(*dir_ / name, IdxType::kU8, shape, bytes);
+    return run_cli(fmt::format("predict '{}' '{}' --json --device cpu", run_->string(), (*dir_ / name).string()),
+                   *dir_);
+  };
+  for (const auto& [name, shape] : std::map<std::string, std::vector<std::int64_t>>{
+           {"samples-square.idx", {kIdxImages, 28, 28}},
+           {"samples-flat.idx", {kIdxImages, 784}},
+           {"samples-channel.idx", {kIdxImages, 1, 28, 28}}}) {
+    const CliResult result = predict_file(name, shape, pixels);
+    ASSERT_EQ(result.exit_code, 0) << name << ": " << result.err;
+    const nlohmann::json predictions = nlohmann::json::parse(result.out).at("predictions");
+    ASSERT_EQ(predictions.size(), static_cast<std::size_t>(kIdxImages)) << name;
+    for (std::int64_t i = 0; i < kIdxImages; ++i) {
+      const auto& entry = predictions[static_cast<std::size_t>(i)];
+      EXPECT_EQ(entry.at("index"), i) << name;
+      EXPECT_EQ(entry.at("class"), expected[static_cast<std::size_t>(i)].label) << name << " sample " << i;
+      // Another process with another batch size: BLAS may round differently (as in the JSON test above).
+      EXPECT_NEAR(entry.at("top_k").at(0).at("probability").get<double>(),
+                  expected[static_cast<std::size_t>(i)].top[0].probability, 1e-6)
+          << name << " sample " << i;
+    }
+  }
+  const CliResult wide = predict_file("samples-wide.idx", {kIdxImages, 14, 56}, pixels);
+  EXPECT_EQ(wide.exit_code, 1);
+  EXPECT_THAT(wide.err, AllOf(HasSubstr("samples-wide.idx"), HasSubstr("[14, 56]"), HasSubstr("another picture")));
+  std::vector<std::uint8_t> large(pixels.size() * 4);
+  const CliResult other_size = predict_file("samples-56.idx", {kIdxImages, 56, 56}, large);
+  EXPECT_EQ(other_size.exit_code, 1);
+  EXPECT_THAT(other_size.err, AllOf(HasSubstr("samples-56.idx"), HasSubstr("[56, 56]"), HasSubstr("784 inputs")));
+
+  // [28, 28]: rows of 28 values are not samples of this model: one image, as the first sample.
+  const CliResult one = predict_file("one-image.idx", {28, 28}, {pixels.begin(), pixels.begin() + 784});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const nlohmann::json single = nlohmann::json::parse(one.out).at("predictions");
+  ASSERT_EQ(single.size(), 1u);
+  EXPECT_EQ(single[0].at("class"), expected[0].label);
+  // [10, 700] neither: one image, refused for its aspect like a PNG of that shape, the file named.
+  const CliResult neither = predict_file("rows-700.idx", {10, 700}, std::vector<std::uint8_t>(7000));
+  EXPECT_EQ(neither.exit_code, 1);
+  EXPECT_THAT(neither.err, AllOf(HasSubstr("rows-700.idx"), HasSubstr("not the model's 784 inputs"),
+                                 HasSubstr("aspect")));
+  // The rule is in the help.
+  EXPECT_THAT(run_cli("predict --help", *dir_).out, HasSubstr("as eval --data reads them"));
+}
+
 // A file name is bytes: one that is not UTF-8 (here Latin-1's "é", 0xE9) ended `predict --json` with nlohmann's
 // "invalid UTF-8 byte" as an internal error. It prints, the byte as U+FFFD, and the prediction is there.
 TEST_F(EvalPredictCli, PredictJsonPrintsFileNamesThatAreNotUtf8) {
@@ -265,6 +323,38 @@ TEST_F(EvalPredictCli, ACsvDestinationThatCannotBeWrittenIsNamedFirst) {
     EXPECT_THAT(result.err, AllOf(HasSubstr("eval --csv"), HasSubstr(reason), Not(HasSubstr(".tmp"))));
     EXPECT_THAT(result.out, Not(HasSubstr("accuracy"))) << "refused before the evaluation";
   }
+}
+
+// --csv naming a file the evaluation reads was written over it: the weights (the run could not be read again), the
+// config, a --data file. Refused before anything runs, the file as it was.
+TEST_F(EvalPredictCli, ACsvOverAnInputIsRefused) {
+  const fs::path copy = test::temp_dir("eval-csv-over-input");
+  fs::copy_file(*run_ / "model.safetensors", copy / "model.safetensors");
+  fs::copy_file(*run_ / "config.toml", copy / "config.toml");
+  const Dataset data = test_images(kIdxImages);
+  write_idx(copy / "images.idx", IdxType::kU8, {kIdxImages, 28, 28}, data.images.to_vector<std::uint8_t>());
+  std::vector<std::uint8_t> labels;
+  for (const std::int32_t label : data.labels.span<std::int32_t>()) labels.push_back(static_cast<std::uint8_t>(label));
+  write_idx(copy / "labels.idx", IdxType::kU8, {kIdxImages}, labels);
+  const std::string data_option =
+      fmt::format("--data '{}' '{}'", (copy / "images.idx").string(), (copy / "labels.idx").string());
+  const std::vector<std::pair<fs::path, std::string>> cases = {
+      {copy / "model.safetensors", "the weights"}, {copy / "config.toml", "the config"}, {copy / "labels.idx", "a --data file"}};
+  for (const auto& [input, what] : cases) {
+    const std::string before = test::file_bytes(input);
+    const CliResult result = run_cli(fmt::format("eval '{}' --device cpu {} --csv '{}'", copy.string(),
+                                                 what == "a --data file" ? data_option : "", input.string()),
+                                     *dir_);
+    EXPECT_EQ(result.exit_code, 1) << input;
+    EXPECT_THAT(result.err, AllOf(HasSubstr("eval --csv"), HasSubstr("that is " + what))) << result.err;
+    EXPECT_EQ(test::file_bytes(input), before) << input;
+  }
+  // The data set's own files, when --data is not given.
+  const DatasetFiles files = dataset_files(load_model(copy, LoadOptions{}).config.data);
+  const CliResult result =
+      run_cli(fmt::format("eval '{}' --device cpu --csv '{}'", copy.string(), files.test_labels.string()), *dir_);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("that is a file of the data set"));
 }
 
 // Under a launcher's job of several ranks this process is one rank already: --gpus started a separate job in
