@@ -288,6 +288,25 @@ TEST(CpuCompiledStep, ASecondEpochTakesTheRunsRatesItsOwnOrderAndAFreshLossSum) 
 // optimizer's (finite, >= 0); each value below was once taken: rmsprop ran as Adam, beta1 = 5 and eps = -1 were
 // used as given, a NaN rate trained NaN weights. (The three plans share the check, check_train_plan_spec.) Each
 // error names the field; the spec they change compiles, so each is refused for its one value.
+// The banner names what the products' post-ops apply, and only that: it claimed "the bias and ReLU fused" for a
+// model without biases, and ReLU for softmax regression (no hidden layer).
+TEST(CpuCompiledStep, DescribeNamesOnlyThePostOpsThatRun) {
+  const Fixture f;
+  const auto described = [&](bool bias, std::vector<std::int64_t> hidden, Activation activation) {
+    Case c;
+    c.bias = bias;
+    c.hidden = std::move(hidden);
+    c.activation = activation;
+    return make_plan(c, *f.loader)->describe();
+  };
+  EXPECT_THAT(described(true, {24}, Activation::kReLU), ::testing::HasSubstr(" with the bias and ReLU fused,"));
+  EXPECT_THAT(described(false, {24}, Activation::kReLU), ::testing::HasSubstr(") with ReLU fused,"));
+  EXPECT_THAT(described(true, {}, Activation::kReLU), ::testing::HasSubstr(") with the bias fused,"));
+  const std::string neither = described(false, {}, Activation::kReLU);
+  EXPECT_EQ(neither.find("fused"), std::string::npos) << neither;
+  EXPECT_THAT(described(true, {24}, Activation::kGELU), ::testing::HasSubstr(") with the bias fused,"));
+}
+
 TEST(CpuCompiledStep, ASpecBuiltInCodeIsRefusedNamingTheField) {
   set_cpu_threads(2);
   Fixture f;

@@ -27,6 +27,10 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/ranges.h>
 
 #include "sprintnet/core/random.h"
 #include "sprintnet/io/progress_format.h"
@@ -413,12 +417,15 @@ EvalResult CpuTrainPlan::evaluate(const BatchLoader& loader) {
 }
 
 std::string CpuTrainPlan::describe() const {
-  const bool relu = spec_.mlp.activation == Activation::kReLU;
-  return fmt::format("compiled CPU step: {}{}, {} products ({}) with the bias{} fused, {} and its gradient in one "
+  // What the products' post-ops apply: the bias where the layers have one, ReLU where a hidden layer has it.
+  std::vector<std::string> fused;
+  if (spec_.mlp.bias) fused.emplace_back("the bias");
+  if (!spec_.mlp.hidden.empty() && spec_.mlp.activation == Activation::kReLU) fused.emplace_back("ReLU");
+  const std::string post_ops = fused.empty() ? "" : fmt::format(" with {} fused", fmt::join(fused, " and "));
+  return fmt::format("compiled CPU step: {}{}, {} products ({}){}, {} and its gradient in one "
                      "pass, the {} update applied {} over {} flat parameters, {}",
                      spec_.precision, bf16() ? " (fp32 master weights)" : "", cpu::dnnl_library_version(),
-                     cpu::dnnl_cpu_isa(),
-                     relu ? " and ReLU" : "", spec_.loss == "mse" ? "MSE" : "softmax cross-entropy", spec_.optim.type,
+                     cpu::dnnl_cpu_isa(), post_ops, spec_.loss == "mse" ? "MSE" : "softmax cross-entropy", spec_.optim.type,
                      bf16() ? "layer by layer" : "block by block with the weight gradient", layout_.size,
                      counted(cpu_threads(), "thread"));
 }

@@ -440,8 +440,10 @@ bool Trainer::progress_shown() const {
 void Trainer::show_progress_at(ProgressBar& progress, std::int64_t epoch, std::int64_t steps_done, double loss_sum,
                                Clock::time_point start) const {
   const double elapsed = seconds_since(start);
+  // The samples seen: a partial last batch (train.drop_last = false) holds fewer than a batch.
+  const std::int64_t samples = std::min(steps_done * config_.train.batch_size, train_loader_->samples_per_epoch());
   progress.update(epoch, steps_done, loss_sum / static_cast<double>(steps_done),
-                  static_cast<double>(steps_done * config_.train.batch_size) / std::max(elapsed, 1e-9));
+                  static_cast<double>(samples) / std::max(elapsed, 1e-9));
 }
 
 EpochRecord Trainer::epoch_record(std::int64_t epoch, Clock::time_point start, double loss_sum) const {
