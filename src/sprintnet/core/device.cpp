@@ -19,8 +19,11 @@ Device parse_device(std::string_view name) {
     int index = -1;
     auto digits = name.substr(5);
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-    SN_CHECK(ec == std::errc() && end == digits.data() + digits.size() && index >= 0,
-             "bad device '{}': expected cuda:N", name);
+    // Digits only, without leading zeros (as PyTorch's parser): "cuda:01" would name the same GPU as "cuda:1" in one
+    // run and be written differently in another's config.
+    const bool canonical = !digits.empty() && (digits.size() == 1 || digits[0] != '0');
+    SN_CHECK(canonical && ec == std::errc() && end == digits.data() + digits.size() && index >= 0,
+             "bad device '{}': expected cuda:N (N a GPU's index, without leading zeros)", name);
     return Device::cuda(index);
   }
   SN_FAIL("unknown device '{}' (expected auto, cpu, cuda or cuda:N)", name);
