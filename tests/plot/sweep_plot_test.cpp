@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sprintnet/core/random.h"
+#include "sprintnet/io/shell_word.h"
 #include "sprintnet/plot/python_job.h"
 #include "sprintnet/plot/run_curves.h"
 #include "sprintnet/sweep/summary.h"
@@ -99,6 +100,16 @@ TEST(SweepPlot, DrawsInTheBackgroundWithoutShOrPythonOnPath) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   expect_pictures(dir);
+}
+
+// The command to draw the pictures again is pasted into a shell: a folder with a space or a quote is quoted.
+TEST(SweepPlot, TheRedrawCommandIsShellQuoted) {
+  const std::filesystem::path dir = test::temp_dir("sweep plot it's");
+  const std::string message = plot_sweep_in_background(dir);
+  EXPECT_NE(message.find(fmt::format("then run python3 {} {}", shell_quoted((dir / "plot_sweep.py").string()),
+                                     shell_quoted(dir.string()))),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sprintnet/io/atomic_file.h"
+#include "sprintnet/io/shell_word.h"
 #include "sprintnet/plot/python_job.h"
 
 namespace sprintnet::sweep {
@@ -128,12 +129,12 @@ std::filesystem::path write_plot_script(const std::filesystem::path& dir) {
 std::string plot_sweep_in_background(const std::filesystem::path& dir) {
   const std::filesystem::path script = write_plot_script(dir);
   const std::string not_started = plot::start_matplotlib_in_background({script.string(), dir.string()});
-  if (!not_started.empty()) {
-    return fmt::format("warning: no pictures: {}; then run python3 {} {}", not_started, script.string(), dir.string());
-  }
+  // Pasted into a shell whatever the sweep's folder is called.
+  const std::string redraw = fmt::format("python3 {} {}", shell_quoted(script.string()), shell_quoted(dir.string()));
+  if (!not_started.empty()) return fmt::format("warning: no pictures: {}; then run {}", not_started, redraw);
   return fmt::format("pictures: {}/*.png (drawn in the background by matplotlib; if they do not appear, {}; then run "
-                     "python3 {} {})",
-                     dir.string(), plot::kInstallHint, script.string(), dir.string());
+                     "{})",
+                     dir.string(), plot::kInstallHint, redraw);
 }
 
 }  // namespace sprintnet::sweep
