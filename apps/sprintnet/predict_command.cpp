@@ -1,6 +1,8 @@
 // sprintnet predict CHECKPOINT INPUT... [--top-k 3] [--json] [--invert]
-// Classifies PNG/PGM images, or every image of IDX files, with a trained model.
-// Image conversion (gray, alpha, resizing) is described in data/image.h.
+// Classifies PNG/PGM images, or every sample of IDX files, with a trained model.
+// Image conversion (gray, alpha, resizing) is described in data/image.h. IDX files are samples, read and
+// checked as `eval --data` reads them (train::check_matches_model); a 2-D file whose rows are not the model's
+// inputs cannot be samples, and is one image, converted like an image file.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -11,7 +13,7 @@
 
 #include "checkpoint_options.h"
 #include "commands.h"
-#include "sprintnet/data/idx.h"
+#include "sprintnet/data/dataset.h"
 #include "sprintnet/data/image.h"
 #include "sprintnet/dist/device_connections.h"
 #include "sprintnet/train/inference.h"
@@ -36,23 +38,40 @@ std::vector<std::uint8_t> file_head(const std::string& path) {
   return head;
 }
 
-// Every image of an IDX file ([N, H, W], or one [H, W] image), converted like an image file.
-void append_idx_images(const std::string& path, const ImageOptions& options, std::vector<Input>& inputs) {
-  const IdxArray array = read_idx(path);
-  SN_CHECK(array.type == IdxType::kU8, "{}: IDX images must be uint8, this file holds {}", path,
-           idx_type_name(array.type));
-  SN_CHECK(array.dims.size() >= 2, "{}: an IDX file of one dimension holds values, not images (is it a label file?)",
-           path);
-  SN_CHECK(array.dims.size() <= 3,
-           "{}: IDX images must be [count, height, width] or [height, width], this file is {}-D", path,
-           array.dims.size());
-  const std::int64_t height = array.dims[array.dims.size() - 2];
-  const std::int64_t width = array.dims.back();
-  const std::int64_t count = array.numel() / (height * width);
-  const auto pixels = static_cast<std::size_t>(height * width);
+// The model's sample shape as an image's height and width, for the inputs that are images (resized to it).
+ImageOptions image_options_for(const train::LoadedModel& model, const std::string& input, bool invert) {
+  SN_CHECK(model.sample_shape.size() == 2,
+           "{}: the model takes inputs of shape {}, not 2-D images; give its samples as an IDX file instead", input,
+           shape_str(model.sample_shape));
+  return {model.sample_shape[0], model.sample_shape[1], invert};
+}
+
+// Every sample of an IDX file as eval --data reads it ([N, H, W], [N, 1, H, W], [N, inputs], ...), checked against
+// the model's sample shape and not resized. A 2-D file whose rows are not the model's inputs is one [H, W] image,
+// converted like an image file.
+void append_idx_inputs(const std::string& path, const train::LoadedModel& model, bool invert,
+                       std::vector<Input>& inputs) {
+  Dataset file = load_idx_images(path);
+  file.name = path;
+  const std::int64_t count = file.images.size(0);
+  if (file.sample_shape.size() == 1 && file.sample_shape[0] != model.spec.inputs) {
+    const std::int64_t width = file.sample_shape[0];
+    const ImageOptions options = image_options_for(model, path, invert);
+    const std::string origin = fmt::format("{} (one {}x{} image: its rows of {} values are not the model's {} inputs)",
+                                           path, width, count, width, model.spec.inputs);
+    inputs.push_back({path, 0, gray_bytes_for_model(file.images.span<std::uint8_t>(), count, width, options, origin)});
+    return;
+  }
+  train::check_matches_model(file, model);
+  // At the model's size already: the conversion only inverts, where asked.
+  const std::int64_t values = model.spec.inputs;
+  const ImageOptions options{1, values, invert};
+  const std::span<const std::uint8_t> pixels = file.images.span<std::uint8_t>();
   for (std::int64_t i = 0; i < count; ++i) {
-    const std::span<const std::uint8_t> image(&array.bytes[static_cast<std::size_t>(i) * pixels], pixels);
-    inputs.push_back({path, i, gray_bytes_for_model(image, height, width, options, fmt::format("{}[{}]", path, i))});
+    inputs.push_back({path, i,
+                      gray_bytes_for_model(pixels.subspan(static_cast<std::size_t>(i * values),
+                                                          static_cast<std::size_t>(values)),
+                                           1, values, options, fmt::format("{}[{}]", path, i))});
   }
 }
 
@@ -141,10 +160,14 @@ void add_predict_command(CLI::App& app) {
                   "treated as the background (black; white with --invert), and resized to the model's input\n"
                   "size (area averaging when shrinking, bilinear when growing). MNIST digits are white on\n"
                   "black: use --invert for dark drawings on light paper. An aspect ratio more than {}x\n"
-                  "off the model's is refused rather than squashed.",
+                  "off the model's is refused rather than squashed.\n"
+                  "IDX files hold samples, as eval --data reads them: [N, 28, 28], [N, 1, 28, 28] or flat\n"
+                  "[N, 784] for a 28x28 model, one prediction a sample; they are not resized (--invert\n"
+                  "applies). A 2-D file whose rows are not the model's inputs ([28, 28]) is one image,\n"
+                  "converted as above.",
                   kMaxAspectDistortion));
   add_checkpoint_options(*cmd, *options, "Where to run: auto, cpu, cuda, cuda:N");
-  cmd->add_option("inputs", options->inputs, "PNG or PGM (P2/P5) images, or IDX image files (every image in them)")
+  cmd->add_option("inputs", options->inputs, "PNG or PGM (P2/P5) images, or IDX files of samples (every one in them)")
       ->type_name("INPUT")
       ->required();
   cmd->add_option("-k,--top-k", options->top_k, "How many of the most likely classes to list")
@@ -155,16 +178,14 @@ void add_predict_command(CLI::App& app) {
   cmd->callback([options] {
     dist::prefer_few_device_connections();  // before the first CUDA call
     train::LoadedModel model = load_checkpoint(*options);
-    SN_CHECK(model.sample_shape.size() == 2, "the model takes inputs of shape {}, not 2-D images",
-             shape_str(model.sample_shape));
-    const ImageOptions image_options{model.sample_shape[0], model.sample_shape[1], options->invert};
 
     std::vector<Input> inputs;
     for (const std::string& path : options->inputs) {
       if (detect_image_file_kind(file_head(path)) == ImageFileKind::kIdx) {
-        append_idx_images(path, image_options, inputs);
+        append_idx_inputs(path, model, options->invert, inputs);
       } else {
-        inputs.push_back({path, std::nullopt, load_image_for_model(path, image_options)});
+        inputs.push_back(
+            {path, std::nullopt, load_image_for_model(path, image_options_for(model, path, options->invert))});
         if (!options->invert) warn_if_mostly_light(inputs.back());
       }
     }

@@ -165,6 +165,48 @@ TEST_F(InferenceTest, MetadataMakesACheckpointIndependentOfTheTrainingData) {
   EXPECT_THAT(message, HasSubstr("/nonexistent/sprintnet-data"));
 }
 
+// A corrupt sprintnet.sample_shape was trusted before the weights were read: 2^32 x 2^32 overflowed the element
+// count in an error naming no file or key, and 784 x 1e11 built a model that ran out of memory with advice about
+// train.eval_batch_size. The shape is held to the first layer's weights [32, 784] first. A scale of 0 (every
+// input the same, one prediction for all) or below was taken; training only ever writes a positive one.
+TEST_F(InferenceTest, CorruptMetadataIsRefusedNamingTheFileAndTheKey) {
+  const SafetensorsFile written = load_safetensors(run() / "model.safetensors");
+  // A run directory of the trained weights with one metadata value replaced.
+  const auto write_with = [&](const std::string& name, std::string_view key, const std::string& value) {
+    const fs::path dir = *out_dir_ / name;
+    fs::create_directories(dir);
+    fs::copy_file(run() / "config.toml", dir / "config.toml", fs::copy_options::overwrite_existing);
+    Metadata metadata = written.metadata;
+    metadata[std::string(key)] = value;
+    save_safetensors(dir / "model.safetensors", written.tensors, metadata);
+    return dir;
+  };
+  const auto load_with = [&](const std::string& name, std::string_view key, const std::string& value) {
+    const fs::path dir = write_with(name, key, value);
+    return test::error_message([&] { load_model(dir, on_cpu()); });
+  };
+  const std::string overflow = load_with("shape-overflow", kMetadataSampleShape, "4294967296x4294967296");
+  EXPECT_THAT(overflow, ::testing::AllOf(HasSubstr((*out_dir_ / "shape-overflow" / "model.safetensors").string()),
+                                         HasSubstr("sprintnet.sample_shape"), HasSubstr("more than 2^63"),
+                                         HasSubstr("0.weight"), HasSubstr("784 inputs")));
+  const std::string huge = load_with("shape-huge", kMetadataSampleShape, "784x100000000000");
+  EXPECT_THAT(huge, ::testing::AllOf(HasSubstr("shape-huge"), HasSubstr("sprintnet.sample_shape"),
+                                     HasSubstr("78400000000000 values"), HasSubstr("[32, 784]")));
+  EXPECT_THAT(huge, ::testing::Not(HasSubstr("eval_batch_size")));
+  EXPECT_THAT(load_with("shape-other", kMetadataSampleShape, "28x29"),
+              ::testing::AllOf(HasSubstr("sprintnet.sample_shape"), HasSubstr("812 values")));
+  for (const std::string scale : {"0", "-0.0125"}) {
+    EXPECT_THAT(load_with("scale", kMetadataNormalizationScale, scale),
+                ::testing::AllOf(HasSubstr("scale"), HasSubstr("sprintnet.normalization.scale"),
+                                 HasSubstr(fmt::format("\"{}\" is not positive", scale))));
+  }
+  // The same edits with the values training wrote load: the refusals were about the values.
+  for (const std::string_view key : {kMetadataSampleShape, kMetadataNormalizationScale}) {
+    const fs::path same = write_with("unchanged", key, written.metadata.at(std::string(key)));
+    EXPECT_EQ(load_model(same, on_cpu()).spec.inputs, 784) << key;
+  }
+}
+
 TEST_F(InferenceTest, PredictionsAreSoftmaxOfTheLogits) {
   LoadedModel model = load_model(run(), on_cpu());
   const Dataset data = load_split(model, "test");
@@ -263,6 +305,31 @@ TEST_F(InferenceTest, MissingFilesAreNamed) {
               ::testing::AllOf(HasSubstr("lonely"), HasSubstr("model.safetensors")));
   with_config.config = lonely / "nope.toml";
   EXPECT_THAT(test::error_message([&] { load_model(run(), with_config); }), HasSubstr("nope.toml"));
+}
+
+// A path that is there but is no file was reported as missing ("config /dev/null: no such file"), or a run whose
+// model.safetensors is a directory as having no weights. Each is named as what it is.
+TEST_F(InferenceTest, PathsThatAreNotFilesAreNamedAsWhatTheyAre) {
+  LoadOptions with_config = on_cpu();
+  for (const auto& [config, kind] : std::vector<std::pair<fs::path, std::string>>{
+           {*out_dir_, "it is a directory"}, {"/dev/null", "it is a character device"}}) {
+    with_config.config = config;
+    const std::string message = test::error_message([&] { load_model(run(), with_config); });
+    EXPECT_THAT(message, ::testing::AllOf(HasSubstr(config.string()), HasSubstr(kind)));
+    EXPECT_THAT(message, ::testing::Not(HasSubstr("no such file")));
+  }
+  const fs::path hollow = *out_dir_ / "hollow";
+  fs::create_directories(hollow / "model.safetensors");
+  fs::copy_file(run() / "config.toml", hollow / "config.toml", fs::copy_options::overwrite_existing);
+  EXPECT_THAT(test::error_message([&] { load_model(hollow, on_cpu()); }),
+              ::testing::AllOf(HasSubstr((hollow / "model.safetensors").string()), HasSubstr("it is a directory")));
+  // A config.toml beside the weights that is a directory is named, not passed over for "no config found".
+  const fs::path odd_config = *out_dir_ / "odd-config";
+  fs::create_directories(odd_config / "config.toml");
+  fs::copy_file(run() / "model.safetensors", odd_config / "model.safetensors", fs::copy_options::overwrite_existing);
+  EXPECT_THAT(test::error_message([&] { load_model(odd_config, on_cpu()); }),
+              ::testing::AllOf(HasSubstr((odd_config / "config.toml").string()), HasSubstr("it is a directory"),
+                               HasSubstr("--config")));
 }
 
 TEST(ConfusionMatrix, CountsCellsAndClassAccuracy) {

@@ -47,7 +47,33 @@ std::int64_t check_labels(const std::vector<std::int32_t>& values, std::int64_t 
   return max_label + 1;
 }
 
+// An IDX file of images: uint8, [N, sample dims...]. `what` names it in errors.
+IdxArray read_idx_images(const std::filesystem::path& path, const std::string& what) {
+  IdxArray images = read_idx(path);
+  SN_CHECK(images.type == IdxType::kU8, "{}: elements are {}; images must be uint8", what, idx_type_name(images.type));
+  SN_CHECK(images.dims.size() >= 2,
+           "{}: has 1 dimension ({} values); images need [N, sample dims...] such as [60000, 28, 28] "
+           "(is this a labels file?)",
+           what, images.dims[0]);
+  return images;
+}
+
+// The first `kept` samples of `images` as a uint8 [kept, D] tensor, with their sample shape.
+void take_samples(const IdxArray& images, std::int64_t kept, Dataset& data) {
+  data.sample_shape.assign(images.dims.begin() + 1, images.dims.end());
+  data.images = Tensor::empty({kept, shape_numel(data.sample_shape)}, DType::kU8);
+  std::memcpy(data.images.raw_data(), images.bytes.data(), data.images.nbytes());
+}
+
 }  // namespace
+
+Dataset load_idx_images(const std::filesystem::path& images_path) {
+  const IdxArray images = read_idx_images(images_path, fmt::format("images file {}", images_path.string()));
+  Dataset data;
+  data.name = images_path.filename().string();
+  take_samples(images, images.dims[0], data);
+  return data;
+}
 
 Dataset load_idx_dataset(const std::filesystem::path& images_path, const std::filesystem::path& labels_path,
                          std::int64_t num_classes, std::int64_t limit) {
@@ -57,13 +83,7 @@ Dataset load_idx_dataset(const std::filesystem::path& images_path, const std::fi
 
   const std::string images_what = fmt::format("images file {}", images_path.string());
   const std::string labels_what = fmt::format("labels file {}", labels_path.string());
-  const IdxArray images = read_idx(images_path);
-  SN_CHECK(images.type == IdxType::kU8, "{}: elements are {}; images must be uint8", images_what,
-           idx_type_name(images.type));
-  SN_CHECK(images.dims.size() >= 2,
-           "{}: has 1 dimension ({} values); images need [N, sample dims...] such as [60000, 28, 28] "
-           "(is this a labels file?)",
-           images_what, images.dims[0]);
+  const IdxArray images = read_idx_images(images_path, images_what);
   const IdxArray labels = read_idx(labels_path);
   SN_CHECK(labels.type == IdxType::kU8 || labels.type == IdxType::kI32, "{}: elements are {}; labels must be uint8 or int32",
            labels_what, idx_type_name(labels.type));
@@ -77,12 +97,8 @@ Dataset load_idx_dataset(const std::filesystem::path& images_path, const std::fi
   Dataset data;
   data.name = images_path.filename().string();
   data.num_classes = check_labels(values, num_classes, labels_what);
-  data.sample_shape.assign(images.dims.begin() + 1, images.dims.end());
-
   const std::int64_t kept = limit > 0 ? std::min(limit, count) : count;
-  const std::int64_t sample_numel = shape_numel(data.sample_shape);
-  data.images = Tensor::empty({kept, sample_numel}, DType::kU8);
-  std::memcpy(data.images.raw_data(), images.bytes.data(), data.images.nbytes());
+  take_samples(images, kept, data);
   values.resize(static_cast<std::size_t>(kept));
   data.labels = Tensor::from_vector(values, {kept});
   return data;

@@ -34,6 +34,10 @@ inline constexpr std::int64_t kMaxClasses = 1 << 16;
 Dataset load_idx_dataset(const std::filesystem::path& images, const std::filesystem::path& labels,
                          std::int64_t num_classes = 0, std::int64_t limit = 0);
 
+// The images half of load_idx_dataset, for inputs without labels: the same file checks and the same
+// images [N, D] and sample_shape; labels stay undefined (images.size(0) counts the samples).
+Dataset load_idx_images(const std::filesystem::path& images);
+
 struct DatasetFiles {
   std::filesystem::path train_images, train_labels, test_images, test_labels;
 };

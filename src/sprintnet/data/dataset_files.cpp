@@ -2,9 +2,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 
 #include "sprintnet/data/dataset.h"
+#include "sprintnet/io/read_file.h"
 
 namespace sprintnet {
 namespace {
@@ -13,21 +13,10 @@ namespace {
 inline constexpr std::array<std::string_view, 4> kStandardFileNames = {
     "train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
 
-// Why `path` cannot be read as a data file, or nullopt when it is a regular file.
-std::optional<std::string> file_problem(const std::filesystem::path& path) {
-  std::error_code ec;
-  const std::filesystem::file_status status = std::filesystem::status(path, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory) return ec.message();  // e.g. permission denied
-  if (!std::filesystem::exists(status)) return "no such file";
-  if (std::filesystem::is_directory(status)) return "it is a directory";
-  if (!std::filesystem::is_regular_file(status)) return "not a regular file";
-  return std::nullopt;
-}
-
 // A data file that exists but cannot be used is named with the reason, not reported missing.
 bool is_file(const std::filesystem::path& path) {
   const std::optional<std::string> problem = file_problem(path);
-  SN_CHECK(!problem || *problem == "no such file", "data file {}: {}", path.string(), *problem);
+  SN_CHECK(!problem || *problem == kNoSuchFile, "data file {}: {}", path.string(), *problem);
   return !problem;
 }
 

@@ -82,4 +82,18 @@ std::optional<std::string> try_read_file(const std::filesystem::path& path) {
   return std::move(out.bytes);
 }
 
+std::optional<std::string> file_problem(const std::filesystem::path& path) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) {
+    // ENOTDIR: a folder on the way is a file ("model.safetensors/x"), so nothing is there either.
+    if (errno == ENOENT || errno == ENOTDIR) return std::string(kNoSuchFile);
+    return std::string(std::strerror(errno));
+  }
+  if (S_ISREG(status.st_mode)) return std::nullopt;
+  if (S_ISDIR(status.st_mode)) return "it is a directory";
+  if (S_ISFIFO(status.st_mode)) return "it is a pipe";
+  if (const char* device = device_kind(status)) return fmt::format("it is {}", device);
+  return "it is not a regular file";
+}
+
 }  // namespace sprintnet

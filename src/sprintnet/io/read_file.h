@@ -18,4 +18,11 @@ std::string read_file(const std::filesystem::path& path, std::string_view what =
 // /proc file on a system without it), not an error.
 std::optional<std::string> try_read_file(const std::filesystem::path& path);
 
+// What `path` is when it is not a regular file (a link is followed), to follow "<path>: " in an error, so that a
+// path that exists is not reported missing: kNoSuchFile, "it is a directory", "it is a character device" (/dev/null),
+// "it is a block device", "it is a pipe", "it is a socket", or the system's reason ("Permission denied").
+// nullopt for a regular file.
+inline constexpr std::string_view kNoSuchFile = "no such file";
+std::optional<std::string> file_problem(const std::filesystem::path& path);
+
 }  // namespace sprintnet

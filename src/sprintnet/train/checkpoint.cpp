@@ -243,7 +243,10 @@ Checkpoint read_checkpoint(const fs::path& dir) {
   std::error_code error;
   SN_CHECK(fs::is_directory(dir, error), "checkpoint directory {} does not exist", dir.string());
   for (std::string_view file : {kCheckpointModelFileName, kCheckpointStateFileName, kCheckpointConfigFileName}) {
-    SN_CHECK(fs::is_regular_file(dir / file, error), "checkpoint {}: {} is missing", dir.string(), file);
+    // A path that is there but is no file (a directory of that name) is named as what it is, not as missing.
+    const std::optional<std::string> problem = file_problem(dir / file);
+    SN_CHECK(!problem, "checkpoint {}: {} {}", dir.string(), file,
+             *problem == kNoSuchFile ? std::string("is missing") : fmt::format("is not a file: {}", *problem));
   }
   Checkpoint checkpoint;
   checkpoint.dir = dir;

@@ -9,6 +9,7 @@
 #include <limits>
 #include <numeric>
 
+#include "sprintnet/io/read_file.h"
 #include "sprintnet/ops/cpu/cpu_backend.h"
 #include "sprintnet/ops/ops.h"
 #include "sprintnet/train/checkpoint.h"
@@ -21,11 +22,6 @@ namespace {
 
 inline constexpr std::string_view kWeightsFileName = "model.safetensors";
 inline constexpr std::string_view kConfigFileName = "config.toml";
-
-bool is_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(path, ec);
-}
 
 // The newest complete checkpoint's weights, for a hint when a run has no final weights.
 std::optional<std::filesystem::path> newest_checkpoint_weights(const std::filesystem::path& run_dir) {
@@ -121,17 +117,26 @@ Shape without_unit_dims(const Shape& shape) {
   return out;
 }
 
-// The same number of values is not enough: 14x56 images hold 784 values too, laid out as another picture.
-// Flat samples (one dimension) and dimensions of 1 (a channel of 1) are the same layout.
-void check_matches_model(const Dataset& data, const LoadedModel& model) {
-  SN_CHECK(data.images.size(1) == model.spec.inputs,
-           "{} holds samples of shape {} ({} values), the model takes {} inputs (samples of shape {})", data.name,
-           shape_str(data.sample_shape), data.images.size(1), model.spec.inputs, shape_str(model.sample_shape));
-  const Shape data_shape = without_unit_dims(data.sample_shape), model_shape = without_unit_dims(model.sample_shape);
-  SN_CHECK(data_shape.size() <= 1 || model_shape.size() <= 1 || data_shape == model_shape,
-           "{} holds samples of shape {}, the model was trained on samples of shape {}: the same {} values, laid out "
-           "as another picture",
-           data.name, shape_str(data.sample_shape), shape_str(model.sample_shape), model.spec.inputs);
+// The sample shape's values against the first layer's weights [width, inputs], before anything is built from
+// the shape: a corrupt sprintnet.sample_shape overflowed the element count naming no file, or sized a model
+// that filled the memory. `source` says where the shape came from.
+std::int64_t first_layer_inputs(const SafetensorsFile& weights, const Shape& sample_shape, std::string_view source,
+                                std::string_view hint, std::string_view origin) {
+  constexpr std::string_view kFirstWeight = "0.weight";
+  const auto first = std::find_if(weights.tensors.begin(), weights.tensors.end(),
+                                  [&](const auto& named) { return named.first == kFirstWeight; });
+  SN_CHECK(first != weights.tensors.end(), "{}: no tensor '{}' for the first layer", origin, kFirstWeight);
+  const Tensor& weight = first->second;
+  SN_CHECK(weight.dim() == 2 && weight.size(1) >= 1, "{}: tensor '{}' has shape {}, expected [width, inputs]", origin,
+           kFirstWeight, shape_str(weight.shape()));
+  std::int64_t values = 1;
+  bool overflow = false;
+  for (const std::int64_t extent : sample_shape) overflow = overflow || __builtin_mul_overflow(values, extent, &values);
+  SN_CHECK(!overflow && values == weight.size(1),
+           "{}: {} makes samples of {} values, but the first layer '{}' {} takes {} inputs; {}", origin, source,
+           overflow ? std::string("more than 2^63") : std::to_string(values), kFirstWeight, shape_str(weight.shape()),
+           weight.size(1), hint);
+  return weight.size(1);
 }
 
 std::int64_t eval_batch_size(const LoadedModel& model, std::int64_t samples) {
@@ -157,7 +162,11 @@ CheckpointFiles find_checkpoint_files(const std::filesystem::path& checkpoint,
   CheckpointFiles files;
   if (std::filesystem::is_directory(status)) {
     files.weights = checkpoint / kWeightsFileName;
-    if (!is_file(files.weights)) {
+    // A path that is there but is no file (a directory of that name) is named as what it is, not as missing.
+    const std::optional<std::string> problem = file_problem(files.weights);
+    SN_CHECK(!problem || *problem == kNoSuchFile, "checkpoint {}: {}: {}", checkpoint.string(),
+             files.weights.string(), problem.value_or(""));
+    if (problem) {
       const auto latest = newest_checkpoint_weights(checkpoint);
       SN_FAIL(
           "checkpoint {}: no {} in this directory ({}); pass a run directory of `sprintnet train` or a "
@@ -171,7 +180,8 @@ CheckpointFiles find_checkpoint_files(const std::filesystem::path& checkpoint,
   }
 
   if (config) {
-    SN_CHECK(is_file(*config), "config {}: no such file", config->string());
+    const std::optional<std::string> problem = file_problem(*config);
+    SN_CHECK(!problem, "config {}: {}", config->string(), problem.value_or(""));
     files.config = *config;
     return files;
   }
@@ -182,10 +192,13 @@ CheckpointFiles find_checkpoint_files(const std::filesystem::path& checkpoint,
     tried.push_back(folder.parent_path().parent_path() / kConfigFileName);
   }
   for (const auto& candidate : tried) {
-    if (is_file(candidate)) {
+    const std::optional<std::string> problem = file_problem(candidate);
+    if (!problem) {
       files.config = candidate;
       return files;
     }
+    SN_CHECK(*problem == kNoSuchFile, "checkpoint {}: config {}: {}; pass the config it was trained with (--config FILE)",
+             checkpoint.string(), candidate.string(), *problem);
   }
   std::string tried_list;
   for (const auto& candidate : tried)
@@ -208,6 +221,12 @@ LoadedModel load_model(const std::filesystem::path& checkpoint, const LoadOption
   if (has_normalization) {
     loaded.normalization = {parse_double(scale, kMetadataNormalizationScale, origin),
                             parse_double(shift, kMetadataNormalizationShift, origin)};
+    // Training writes 1/255 or 1/(255 x the pixels' standard deviation), which is > 0 (make_normalization): 0
+    // would give every input the same value and so one prediction for all, a negative scale inverted images.
+    SN_CHECK(loaded.normalization.scale > 0.0,
+             "{}: metadata '{}' = \"{}\" is not positive: the scale training writes (1/255, or 1/(255 x the pixels' "
+             "standard deviation)) always is; the metadata is corrupt",
+             origin, kMetadataNormalizationScale, scale);
   } else if (loaded.config.data.normalize == "unit") {
     loaded.normalization = make_normalization(Dataset{}, "unit");  // needs no pixels
   }
@@ -215,9 +234,16 @@ LoadedModel load_model(const std::filesystem::path& checkpoint, const LoadOption
   const bool need_normalization = !has_normalization && loaded.config.data.normalize != "unit";
   if (need_normalization || shape.empty()) recompute_from_training_data(loaded, need_normalization, shape.empty());
 
-  loaded.spec.inputs = shape_numel(loaded.sample_shape);
+  loaded.spec.outputs = output_width(weights, loaded.config.model, origin);  // first: it checks the layer count
+  loaded.spec.inputs =
+      shape.empty()
+          ? first_layer_inputs(weights, loaded.sample_shape,
+                               fmt::format("the training images (samples of shape {})", shape_str(loaded.sample_shape)),
+                               "were they trained on other data?", origin)
+          : first_layer_inputs(weights, loaded.sample_shape,
+                               fmt::format("metadata '{}' = \"{}\"", kMetadataSampleShape, shape),
+                               "the metadata is corrupt", origin);
   loaded.spec.hidden = loaded.config.model.hidden;
-  loaded.spec.outputs = output_width(weights, loaded.config.model, origin);
   loaded.spec.activation = ops::parse_activation(loaded.config.model.activation);
   loaded.spec.bias = loaded.config.model.bias;
   loaded.spec.init = nn::parse_init(loaded.config.model.init);
@@ -333,6 +359,19 @@ Dataset load_split(const LoadedModel& model, std::string_view split) {
   data.name = fmt::format("{}/{}", config.dataset, split);
   check_matches_model(data, model);
   return data;
+}
+
+// The same number of values is not enough: 14x56 images hold 784 values too, laid out as another picture.
+// Flat samples (one dimension) and dimensions of 1 (a channel of 1) are the same layout.
+void check_matches_model(const Dataset& data, const LoadedModel& model) {
+  SN_CHECK(data.images.size(1) == model.spec.inputs,
+           "{} holds samples of shape {} ({} values), the model takes {} inputs (samples of shape {})", data.name,
+           shape_str(data.sample_shape), data.images.size(1), model.spec.inputs, shape_str(model.sample_shape));
+  const Shape data_shape = without_unit_dims(data.sample_shape), model_shape = without_unit_dims(model.sample_shape);
+  SN_CHECK(data_shape.size() <= 1 || model_shape.size() <= 1 || data_shape == model_shape,
+           "{} holds samples of shape {}, the model was trained on samples of shape {}: the same {} values, laid out "
+           "as another picture",
+           data.name, shape_str(data.sample_shape), shape_str(model.sample_shape), model.spec.inputs);
 }
 
 Dataset load_idx_for_model(const LoadedModel& model, const std::filesystem::path& images,

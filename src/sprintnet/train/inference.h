@@ -124,6 +124,10 @@ Dataset load_split(const LoadedModel& model, std::string_view split);
 // Explicit IDX files, checked the same way.
 Dataset load_idx_for_model(const LoadedModel& model, const std::filesystem::path& images,
                            const std::filesystem::path& labels);
+// The check above, for samples from anywhere (predict's IDX files): their values must be the model's inputs, laid
+// out as its samples were ([N, 28, 28], [N, 1, 28, 28] and flat [N, 784] are one layout; [N, 14, 56] is another
+// picture). Errors name data.name.
+void check_matches_model(const Dataset& data, const LoadedModel& model);
 
 struct ClassProbability {
   std::int64_t label = 0;
