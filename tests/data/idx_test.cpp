@@ -5,7 +5,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <string_view>
+#include <thread>
 
 #include "data/idx_files.h"
 
@@ -194,6 +203,94 @@ TEST(Idx, RejectsCorruptAndTruncatedGzip) {
   const auto garbage = dir / "garbage.gz";
   test::write_bytes(garbage, test::concat({0x1f, 0x8b, 0x08, 0x00}, test::random_bytes(64, gen)));
   EXPECT_THAT(error_message([&] { read_idx(garbage); }), HasSubstr(garbage.string()));
+}
+
+std::vector<std::uint8_t> bytes_of(std::string_view text) { return {text.begin(), text.end()}; }
+
+// zlib's gzread ends a gzip file at its last member and ignores bytes after it that do not start
+// another member: "garbage!" appended to a valid .gz trained with exit 0, where trailing bytes of a
+// raw file were refused. Payloads of 4 bytes and of 360 kB (random, so the compressed stream is
+// longer than the reader's 256 KiB input buffer and the end of the member comes in a later read).
+TEST(Idx, RejectsBytesAfterTheGzipStream) {
+  ScratchDir dir("idx-gzip-trailing");
+  Generator gen(test::test_seed());
+  for (const std::int64_t side : {2, 600}) {
+    const auto payload = test::random_bytes(static_cast<std::size_t>(side * side), gen, 1);
+    const auto good = dir / fmt::format("good-{}.gz", side);
+    write_idx(good, IdxType::kU8, {side, side}, payload, /*gzip=*/true);
+    EXPECT_TRUE(read_idx(good).bytes == payload) << "a valid .gz must still load";
+    const auto bad = dir / fmt::format("bad-{}.gz", side);
+    test::write_bytes(bad, test::concat(test::read_bytes(good), bytes_of("garbage!")));
+    EXPECT_THAT(error_message([&] { read_idx(bad); }),
+                AllOf(HasSubstr(bad.string()), HasSubstr("8 trailing bytes after the gzip stream"),
+                      HasSubstr("re-run scripts/get-data")));
+    // One byte, even the first byte of the gzip magic, cannot start another member.
+    test::write_bytes(bad, test::concat(test::read_bytes(good), {0x1f}));
+    EXPECT_THAT(error_message([&] { read_idx(bad); }), HasSubstr("1 trailing bytes after the gzip stream"));
+  }
+}
+
+// Concatenated members are one gzip stream (RFC 1952, 2.2), as gzread reads them: an IDX file split
+// between two members loads, and bytes after the last member are refused as after the first.
+TEST(Idx, ReadsAGzipStreamOfSeveralMembers) {
+  ScratchDir dir("idx-gzip-members");
+  Generator gen(test::test_seed());
+  const auto payload = test::random_bytes(6, gen, 1);
+  const auto head = dir / "head.gz", tail = dir / "tail.gz", joined = dir / "joined.gz";
+  test::write_gzip_bytes(head, test::concat(idx_header(0x08, {2, 3}), {payload.begin(), payload.begin() + 2}));
+  test::write_gzip_bytes(tail, {payload.begin() + 2, payload.end()});
+  const auto members = test::concat(test::read_bytes(head), test::read_bytes(tail));
+  test::write_bytes(joined, members);
+  EXPECT_EQ(read_idx(joined).bytes, payload);
+  test::write_bytes(joined, test::concat(members, bytes_of("garbage!")));
+  EXPECT_THAT(error_message([&] { read_idx(joined); }),
+              AllOf(HasSubstr(joined.string()), HasSubstr("8 trailing bytes after the gzip stream")));
+}
+
+// Writes `bytes` into the FIFO `path` from a thread of its own (its open waits for the reader's).
+std::thread feed_fifo(const std::filesystem::path& path, std::vector<std::uint8_t> bytes) {
+  return std::thread([path, bytes = std::move(bytes)] {
+    // A reader that stops early makes write() fail with EPIPE, rather than SIGPIPE ending the test.
+    sigset_t pipe_signal;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    for (std::size_t done = 0; done < bytes.size();) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+  });
+}
+
+// A FIFO has no size to compare with: the end of the gzip stream is found in the bytes themselves. 360 kB of
+// random payload is more than the pipe holds (64 KiB) and the reader's input buffer (256 KiB).
+TEST(Idx, ReadsAGzipFifoAndRefusesBytesAfterItsStream) {
+  ScratchDir dir("idx-gzip-fifo");
+  Generator gen(test::test_seed());
+  const auto payload = test::random_bytes(600 * 600, gen, 1);
+  const auto file = dir / "images.gz";
+  write_idx(file, IdxType::kU8, {600, 600}, payload, /*gzip=*/true);
+  const auto fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  std::thread writer = feed_fifo(fifo, test::read_bytes(file));
+  std::string error;
+  std::vector<std::uint8_t> read_back;
+  try {
+    read_back = read_idx(fifo).bytes;
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  writer.join();
+  EXPECT_EQ(error, "") << "a valid .gz through a FIFO must load";
+  EXPECT_TRUE(read_back == payload);
+  writer = feed_fifo(fifo, test::concat(test::read_bytes(file), bytes_of("garbage!")));
+  const std::string bad = error_message([&] { read_idx(fifo); });
+  writer.join();
+  EXPECT_THAT(bad, AllOf(HasSubstr(fifo.string()), HasSubstr("8 trailing bytes after the gzip stream")));
 }
 
 TEST(Idx, RejectsDimensionsWhoseSizeOverflows) {

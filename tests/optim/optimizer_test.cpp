@@ -179,5 +179,25 @@ TEST(Optimizer, RefusesAnEmptyANullOrARepeatedParameter) {
   EXPECT_THAT(test::error_message([&] { optim::Adam({&p, &p}, {}); }), HasSubstr("parameter 1 appears twice"));
 }
 
+// A copy of a Parameter shares its value's storage: listed beside the original it passed the pointer check and
+// the tensor was updated twice a step. Overlapping views of one buffer are the same mistake; disjoint views of
+// one buffer (a flat parameter buffer) are not.
+TEST(Optimizer, RefusesParametersThatShareMemory) {
+  Generator gen(test::test_seed());
+  nn::Parameter p = random_parameter({3}, gen);
+  nn::Parameter copy = p;
+  EXPECT_THAT(test::error_message([&] { optim::SGD({&p, &copy}, {.lr = 0.1}); }),
+              HasSubstr("optimizer parameters 0 and 1 share memory"));
+  const Tensor flat = test::random_uniform({6}, DType::kF64, gen);
+  const Tensor flat_grad = test::random_uniform({6}, DType::kF64, gen);
+  const auto part = [&](std::int64_t begin, std::int64_t end) {
+    return nn::Parameter{flat.slice_rows(begin, end), flat_grad.slice_rows(begin, end), true};
+  };
+  nn::Parameter low = part(0, 4), high = part(2, 6), rest = part(4, 6);
+  EXPECT_THAT(test::error_message([&] { optim::Adam({&low, &rest, &high}, {}); }),
+              HasSubstr("optimizer parameters 0 and 2 share memory"));
+  EXPECT_NO_THROW(optim::Adam({&low, &rest}, {}));
+}
+
 }  // namespace
 }  // namespace sprintnet

@@ -1,5 +1,6 @@
 #include "sprintnet/data/idx.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -12,6 +13,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "sprintnet/core/error.h"
 
@@ -59,38 +61,42 @@ std::uint64_t payload_bytes(const std::vector<std::int64_t>& dims, IdxType type,
   return total;
 }
 
-// Reads a file through zlib, which passes non-gzip files through unchanged
-// and inflates those that start with the gzip magic (1f 8b).
+// Reads a file, inflating it when it starts with the gzip magic (1f 8b) and passing it through
+// unchanged otherwise, as zlib's gzread does. It inflates by itself, not through gzread: gzread
+// ignores whatever follows a gzip member when that is not another member, and such bytes are an
+// error here, as trailing bytes of a raw file are. Concatenated members read as one stream (RFC
+// 1952), as gzread reads them. The file is read with read(2), so a pipe or a FIFO works too.
 class InputFile {
  public:
-  explicit InputFile(const std::filesystem::path& path) : path_(path.string()) {
+  explicit InputFile(const std::filesystem::path& path) : path_(path.string()), buffer_(kZlibBufferBytes) {
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
     SN_CHECK(std::filesystem::exists(status), "IDX file {}: no such file (run scripts/get-data to fetch the datasets)",
              path_);
     SN_CHECK(!std::filesystem::is_directory(status), "IDX file {}: is a directory, not a file", path_);
-    file_ = gzopen(path_.c_str(), "rb");
-    SN_CHECK(file_ != nullptr, "IDX file {}: cannot open: {}", path_, std::strerror(errno));
-    gzbuffer(file_, kZlibBufferBytes);
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    SN_CHECK(fd_ >= 0, "IDX file {}: cannot open: {}", path_, std::strerror(errno));
+    try {
+      stream_.next_in = buffer_.data();
+      stream_.avail_in = 0;
+      const bool gzip = has_gzip_magic();
+      // 16 + 15: a gzip wrapper (its header parsed, its CRC-32 and length checked) around a 32 KiB window.
+      SN_CHECK(!gzip || inflateInit2(&stream_, 16 + MAX_WBITS) == Z_OK, "IDX file {}: zlib could not start", path_);
+      gzip_ = gzip;
+    } catch (...) {
+      ::close(fd_);  // the destructor does not run for a constructor that throws
+      throw;
+    }
   }
-  ~InputFile() { gzclose(file_); }
+  ~InputFile() {
+    if (gzip_) inflateEnd(&stream_);
+    ::close(fd_);
+  }
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
 
   // Up to `n` bytes; fewer only at the end of the data.
-  std::size_t read(std::uint8_t* dst, std::size_t n) {
-    std::size_t total = 0;
-    while (total < n) {
-      const auto want = static_cast<unsigned>(std::min(n - total, kReadChunkBytes));
-      const int got = gzread(file_, dst + total, want);
-      if (got <= 0) {
-        check_stream();
-        break;
-      }
-      total += static_cast<std::size_t>(got);
-    }
-    return total;
-  }
+  std::size_t read(std::uint8_t* dst, std::size_t n) { return gzip_ ? inflate_into(dst, n) : copy_into(dst, n); }
 
   // Bytes left until the end of the data (consumes them).
   std::uint64_t count_remaining() {
@@ -100,24 +106,90 @@ class InputFile {
     return total;
   }
 
-  // Only meaningful after the first read.
-  bool compressed() const { return gzdirect(file_) == 0; }
+  bool compressed() const { return gzip_; }
 
  private:
-  // zlib reports a truncated stream as Z_BUF_ERROR and bad data as
-  // Z_DATA_ERROR; both mean the gzip file is damaged.
-  void check_stream() const {
-    int code = Z_OK;
-    std::string_view message = gzerror(file_, &code);
-    if (code == Z_OK) return;
-    // zlib prefixes its messages with the path, which ours already names.
-    if (message.starts_with(path_ + ": ")) message.remove_prefix(path_.size() + 2);
-    SN_FAIL("IDX file {}: corrupt or truncated gzip stream ({}); {}", path_,
-            code == Z_ERRNO ? std::string_view(std::strerror(errno)) : message, kRefetchHint);
+  // read(2) into `dst` until `n` bytes or the end of the file.
+  std::size_t read_file(std::uint8_t* dst, std::size_t n) {
+    std::size_t total = 0;
+    while (total < n) {
+      const ssize_t got = ::read(fd_, dst + total, std::min(n - total, kReadChunkBytes));
+      if (got < 0 && errno == EINTR) continue;
+      SN_CHECK(got >= 0, "IDX file {}: cannot read: {}", path_, std::strerror(errno));
+      if (got == 0) break;
+      total += static_cast<std::size_t>(got);
+    }
+    return total;
+  }
+
+  // Tops the unread input up to `want` bytes where the file has them (want <= the buffer's size);
+  // returns the bytes now unread.
+  std::size_t buffer_input(std::size_t want) {
+    if (stream_.avail_in >= want) return stream_.avail_in;
+    std::memmove(buffer_.data(), stream_.next_in, stream_.avail_in);
+    stream_.next_in = buffer_.data();
+    stream_.avail_in += static_cast<unsigned>(read_file(buffer_.data() + stream_.avail_in, want - stream_.avail_in));
+    return stream_.avail_in;
+  }
+
+  bool has_gzip_magic() {
+    return buffer_input(2) >= 2 && stream_.next_in[0] == 0x1f && stream_.next_in[1] == 0x8b;
+  }
+
+  std::size_t copy_into(std::uint8_t* dst, std::size_t n) {
+    const std::size_t buffered = std::min<std::size_t>(n, stream_.avail_in);
+    std::memcpy(dst, stream_.next_in, buffered);
+    stream_.next_in += buffered;
+    stream_.avail_in -= static_cast<unsigned>(buffered);
+    return buffered + read_file(dst + buffered, n - buffered);
+  }
+
+  std::size_t inflate_into(std::uint8_t* dst, std::size_t n) {
+    std::size_t total = 0;
+    while (total < n) {
+      if (member_ended_) {
+        // What follows a member: nothing, another member, or bytes that are no part of the stream.
+        if (buffer_input(2) == 0) break;
+        if (!has_gzip_magic()) fail_trailing();
+        SN_CHECK(inflateReset(&stream_) == Z_OK, "IDX file {}: zlib could not restart", path_);
+        member_ended_ = false;
+      }
+      if (stream_.avail_in == 0 && buffer_input(buffer_.size()) == 0) {
+        fail_corrupt("unexpected end of file");
+      }
+      stream_.next_out = dst + total;
+      stream_.avail_out = static_cast<unsigned>(std::min(n - total, kReadChunkBytes));
+      const unsigned before = stream_.avail_out;
+      const int rc = inflate(&stream_, Z_NO_FLUSH);
+      total += before - stream_.avail_out;
+      if (rc == Z_STREAM_END) {
+        member_ended_ = true;
+      } else if (rc != Z_OK) {
+        // Z_BUF_ERROR (no progress) cannot happen with input and room for output: like the others it is damage.
+        fail_corrupt(stream_.msg != nullptr ? stream_.msg : fmt::format("zlib error {}", rc));
+      }
+    }
+    return total;
+  }
+
+  [[noreturn]] void fail_corrupt(std::string_view why) const {
+    SN_FAIL("IDX file {}: corrupt or truncated gzip stream ({}); {}", path_, why, kRefetchHint);
+  }
+
+  [[noreturn]] void fail_trailing() {
+    std::uint64_t trailing = stream_.avail_in;
+    stream_.avail_in = 0;
+    while (const std::size_t got = read_file(buffer_.data(), buffer_.size())) trailing += got;
+    SN_FAIL("IDX file {}: {} trailing bytes after the gzip stream (they do not start another gzip member); {}", path_,
+            trailing, kRefetchHint);
   }
 
   std::string path_;
-  gzFile file_ = nullptr;
+  int fd_ = -1;
+  std::vector<std::uint8_t> buffer_;  // raw bytes read; [stream_.next_in, + avail_in) not used yet
+  z_stream stream_{};
+  bool gzip_ = false;
+  bool member_ended_ = false;  // inflate reached the end of a gzip member
 };
 
 std::uint32_t load_u32_big_endian(const std::uint8_t* p) {

@@ -1,7 +1,7 @@
 #include "sprintnet/optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
-#include <limits>
 #include <set>
 
 #include "sprintnet/ops/ops.h"
@@ -25,17 +25,43 @@ NamedTensors name_state(const std::vector<Tensor>& tensors, std::string_view nam
   return out;
 }
 
-// A counter read from a checkpoint must lie in [low, high].
-void check_counter(const Counters& counters, const std::string& name, std::int64_t low, std::int64_t high,
-                   std::string_view origin) {
-  const std::int64_t value = counters.at(name);
-  SN_CHECK(value >= low && value <= high, "{}: optimizer counter '{}' is {}, expected a value in [{}, {}]", origin,
-           name, value, low, high);
+// The step count of counters read from a checkpoint.
+std::int64_t checked_steps(const Counters& counters, std::string_view origin) {
+  const std::int64_t steps = counters.at("steps");
+  SN_CHECK(steps >= 0, "{}: optimizer counter 'steps' is {}, expected a count of steps (0 or more)", origin, steps);
+  return steps;
+}
+
+// The per-parameter counters `names` against the step count `steps`, as `updates` says. `full` is a
+// counter's value when its parameter was updated at every step: Adam's step count is `steps`, SGD's
+// "momentum started" flag min(steps, 1).
+void check_parameter_counters(const Counters& counters, const std::vector<std::string>& names, std::int64_t steps,
+                              std::int64_t full, UpdateCounts updates, std::string_view origin) {
+  for (const std::string& name : names) {
+    const std::int64_t value = counters.at(name);
+    SN_CHECK(value >= 0 && value <= full, "{}: optimizer counter '{}' is {}, expected a value in [0, {}] after {} "
+             "steps ('steps')", origin, name, value, full, steps);
+    if (updates == UpdateCounts::kEveryStep) {
+      SN_CHECK(value == full, "{}: optimizer counter '{}' is {}, expected {}: every parameter is updated at every "
+               "step, and the optimizer took {} steps ('steps')", origin, name, value, full, steps);
+    } else if (updates == UpdateCounts::kEveryStepUnlessSkipped) {
+      const std::int64_t first = counters.at(names.front());
+      SN_CHECK(value == first, "{}: optimizer counters '{}' ({}) and '{}' ({}) differ, where every parameter is "
+               "updated at every step whose update is not skipped", origin, names.front(), first, name, value);
+    }
+  }
+}
+
+std::vector<std::string> parameter_counter_names(std::size_t params, std::string_view counter) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < params; ++i) names.push_back(fmt::format("{}.{}", i, counter));
+  return names;
 }
 
 }  // namespace
 
-void Optimizer::load_state(const NamedTensors& tensors, const Counters& counters, std::string_view origin) {
+void Optimizer::load_state(const NamedTensors& tensors, const Counters& counters, std::string_view origin,
+                           UpdateCounts updates) {
   // Everything is checked before anything is changed, so a rejected state leaves the optimizer as it was.
   std::map<std::string, const Tensor*> by_name;
   for (const auto& [name, tensor] : tensors) {
@@ -64,13 +90,12 @@ void Optimizer::load_state(const NamedTensors& tensors, const Counters& counters
     SN_CHECK(expected.count(name) == 1, "{}: optimizer counter '{}' is not part of {} (saved by another optimizer?)",
              origin, name, describe());
   }
-  set_counters(counters, origin);
+  set_counters(counters, updates, origin);
   for (auto& [target, source] : copies) ops::copy(target, source->to(target.device()));
 }
 
-void Optimizer::set_counters(const Counters& counters, std::string_view origin) {
-  check_counter(counters, "steps", 0, std::numeric_limits<std::int64_t>::max(), origin);
-  steps_ = counters.at("steps");
+void Optimizer::set_counters(const Counters& counters, UpdateCounts /*updates*/, std::string_view origin) {
+  steps_ = checked_steps(counters, origin);
 }
 
 Optimizer::Optimizer(std::vector<nn::Parameter*> params, double lr) : params_(std::move(params)), lr_(lr) {
@@ -81,6 +106,11 @@ Optimizer::Optimizer(std::vector<nn::Parameter*> params, double lr) : params_(st
     SN_CHECK(params_[i] != nullptr, "optimizer parameter {} is null", i);
     SN_CHECK(seen.insert(params_[i]).second, "optimizer parameter {} appears twice in the list (it would be updated "
              "twice a step)", i);
+    // Two Parameter objects can hold one value tensor (a copied Parameter shares its storage): the same mistake.
+    for (std::size_t j = 0; j < i; ++j) {
+      SN_CHECK(!params_[i]->value.overlaps(params_[j]->value), "optimizer parameters {} and {} share memory (one "
+               "tensor, or overlapping views of one): it would be updated twice a step", j, i);
+    }
   }
   set_lr(lr);
 }
@@ -127,14 +157,14 @@ Counters SGD::counters() const {
   return out;
 }
 
-void SGD::set_counters(const Counters& counters, std::string_view origin) {
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    check_counter(counters, fmt::format("{}.momentum_started", i), 0, 1, origin);
-  }
-  Optimizer::set_counters(counters, origin);
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    momentum_started_[i] = counters.at(fmt::format("{}.momentum_started", i)) == 1;
-  }
+void SGD::set_counters(const Counters& counters, UpdateCounts updates, std::string_view origin) {
+  // Everything is checked before anything is set. A flag is 1 from its parameter's first update on (with or
+  // without momentum), so none is before the first step.
+  const std::vector<std::string> names = parameter_counter_names(params_.size(), "momentum_started");
+  const std::int64_t steps = checked_steps(counters, origin);
+  check_parameter_counters(counters, names, steps, std::min<std::int64_t>(steps, 1), updates, origin);
+  Optimizer::set_counters(counters, updates, origin);
+  for (std::size_t i = 0; i < params_.size(); ++i) momentum_started_[i] = counters.at(names[i]) == 1;
 }
 
 std::string SGD::describe() const {
@@ -177,15 +207,13 @@ Counters Adam::counters() const {
   return out;
 }
 
-void Adam::set_counters(const Counters& counters, std::string_view origin) {
+void Adam::set_counters(const Counters& counters, UpdateCounts updates, std::string_view origin) {
   // A parameter is updated at most once per step; everything is checked before anything is set.
-  check_counter(counters, "steps", 0, std::numeric_limits<std::int64_t>::max(), origin);
-  const std::int64_t steps = counters.at("steps");
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    check_counter(counters, fmt::format("{}.step", i), 0, steps, origin);
-  }
-  Optimizer::set_counters(counters, origin);
-  for (std::size_t i = 0; i < params_.size(); ++i) param_steps_[i] = counters.at(fmt::format("{}.step", i));
+  const std::vector<std::string> names = parameter_counter_names(params_.size(), "step");
+  const std::int64_t steps = checked_steps(counters, origin);
+  check_parameter_counters(counters, names, steps, steps, updates, origin);
+  Optimizer::set_counters(counters, updates, origin);
+  for (std::size_t i = 0; i < params_.size(); ++i) param_steps_[i] = counters.at(names[i]);
 }
 
 std::string Adam::describe() const {

@@ -19,6 +19,20 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 // Integer state by name: step counts and per-parameter flags.
 using Counters = std::map<std::string, std::int64_t>;
 
+// How the per-parameter counters that load_state() accepts relate to the step count "steps".
+enum class UpdateCounts {
+  // torch.optim's semantics: a parameter is updated at the steps where it has a gradient, so its
+  // counters may lag: Adam's "i.step" in [0, steps], SGD's "i.momentum_started" 0 or 1 (0 before any step).
+  kPerParameter,
+  // Every parameter has a gradient at every step (sprintnet's trainer, fp32 and bf16): each "i.step"
+  // is steps and each "i.momentum_started" 1 once steps > 0.
+  kEveryStep,
+  // As kEveryStep, except that whole updates may be skipped (fp16's dynamic loss scaling skips the
+  // update of a step whose gradient is not finite, for every parameter at once): the counters
+  // count the updates made, one count in [0, steps] for every parameter.
+  kEveryStepUnlessSkipped,
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -40,13 +54,15 @@ class Optimizer {
   virtual Counters counters() const { return {{"steps", steps_}}; }
   // Restores what state() and counters() exported from an optimizer of the same type over
   // parameters of the same shapes. Every name must be present with its shape and dtype and
-  // nothing else may be; `origin` names the source in errors.
-  void load_state(const NamedTensors& tensors, const Counters& counters, std::string_view origin);
+  // nothing else may be, and the per-parameter counters must agree with "steps" as `updates`
+  // says; `origin` names the source in errors. A rejected state changes nothing.
+  void load_state(const NamedTensors& tensors, const Counters& counters, std::string_view origin,
+                  UpdateCounts updates = UpdateCounts::kPerParameter);
   virtual std::string describe() const = 0;
 
  protected:
-  // Sets the counters, whose names load_state() has matched with counters().
-  virtual void set_counters(const Counters& counters, std::string_view origin);
+  // Checks and sets the counters, whose names load_state() has matched with counters().
+  virtual void set_counters(const Counters& counters, UpdateCounts updates, std::string_view origin);
   Optimizer(std::vector<nn::Parameter*> params, double lr);
   std::vector<nn::Parameter*> params_;
   double lr_;
@@ -70,7 +86,7 @@ class SGD final : public Optimizer {
   std::string describe() const override;
 
  protected:
-  void set_counters(const Counters& counters, std::string_view origin) override;
+  void set_counters(const Counters& counters, UpdateCounts updates, std::string_view origin) override;
 
  private:
   SgdOptions options_;
@@ -96,7 +112,7 @@ class Adam : public Optimizer {
   std::string describe() const override;
 
  protected:
-  void set_counters(const Counters& counters, std::string_view origin) override;
+  void set_counters(const Counters& counters, UpdateCounts updates, std::string_view origin) override;
 
  private:
   AdamOptions options_;

@@ -327,7 +327,11 @@ void Trainer::restore(const Checkpoint& checkpoint) {
            "to find the same files, not other ones", state_file, checkpoint.train_data, train_data_);
   load_model_weights(*model_, checkpoint.weights, weights_file);
   check_optimizer_state_values(checkpoint.optimizer_state, state_file);
-  optimizer_->load_state(checkpoint.optimizer_state, checkpoint.optimizer_counters, state_file);
+  // Every parameter has a gradient at every step of a run: its counters follow the step count, except that fp16's
+  // dynamic loss scaling skips whole updates (docs/CHECKPOINTS.md).
+  optimizer_->load_state(checkpoint.optimizer_state, checkpoint.optimizer_counters, state_file,
+                         precision_ == "fp16" ? optim::UpdateCounts::kEveryStepUnlessSkipped
+                                              : optim::UpdateCounts::kEveryStep);
   // Adam's per-parameter counters are alike in any checkpoint a run writes: a difference is damage, named here
   // with the file, whichever engine resumes.
   step_counters(checkpoint.optimizer_counters, state_file);
