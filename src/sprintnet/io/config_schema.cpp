@@ -349,11 +349,11 @@ std::vector<std::string> check_config_consistency(const Config& config) {
   }
   // One folder inside output.dir: a path ("../../elsewhere", or absolute, which replaced output.dir) wrote the run
   // outside it, and "." or ".." name output.dir itself or its parent (the run went to ".-1", "..-1").
-  const std::string& name = config.output.name;
-  if (name.find('/') != std::string::npos || name == "." || name == "..") {
+  const std::string& run_name = config.output.name;
+  if (run_name.find('/') != std::string::npos || run_name == "." || run_name == "..") {
     problems.push_back(fmt::format("output.name = \"{}\": a run's name is one folder inside output.dir, without '/', "
                                    "and not \".\" or \"..\" (set output.dir for where runs go)",
-                                   name));
+                                   run_name));
   }
   const std::pair<std::string_view, const std::string*> paths[] = {
       {"data.train_images", &config.data.train_images},
