@@ -60,8 +60,11 @@ constexpr double kTrainedFloor = 0.85, kSigmoidFloor = 0.7, kMseFloor = 0.8;
 // first steps). The second epoch's mean is chaotic on some draws: a ReLU unit that flips on one side of a
 // rounding tips the trajectory, and on 3 of 12 seeds (H200, 2026-11-29) every GPU engine agreed with the others
 // to 2e-7 and sat 1.2e-3..2.7e-3 from the CPU run, as two CPU runs differing only in their fp32 GEMM library
-// (oneDNN's sgemm, OpenBLAS) did by 3.4e-3 on seed 1. Later epochs are held to 1e-2, and to the accuracy below.
-// 2000 test images: one image is 0.05 %; reordering may flip a few borderline ones.
+// (oneDNN's sgemm, OpenBLAS) did by 3.4e-3 on seed 1. Later epochs are held to 1e-2.
+// Test accuracy, 2000 images (one is 0.05 %): after the first epoch, whose weights follow the CPU's to ~1e-4,
+// reordering may flip a few borderline images: 0.3 points. After a chaotic second epoch the two runs are two
+// nearby trajectories, and the final accuracies differed by 0.4 points on a draw where every loss bar held (H200,
+// 2026-11-29, test seed 226639551608): 1 point there, which a wrong op (a loss off by > 1e-2) still exceeds.
 void expect_follows(const TrainSummary& cpu, const TrainSummary& gpu, double min_accuracy = kTrainedFloor) {
   ASSERT_EQ(cpu.epochs.size(), gpu.epochs.size());
   for (std::size_t e = 0; e < cpu.epochs.size(); ++e) {
@@ -69,7 +72,9 @@ void expect_follows(const TrainSummary& cpu, const TrainSummary& gpu, double min
     EXPECT_LT(rel, e == 0 ? 1e-3 : 1e-2) << "epoch " << e + 1 << ": cpu " << cpu.epochs[e].train_loss << ", gpu "
                                          << gpu.epochs[e].train_loss;
   }
-  EXPECT_NEAR(gpu.final_test.accuracy, cpu.final_test.accuracy, 0.003);
+  ASSERT_TRUE(cpu.epochs[0].test_accuracy && gpu.epochs[0].test_accuracy);
+  EXPECT_NEAR(*gpu.epochs[0].test_accuracy, *cpu.epochs[0].test_accuracy, 0.003) << "after the first epoch";
+  EXPECT_NEAR(gpu.final_test.accuracy, cpu.final_test.accuracy, cpu.epochs.size() > 1 ? 0.01 : 0.003);
   EXPECT_GT(gpu.final_test.accuracy, min_accuracy);
 }
 
@@ -142,7 +147,7 @@ TEST(CompiledStep, APartialLastBatchFollowsTheCpuRun) {
 // DRELU epilogue from the mask the forward wrote (SPRINTNET_DRELU_EPILOGUE=1, the kernel lab's switch): the
 // slice's second layer's input gradient takes it (the skinny output kernel applies the other). Both follow
 // the eager CPU run (expect_follows: a missing or misplaced ReLU gradient moves the loss by more than 1e-2).
-// They also follow each other within 1e-4, the reordering bar above: in fp32 they differ only in where the
+// They also follow each other, the first epoch within 1e-4 (the reordering bar above): in fp32 they differ only in where the
 // gradient's factor of 1 or 0 is applied and in which cuBLASLt kernels run the forward and input-gradient
 // products, whose sums may round differently.
 TEST(CompiledStep, ReluGradientByKernelOrByEpilogueFollowsTheCpuRun) {
@@ -163,8 +168,10 @@ TEST(CompiledStep, ReluGradientByKernelOrByEpilogueFollowsTheCpuRun) {
     runs.push_back(trainer->fit());
     expect_follows(cpu, runs.back());
   }
+  // The first epoch within 1e-4; the second, chaotic on some draws as expect_follows says, within its 1e-2.
   for (std::size_t e = 0; e < runs[0].epochs.size(); ++e) {
-    EXPECT_NEAR(runs[0].epochs[e].train_loss, runs[1].epochs[e].train_loss, 1e-4 * runs[1].epochs[e].train_loss)
+    EXPECT_NEAR(runs[0].epochs[e].train_loss, runs[1].epochs[e].train_loss,
+                (e == 0 ? 1e-4 : 1e-2) * runs[1].epochs[e].train_loss)
         << "epoch " << e + 1;
   }
 }
