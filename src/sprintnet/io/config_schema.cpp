@@ -233,7 +233,9 @@ const std::vector<ConfigKey>& keys() {
           "`cross_entropy` (softmax + negative log-likelihood) or `mse` (against one-hot targets)",
           one_of({"cross_entropy", "mse"})),
       key("loss.label_smoothing", &Config::loss, &LossConfig::label_smoothing,
-          "cross_entropy: share of the target spread uniformly over all classes, as in PyTorch", half_open(0, 1)),
+          "cross_entropy: share of the target spread uniformly over all classes, as in PyTorch; it shapes the "
+          "training loss only: the test loss (and `sprintnet eval`'s) is plain cross-entropy, so it sits below a "
+          "smoothed train loss", half_open(0, 1)),
 
       key("optim.type", &Config::optim, &OptimConfig::type, "the optimizer", one_of({"sgd", "adam", "adamw"})),
       key("optim.lr", &Config::optim, &OptimConfig::lr, "learning rate (the peak, for onecycle)", greater_than(0)),
