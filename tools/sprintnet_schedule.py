@@ -35,7 +35,8 @@ class LrSchedule:
             s = float(step)
             if s <= rise_end:
                 return _cosine_anneal(initial, self.base_lr, s / rise_end if rise_end > 0.0 else 1.0)
-            return _cosine_anneal(self.base_lr, final_lr, min((s - rise_end) / max(fall_end - rise_end, 1.0), 1.0))
+            # The fall may span less than one step; it still ends at final_lr on the last step (torch's OneCycleLR).
+            return _cosine_anneal(self.base_lr, final_lr, min((s - rise_end) / (fall_end - rise_end), 1.0))
         return self.base_lr
 
     def lr_at(self, step):

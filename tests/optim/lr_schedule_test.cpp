@@ -129,6 +129,26 @@ TEST(LrSchedule, OneCycleMatchesTorch) {
   }
 }
 
+// A fall shorter than one step ((1 - pct_start) x total < 1: 0.5 of 10 steps at 0.95, 0.4 of 4 at 0.9) still ends at
+// the minimum on the last step, as torch's; a span floored at one step left it half way (0.500002 for 4e-6).
+TEST(LrSchedule, OneCycleWithAFallShorterThanAStepEndsAtTheMinimum) {
+  ScheduleConfig config = schedule("onecycle");
+  for (const auto& [pct_start, total] : {std::pair{0.95, std::int64_t{10}}, std::pair{0.9, std::int64_t{4}}}) {
+    config.pct_start = pct_start;
+    const optim::LrSchedule s(config, 1.0, 1, total);
+    for (std::int64_t step = 0; step < total; ++step) {
+      EXPECT_NEAR(s.lr_at(step), torch_one_cycle(1.0, pct_start, 25, 1e4, total, step), kTolerance)
+          << "pct_start " << pct_start << " step " << step;
+    }
+    EXPECT_NEAR(s.lr_at(total - 1), 1.0 / 25 / 1e4, kTolerance);
+  }
+}
+
+TEST(LrSchedule, ANegativeStepIsRefused) {
+  const optim::LrSchedule s(schedule("onecycle"), 0.1, 10, 100);
+  EXPECT_THROW(s.lr_at(-3), Error);
+}
+
 // A warm-up may last the whole run (warmup_steps = total steps, the bound the error names as "[0, total]"): the
 // rate then rises on every step and the run ends below lr. One step more is refused (BadConfigErrorsNameTheKey).
 TEST(LrSchedule, AWarmUpAsLongAsTheRunIsAccepted) {

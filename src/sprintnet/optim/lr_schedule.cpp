@@ -71,12 +71,16 @@ double LrSchedule::base_value(std::int64_t step) const {
     const double fall_end = static_cast<double>(total_steps_) - 1.0;
     const double s = static_cast<double>(step);
     if (s <= rise_end) return cosine_anneal(initial, base_lr_, rise_end > 0.0 ? s / rise_end : 1.0);
-    return cosine_anneal(base_lr_, final_lr, std::min((s - rise_end) / std::max(fall_end - rise_end, 1.0), 1.0));
+    // The fall spans (1 - pct_start) x total steps, which may be under one (pct_start 0.95 of 10 steps: 0.5), and
+    // ends at final_lr on the last step, as torch's OneCycleLR does (a span floored at 1 left it half way).
+    const double fall = fall_end - rise_end;  // > 0: pct_start < 1
+    return cosine_anneal(base_lr_, final_lr, std::min((s - rise_end) / fall, 1.0));
   }
   return base_lr_;
 }
 
 double LrSchedule::lr_at(std::int64_t step) const {
+  SN_CHECK(step >= 0, "learning-rate schedule: step {} is negative (steps count from 0)", step);
   double lr = base_value(step);
   if (step < config_.warmup_steps) {
     const double progress = static_cast<double>(step) / static_cast<double>(config_.warmup_steps);
