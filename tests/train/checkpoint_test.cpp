@@ -264,6 +264,29 @@ TEST(Checkpoint, ASecondFitIsRefusedNamingTheRunAndHowToContinueIt) {
   EXPECT_EQ(more.epochs.size(), 1u);
 }
 
+// A finished run resumed for more epochs: its final weights were the earlier end's until the new end, and eval of
+// the run (killed on the way, say) took them for the run's. They are removed when the resume starts training (the
+// checkpoint it resumed from holds the same bytes), and the new end writes the run's final weights again.
+TEST(Checkpoint, AResumeForMoreEpochsDropsTheEarlierEndsFinalWeights) {
+  const fs::path out = test::temp_dir("checkpoint-extend");
+  const TrainSummary first = Trainer(tiny_config(out, "extend", {"train.epochs=1"})).fit();
+  const fs::path final_weights = first.run_dir / "model.safetensors";
+  ASSERT_TRUE(fs::exists(final_weights));
+  EXPECT_EQ(read_file(final_weights), read_file(first.run_dir / "checkpoints" / "epoch-0001" / "model.safetensors"));
+  Trainer more(plan_resume(first.run_dir, {}, {"train.epochs=3"}));
+  more.on_epoch_end([&](const EpochRecord& record) {
+    if (record.epoch == 2) {
+      EXPECT_FALSE(fs::exists(final_weights)) << "the earlier end's weights, during the extension";
+      throw SimulatedKill{};
+    }
+  });
+  EXPECT_THROW(more.fit(), SimulatedKill);
+  EXPECT_FALSE(fs::exists(final_weights));
+  const TrainSummary end = resume(first.run_dir);
+  EXPECT_EQ(end.epochs.back().epoch, 3);
+  EXPECT_EQ(read_file(final_weights), read_file(first.run_dir / "checkpoints" / "epoch-0003" / "model.safetensors"));
+}
+
 TEST(Checkpoint, WeightsFileHoldsOnlyTheModelSoPyTorchLoadsItStrictly) {
   const fs::path out = test::temp_dir("checkpoint-files");
   const fs::path run = Trainer(tiny_config(out, "run", {"train.epochs=1"})).fit().run_dir;

@@ -534,6 +534,15 @@ TrainSummary Trainer::fit() {
       // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
       write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
       if (!resumed) metrics.emplace(summary.run_dir, config_.output.csv);
+      // A finished run resumed for more epochs: its final weights are the earlier end's, which `eval RUN` would
+      // take for this run's while it trains (or after it was killed). The checkpoint it resumes from holds them
+      // (the last epoch always writes one), so nothing is lost; until the new end, eval names that checkpoint.
+      if (resumed && start_epoch_ < config_.train.epochs) {
+        std::error_code ec;
+        std::filesystem::remove(summary.run_dir / "model.safetensors", ec);
+        SN_CHECK(!ec, "cannot remove the earlier end's weights {}: {}", (summary.run_dir / "model.safetensors").string(),
+                 ec.message());
+      }
     } catch (const Error&) {
       // A new run that cannot start (a full disk, a directory that is not writable) leaves no run
       // directory behind: it was created just now (never reused, run_directory.h) and holds only
