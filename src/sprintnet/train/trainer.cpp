@@ -24,7 +24,6 @@
 #include "sprintnet/train/fused_fit.h"
 #include "sprintnet/train/inference.h"
 #include "sprintnet/train/model_io.h"
-#include "sprintnet/train/flat_parameters.h"
 #include "sprintnet/train/run_directory.h"
 
 namespace sprintnet::train {
@@ -332,9 +331,6 @@ void Trainer::restore(const Checkpoint& checkpoint) {
   optimizer_->load_state(checkpoint.optimizer_state, checkpoint.optimizer_counters, state_file,
                          precision_ == "fp16" ? optim::UpdateCounts::kEveryStepUnlessSkipped
                                               : optim::UpdateCounts::kEveryStep);
-  // Adam's per-parameter counters are alike in any checkpoint a run writes: a difference is damage, named here
-  // with the file, whichever engine resumes.
-  step_counters(checkpoint.optimizer_counters, state_file);
   step_ = checkpoint.step;
   start_epoch_ = checkpoint.epoch;
 }
