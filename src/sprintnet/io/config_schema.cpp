@@ -327,6 +327,15 @@ bool is_config_table(std::string_view name) {
          std::any_of(tables().begin(), tables().end(), [&](const ConfigTable& table) { return table.name == name; });
 }
 
+std::optional<std::string> output_name_problem(std::string_view name) {
+  // One folder inside output.dir: a path ("../../elsewhere", or absolute, which replaced output.dir) wrote the run
+  // outside it, and "." or ".." name output.dir itself or its parent (the run went to ".-1", "..-1").
+  if (name.find('/') == std::string_view::npos && name != "." && name != "..") return std::nullopt;
+  return fmt::format("output.name = \"{}\": a run's name is one folder inside output.dir, without '/', and not \".\" "
+                     "or \"..\" (set output.dir for where runs go)",
+                     name);
+}
+
 std::vector<std::string> check_config_consistency(const Config& config) {
   std::vector<std::string> problems;
   // PyTorch's SGD refuses the same combination: Nesterov needs a momentum term to look ahead with.
@@ -349,14 +358,7 @@ std::vector<std::string> check_config_consistency(const Config& config) {
                                    "is \"mse\"): leave it out, or 0",
                                    config.loss.label_smoothing));
   }
-  // One folder inside output.dir: a path ("../../elsewhere", or absolute, which replaced output.dir) wrote the run
-  // outside it, and "." or ".." name output.dir itself or its parent (the run went to ".-1", "..-1").
-  const std::string& run_name = config.output.name;
-  if (run_name.find('/') != std::string::npos || run_name == "." || run_name == "..") {
-    problems.push_back(fmt::format("output.name = \"{}\": a run's name is one folder inside output.dir, without '/', "
-                                   "and not \".\" or \"..\" (set output.dir for where runs go)",
-                                   run_name));
-  }
+  if (auto problem = output_name_problem(config.output.name)) problems.push_back(std::move(*problem));
   const std::pair<std::string_view, const std::string*> paths[] = {
       {"data.train_images", &config.data.train_images},
       {"data.train_labels", &config.data.train_labels},

@@ -78,6 +78,9 @@ std::vector<ConfigDifference> config_differences(const Config& before, const Con
 // Checks a value against its key's constraint (finite floats, ranges, choices).
 // Returns the problem ("must be > 0, got -1"), or nothing when the value is fine.
 std::optional<std::string> check_config_value(const ConfigKey& key, const ConfigValue& value);
+// Why `name` cannot be output.name (a path, "." or ".."), or nullopt: check_config_consistency's rule, which
+// create_run_directory applies too.
+std::optional<std::string> output_name_problem(std::string_view name);
 // Checks that relate several keys (nesterov needs momentum). Returns the problems found.
 std::vector<std::string> check_config_consistency(const Config& config);
 // Every problem of a Config however it was made: each key's value against its constraint, as loading checks it

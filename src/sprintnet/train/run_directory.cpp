@@ -12,12 +12,14 @@
 #include <fmt/chrono.h>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/io/config_schema.h"
 
 namespace sprintnet::train {
 
 std::filesystem::path create_run_directory(const Config& config) {
-  validate_config(config, "the run's config");  // output.name among the rest: one folder, inside output.dir
   std::string name = config.output.name;
+  const std::optional<std::string> problem = output_name_problem(name);
+  SN_CHECK(!problem, "{}", problem.value_or(""));
   if (name.empty()) {
     name = fmt::format("{}-{:%Y%m%d-%H%M%S}", config.data.dataset, fmt::gmtime(std::time(nullptr)));
   }
