@@ -235,14 +235,13 @@ LoadedModel load_model(const std::filesystem::path& checkpoint, const LoadOption
   if (need_normalization || shape.empty()) recompute_from_training_data(loaded, need_normalization, shape.empty());
 
   loaded.spec.outputs = output_width(weights, loaded.config.model, origin);  // first: it checks the layer count
+  const bool shape_from_data = shape.empty();
+  const std::string shape_source =
+      shape_from_data ? fmt::format("the training images (samples of shape {})", shape_str(loaded.sample_shape))
+                      : fmt::format("metadata '{}' = \"{}\"", kMetadataSampleShape, shape);
   loaded.spec.inputs =
-      shape.empty()
-          ? first_layer_inputs(weights, loaded.sample_shape,
-                               fmt::format("the training images (samples of shape {})", shape_str(loaded.sample_shape)),
-                               "were they trained on other data?", origin)
-          : first_layer_inputs(weights, loaded.sample_shape,
-                               fmt::format("metadata '{}' = \"{}\"", kMetadataSampleShape, shape),
-                               "the metadata is corrupt", origin);
+      first_layer_inputs(weights, loaded.sample_shape, shape_source,
+                         shape_from_data ? "were they trained on other data?" : "the metadata is corrupt", origin);
   loaded.spec.hidden = loaded.config.model.hidden;
   loaded.spec.activation = ops::parse_activation(loaded.config.model.activation);
   loaded.spec.bias = loaded.config.model.bias;
