@@ -644,6 +644,57 @@ TEST(Checkpoint, OptimizerCountersBehindTheStepCountAreRefusedNamingTheKey) {
   EXPECT_NO_THROW(Trainer trainer(adamw));
 }
 
+// An fp16 run's dynamic loss scaling (torch.amp.GradScaler's scale and growth tracker) is part of its state: a
+// checkpoint without it resumed from the initial scale and skipped or took updates the uninterrupted run did not
+// (on the GPU: CompiledStep.AnFp16RunResumesBitForBitWithItsLossScaling). It reads back as written; values no run
+// writes are refused naming the file and the key. (The CPU trains no fp16: the checkpoint is an fp32 run's, relabelled.)
+TEST(Checkpoint, AnFp16RunsLossScalingReadsBackAndValuesNoRunWritesAreRefused) {
+  const fs::path out = test::temp_dir("checkpoint-loss-scale");
+  Checkpoint fp16 = read_checkpoint(latest_checkpoint(train_until_killed(tiny_config(out, "run"), 2)));
+  ASSERT_EQ(fp16.loss_scaling, std::nullopt);  // fp32 keeps none
+  fp16.config.device.precision = "fp16";
+  fp16.loss_scaling = LossScaling{8192.0f, 17};
+  const fs::path dir = write_checkpoint(out / "fp16", fp16, 0);
+  EXPECT_EQ(read_checkpoint(dir).loss_scaling, fp16.loss_scaling);
+  Checkpoint older = fp16;  // an fp16 checkpoint written before the scaling was kept: it starts from the initial one
+  older.loss_scaling.reset();
+  EXPECT_EQ(read_checkpoint(write_checkpoint(out / "older", older, 0)).loss_scaling, std::nullopt);
+
+  const fs::path state = dir / kCheckpointStateFileName;
+  const SafetensorsFile written = load_safetensors(state);
+  ASSERT_EQ(written.metadata.at("loss_scale"), "8192");
+  ASSERT_EQ(written.metadata.at("loss_scale.good_steps"), "17");
+  const auto refused = [&](const std::string& key, const std::optional<std::string>& value, const std::string& message) {
+    SafetensorsFile edited = written;
+    if (value) {
+      edited.metadata[key] = *value;
+    } else {
+      edited.metadata.erase(key);
+    }
+    save_safetensors(state, edited.tensors, edited.metadata);
+    EXPECT_THAT([&] { read_checkpoint(dir); }, ThrowsMessage<Error>(AllOf(HasSubstr(state.string()), HasSubstr(message))))
+        << key << " = " << value.value_or("(none)");
+  };
+  refused("loss_scale", "3", "loss scale 3 is not a positive, finite power of two");
+  refused("loss_scale", "inf", "loss scale inf is not a positive");
+  refused("loss_scale", "0", "loss scale 0 is not a positive");
+  refused("loss_scale", "-65536", "loss scale -65536 is not a positive");
+  refused("loss_scale", "2x", "'loss_scale' is \"2x\", expected a number");
+  refused("loss_scale.good_steps", "2000", "2000 finite steps since the loss scale changed is outside [0, 2000)");
+  refused("loss_scale.good_steps", "-1", "'loss_scale.good_steps' is \"-1\", expected a non-negative integer");
+  refused("loss_scale.good_steps", std::nullopt, "no 'loss_scale.good_steps'");
+  refused("loss_scale", std::nullopt, "no 'loss_scale'");
+  refused("loss_scale.good_steps", "31", "counts 31 steps, more than the run's 30");
+  save_safetensors(state, written.tensors, written.metadata);
+  EXPECT_EQ(read_checkpoint(dir).loss_scaling, fp16.loss_scaling);  // the refusals were about the edits
+
+  Checkpoint bf16 = fp16;  // no run of another precision keeps it
+  bf16.config.device.precision = "bf16";
+  EXPECT_THAT([&] { read_checkpoint(write_checkpoint(out / "bf16", bf16, 0)); },
+              ThrowsMessage<Error>(HasSubstr("metadata 'loss_scale' is fp16's loss scaling, but the checkpoint's "
+                                             "config has device.precision = \"bf16\"")));
+}
+
 // A NaN weight whose loss stays finite (the compiled steps' ReLU maps a NaN pre-activation to 0) used to end the
 // run with exit 0 and a final model and checkpoint that eval, predict and resume refuse. The trainer checks each
 // snapshot it writes with first_non_finite, the loader's own check.

@@ -1,11 +1,14 @@
 // The compiled GPU step (train/train_plan.h) trains like the eager one: in each
 // 16-bit and tf32 precision to the fp32 accuracy, and through a checkpoint and
-// resume to the same weights as an uninterrupted run.
+// resume to the same weights as an uninterrupted run (fp16 with its loss scaling).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 
 #include "sprintnet/io/safetensors.h"
+#include "sprintnet/train/checkpoint.h"
 #include "sprintnet/train/resume.h"
 #include "sprintnet/train/trainer.h"
 #include "support/gpu.h"
@@ -105,6 +108,53 @@ TEST(CompiledStep, ResumedRunEndsWithTheUninterruptedRunsWeights) {
   for (std::size_t i = 0; i < a.tensors.size(); ++i) {
     // The same graph replayed on the same data: equal up to cuBLASLt's reduction order (bit-equal here).
     EXPECT_LT(test::relative_error(a.tensors[i].second, b.tensors[i].second), 1e-6) << a.tensors[i].first;
+  }
+}
+
+// fp16's dynamic loss scaling is part of the run's state (train/loss_scaling.h). Before checkpoints kept it, a
+// resumed fp16 run started again from 2^16 with no finite steps counted: it skipped updates the uninterrupted run
+// took (a scale that had come down from 2^16 overflows again) and grew its scale at other steps. Both engines that
+// compute in fp16: the compiled step and the fused engine (its grid kernel). The runs' last checkpoints must hold the
+// same scaling (the old resume's differs: its count of finite steps restarts at 0), the same weights.
+TEST(CompiledStep, AnFp16RunResumesBitForBitWithItsLossScaling) {
+  SN_REQUIRE_GPU();
+  for (const std::string engine : {"compiled", "fused"}) {
+    SCOPED_TRACE(engine);
+    const std::vector<std::string> slice = {"data.train_limit=10000", "data.test_limit=2000", "train.epochs=3",
+                                            fmt::format("device.engine=\"{}\"", engine)};
+    const TrainSummary whole = Trainer(mnist_config("fp16", engine + "-fp16-whole", slice)).fit();
+    Trainer killed(mnist_config("fp16", engine + "-fp16-killed", slice));
+    killed.on_epoch_end([](const EpochRecord& record) {
+      if (record.epoch == 2) throw SimulatedKill{};
+    });
+    EXPECT_THROW(killed.fit(), SimulatedKill);
+    const auto run_dir = killed.config().output.dir / std::filesystem::path(engine + "-fp16-killed");
+    const std::optional<LossScaling> kept = read_checkpoint(latest_checkpoint(run_dir)).loss_scaling;
+    ASSERT_TRUE(kept.has_value());
+    std::printf("%s: loss scale %g, %lld finite steps since it changed, after epoch 2; updates skipped by epoch: %lld "
+                "%lld %lld\n", engine.c_str(), kept->scale, static_cast<long long>(kept->good_steps),
+                static_cast<long long>(whole.epochs[0].skipped_updates),
+                static_cast<long long>(whole.epochs[1].skipped_updates),
+                static_cast<long long>(whole.epochs[2].skipped_updates));
+    EXPECT_NE(*kept, LossScaling{});  // what a resume without it started from: the test could not tell otherwise
+
+    const TrainSummary resumed = Trainer(plan_resume(run_dir, {}, {})).fit();
+    ASSERT_EQ(resumed.epochs.size(), 1u);
+    EXPECT_EQ(resumed.epochs[0].train_loss, whole.epochs[2].train_loss);
+    EXPECT_EQ(resumed.epochs[0].skipped_updates, whole.epochs[2].skipped_updates);
+    EXPECT_EQ(resumed.final_test.accuracy, whole.final_test.accuracy);
+    EXPECT_EQ(read_checkpoint(latest_checkpoint(run_dir)).loss_scaling,
+              read_checkpoint(latest_checkpoint(whole.run_dir)).loss_scaling);
+    const auto a = load_safetensors(whole.run_dir / "model.safetensors");
+    const auto b = load_safetensors(run_dir / "model.safetensors");
+    ASSERT_EQ(a.tensors.size(), b.tensors.size());
+    for (std::size_t i = 0; i < a.tensors.size(); ++i) {
+      const Tensor& x = a.tensors[i].second;
+      const Tensor& y = b.tensors[i].second;
+      ASSERT_EQ(x.nbytes(), y.nbytes());
+      EXPECT_EQ(std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()), 0)
+          << a.tensors[i].first << ": relative error " << test::relative_error(x, y);
+    }
   }
 }
 

@@ -35,6 +35,8 @@ constexpr std::string_view kOptimizerKey = "optimizer";
 constexpr std::string_view kCounterPrefix = "optimizer.";
 constexpr std::string_view kConfigKey = "config";
 constexpr std::string_view kTrainDataKey = "train_data";
+constexpr std::string_view kLossScaleKey = "loss_scale";
+constexpr std::string_view kLossScaleGoodStepsKey = "loss_scale.good_steps";
 
 std::optional<std::int64_t> parse_int(std::string_view text) {
   std::int64_t value = 0;
@@ -105,7 +107,34 @@ Metadata state_metadata(const Checkpoint& checkpoint) {
     metadata[fmt::format("{}{}", kCounterPrefix, name)] = std::to_string(value);
   }
   if (!checkpoint.train_data.empty()) metadata[std::string(kTrainDataKey)] = checkpoint.train_data;
+  if (checkpoint.loss_scaling) {
+    // fmt's shortest form that reads back as the same float.
+    metadata[std::string(kLossScaleKey)] = fmt::format("{}", checkpoint.loss_scaling->scale);
+    metadata[std::string(kLossScaleGoodStepsKey)] = std::to_string(checkpoint.loss_scaling->good_steps);
+  }
   return metadata;
+}
+
+// The loss scaling an fp16 run's state file holds, checked against what runs write; nothing when it holds none.
+std::optional<LossScaling> read_loss_scaling(const Metadata& metadata, const Checkpoint& checkpoint,
+                                             const fs::path& file) {
+  const bool has_scale = metadata.contains(std::string(kLossScaleKey));
+  if (!has_scale && !metadata.contains(std::string(kLossScaleGoodStepsKey))) return std::nullopt;
+  SN_CHECK(checkpoint.config.device.precision == "fp16",
+           "{}: metadata '{}' is fp16's loss scaling, but the checkpoint's config has device.precision = \"{}\"",
+           file.string(), has_scale ? kLossScaleKey : kLossScaleGoodStepsKey, checkpoint.config.device.precision);
+  const std::string& text = required_metadata(metadata, kLossScaleKey, file);
+  LossScaling scaling;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), scaling.scale);
+  SN_CHECK(error == std::errc() && end == text.data() + text.size(), "{}: metadata '{}' is \"{}\", expected a number",
+           file.string(), kLossScaleKey, text);
+  scaling.good_steps = metadata_int(metadata, kLossScaleGoodStepsKey, file);
+  const std::optional<std::string> problem = loss_scaling_problem(scaling);
+  SN_CHECK(!problem, "{}: metadata '{}' and '{}': {}, which no fp16 run writes", file.string(), kLossScaleKey,
+           kLossScaleGoodStepsKey, problem.value_or(""));
+  SN_CHECK(scaling.good_steps <= checkpoint.step, "{}: metadata '{}' counts {} steps, more than the run's {}",
+           file.string(), kLossScaleGoodStepsKey, scaling.good_steps, checkpoint.step);
+  return scaling;
 }
 
 // Deletes checkpoints older than the newest `keep_last` (0 = none), those after `current` (left
@@ -292,6 +321,7 @@ Checkpoint read_checkpoint(const fs::path& dir) {
   SN_CHECK(checkpoint.epoch >= 1 && checkpoint.epoch <= checkpoint.config.train.epochs,
            "{}: epoch {} is outside the run's train.epochs = {}", state_path.string(), checkpoint.epoch,
            checkpoint.config.train.epochs);
+  checkpoint.loss_scaling = read_loss_scaling(metadata, checkpoint, state_path);
   return checkpoint;
 }
 

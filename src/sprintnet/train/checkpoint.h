@@ -18,6 +18,7 @@
 // checkpoint intact and `latest` naming it; a leftover temporary is ignored.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "sprintnet/io/config.h"
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/optim/optimizer.h"
+#include "sprintnet/train/loss_scaling.h"
 
 namespace sprintnet::train {
 
@@ -51,6 +53,9 @@ struct Checkpoint {
   optim::Counters optimizer_counters;
   // training_data_fingerprint() of the data the run trained on; empty in checkpoints written before it was kept.
   std::string train_data;
+  // An fp16 run's dynamic loss scaling after the checkpoint's step; nothing in other precisions and in fp16
+  // checkpoints written before it was kept (their resume starts from the initial scale).
+  std::optional<LossScaling> loss_scaling;
 };
 
 // What a resume compares to tell the training data it finds from the data the run trained on, when only the

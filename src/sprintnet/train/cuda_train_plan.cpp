@@ -136,6 +136,8 @@ class CudaTrainPlan final : public TrainPlan {
   EvalResult evaluate(const BatchLoader& loader) override;
   std::string describe() const override;
   void* stream_handle() const override { return stream_; }
+  std::optional<LossScaling> loss_scaling() override;
+  void set_loss_scaling(const LossScaling& scaling) override;
 
  private:
   // The weights the products read: the compute copy, or the master itself in fp32/tf32.
@@ -175,6 +177,7 @@ class CudaTrainPlan final : public TrainPlan {
   // Where layers_ keep their parameters in the flat buffers (train/flat_parameters.h).
   FlatLayout flat_layout() const;
   cuda::StepState read_state();
+  void write_state(const cuda::StepState& state);
 
   TrainPlanSpec spec_;
   Device device_;
@@ -760,9 +763,25 @@ void CudaTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
   state.step = counters.step;
   run_step_ = counters.step;
   state.opt_steps = counters.opt_steps;
-  state.loss_scale = precision_.element == ElementType::kF16 ? 65536.0f : 1.0f;  // torch.amp.GradScaler's start
+  state.loss_scale = precision_.element == ElementType::kF16 ? kInitialLossScale : 1.0f;
+  write_state(state);
+}
+
+void CudaTrainPlan::write_state(const cuda::StepState& state) {
   SN_CUDA_CHECK(cudaMemcpyAsync(state_.raw_data(), &state, sizeof(state), cudaMemcpyHostToDevice, stream_));
-  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `state` is on this stack frame
+  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `state` may be on the caller's stack frame
+}
+
+std::optional<LossScaling> CudaTrainPlan::loss_scaling() {
+  if (precision_.element != ElementType::kF16) return std::nullopt;
+  const cuda::DeviceGuard guard(device_.index);
+  return loss_scaling_of(read_state());
+}
+
+void CudaTrainPlan::set_loss_scaling(const LossScaling& scaling) {
+  if (precision_.element != ElementType::kF16) TrainPlan::set_loss_scaling(scaling);  // throws
+  const cuda::DeviceGuard guard(device_.index);
+  write_state(with_loss_scaling(read_state(), scaling, "the compiled CUDA step"));
 }
 
 cuda::StepState CudaTrainPlan::read_state() {

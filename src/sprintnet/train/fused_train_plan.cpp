@@ -77,12 +77,15 @@ class FusedTrainPlan final : public TrainPlan {
   EvalResult evaluate(const BatchLoader& loader) override;
   std::string describe() const override;
   SmFootprint sm_footprint() const override { return footprint_; }
+  std::optional<LossScaling> loss_scaling() override;
+  void set_loss_scaling(const LossScaling& scaling) override;
 
  private:
   // The kernel's arguments common to training and evaluation.
   cuda::FusedEpochArgs base_args(const BatchLoader& loader) const;
   void launch(const cuda::FusedEpochArgs& args);
   cuda::StepState read_state();
+  void write_state(const cuda::StepState& state);
 
   TrainPlanSpec spec_;
   Device device_;
@@ -461,8 +464,7 @@ void FusedTrainPlan::load(nn::Sequential& model, optim::Optimizer& optimizer) {
   for (const Tensor& copy : copies_) {
     SN_CUDA_CHECK(cuda::launch_convert_from_f32(master_.data<float>(), copy.raw_data(), type_, params_, stream_));
   }
-  SN_CUDA_CHECK(cudaMemcpyAsync(state_.raw_data(), &state, sizeof(state), cudaMemcpyHostToDevice, stream_));
-  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `state` is on this stack frame
+  write_state(state);
 }
 
 cuda::StepState FusedTrainPlan::read_state() {
@@ -470,6 +472,23 @@ cuda::StepState FusedTrainPlan::read_state() {
   SN_CUDA_CHECK(cudaMemcpyAsync(&state, state_.raw_data(), sizeof(state), cudaMemcpyDeviceToHost, stream_));
   SN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return state;
+}
+
+void FusedTrainPlan::write_state(const cuda::StepState& state) {
+  SN_CUDA_CHECK(cudaMemcpyAsync(state_.raw_data(), &state, sizeof(state), cudaMemcpyHostToDevice, stream_));
+  SN_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `state` may be on the caller's stack frame
+}
+
+std::optional<LossScaling> FusedTrainPlan::loss_scaling() {
+  if (type_ != ElementType::kF16) return std::nullopt;
+  const cuda::DeviceGuard guard(device_.index);
+  return loss_scaling_of(read_state());
+}
+
+void FusedTrainPlan::set_loss_scaling(const LossScaling& scaling) {
+  if (type_ != ElementType::kF16) TrainPlan::set_loss_scaling(scaling);  // throws
+  const cuda::DeviceGuard guard(device_.index);
+  write_state(with_loss_scaling(read_state(), scaling, "the fused engine"));
 }
 
 // Each slot copied on the device (one 2-D copy from the padded rows), in stream order with the copies

@@ -1,6 +1,8 @@
 #include "sprintnet/train/padded_parameters.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/ops/ops.h"
@@ -57,7 +59,17 @@ cuda::StepState step_state_from(const optim::Counters& counters, bool fp16) {
   cuda::StepState state;
   state.step = n.step;
   state.opt_steps = n.opt_steps;
-  state.loss_scale = fp16 ? 65536.0f : 1.0f;  // torch.amp.GradScaler's initial scale
+  state.loss_scale = fp16 ? kInitialLossScale : 1.0f;
+  return state;
+}
+
+LossScaling loss_scaling_of(const cuda::StepState& state) { return {state.loss_scale, state.good_steps}; }
+
+cuda::StepState with_loss_scaling(cuda::StepState state, const LossScaling& scaling, std::string_view engine) {
+  const std::optional<std::string> problem = loss_scaling_problem(scaling);
+  SN_CHECK(!problem, "{}: {}", engine, problem.value_or(""));
+  state.loss_scale = scaling.scale;
+  state.good_steps = static_cast<std::int32_t>(scaling.good_steps);  // < 2000: checked
   return state;
 }
 

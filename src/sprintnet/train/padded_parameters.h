@@ -15,6 +15,7 @@
 #include "sprintnet/ops/cuda/step_launch.h"
 #include "sprintnet/optim/optimizer.h"
 #include "sprintnet/train/flat_parameters.h"
+#include "sprintnet/train/loss_scaling.h"
 
 namespace sprintnet::train {
 
@@ -37,6 +38,10 @@ FlatImages export_to_flat(const std::vector<nn::Linear*>& layers, optim::Optimiz
                           std::string_view engine);
 // The step counters the flat update starts from (fp16: torch.amp.GradScaler's initial scale).
 cuda::StepState step_state_from(const optim::Counters& counters, bool fp16);
+// fp16's loss scaling in the step state both GPU engines keep on the device, and `state` with `scaling`
+// put in (checked: loss_scaling_problem's error names `engine`).
+LossScaling loss_scaling_of(const cuda::StepState& state);
+cuda::StepState with_loss_scaling(cuda::StepState state, const LossScaling& scaling, std::string_view engine);
 // Writes the flat buffers back into the model and the optimizer, with the counters of `state`:
 // `read(buffer, slot, shape, device)` gives a slot of buffer 0 (master), 1 (state1) or 2 (state2) as
 // a tensor of `shape` on `device` (the fused engine copies it on the device, no round trip through

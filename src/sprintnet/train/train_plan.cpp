@@ -42,6 +42,10 @@ void check_lr_steps(const std::vector<double>& lr_per_step, std::int64_t first_s
            std::max(first_step, size) + 1, size);
 }
 
+void TrainPlan::set_loss_scaling(const LossScaling& /*scaling*/) {
+  SN_FAIL("{}: has no dynamic loss scaling to set (fp16's, on a GPU)", describe());
+}
+
 std::optional<std::string> train_plan_unsupported(const Config& config) {
   if (config.train.batch_size > 65535 || config.train.eval_batch_size > 65535) {
     return std::string("a batch of more than 65535 samples");

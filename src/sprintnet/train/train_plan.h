@@ -25,6 +25,7 @@
 #include "sprintnet/optim/optimizer.h"
 #include "sprintnet/train/batch_loader.h"
 #include "sprintnet/train/evaluate.h"
+#include "sprintnet/train/loss_scaling.h"
 
 namespace sprintnet::train {
 
@@ -48,6 +49,12 @@ class TrainPlan {
   virtual void load(nn::Sequential& model, optim::Optimizer& optimizer) = 0;
   // Copies the plan's weights, state and counters back (waits for the device).
   virtual void store(nn::Sequential& model, optim::Optimizer& optimizer) = 0;
+  // fp16's dynamic loss scaling as of the last step taken (waits for the device), which a checkpoint keeps beside
+  // what store() gives; nullopt where the plan computes in another precision.
+  virtual std::optional<LossScaling> loss_scaling() { return std::nullopt; }
+  // A resumed fp16 run's loss scaling, after load() and before the first step (load() starts from GradScaler's
+  // initial state). Throws in a plan without one.
+  virtual void set_loss_scaling(const LossScaling& scaling);
   // Data parallel with the sharded update: enqueues the collectives that bring every rank's shards
   // of the master weights and optimizer state together, for store() (every rank calls both, in
   // step; the caller waits on stream_handle(), watched for stalls, between them). No-op otherwise.

@@ -284,6 +284,7 @@ void Trainer::compile_plan() {
           : device_.is_cpu()                 ? make_cpu_train_plan(spec)
                                              : make_cuda_train_plan(spec, device_);
   plan_->load(*model_, *optimizer_);
+  if (loss_scaling_) plan_->set_loss_scaling(*loss_scaling_);
 }
 
 namespace {
@@ -331,6 +332,9 @@ void Trainer::restore(const Checkpoint& checkpoint) {
   optimizer_->load_state(checkpoint.optimizer_state, checkpoint.optimizer_counters, state_file,
                          precision_ == "fp16" ? optim::UpdateCounts::kEveryStepUnlessSkipped
                                               : optim::UpdateCounts::kEveryStep);
+  // (Another precision on resume has no use for fp16's scaling; an fp16 checkpoint without it starts from the
+  // initial scale, as before it was kept.)
+  if (precision_ == "fp16") loss_scaling_ = checkpoint.loss_scaling;
   step_ = checkpoint.step;
   start_epoch_ = checkpoint.epoch;
 }
@@ -366,6 +370,7 @@ void Trainer::write_in_background(const std::filesystem::path& run_dir, std::int
     state->optimizer_state = host_copy(optimizer_->state());
     state->optimizer_counters = optimizer_->counters();
     state->train_data = train_data_;
+    state->loss_scaling = loss_scaling_;
   }
   // What a failed write leaves to resume from, named in its error. (The writer's previous job, if it still runs,
   // names a newer one only once it is whole.)
@@ -480,6 +485,7 @@ EpochRecord Trainer::train_epoch_compiled(std::int64_t epoch, ProgressBar& progr
   const EpochTotals totals = plan_->finish_epoch();
   step_ += steps;
   EpochRecord record = epoch_record(epoch, start, totals.loss_sum);
+  record.skipped_updates = totals.skipped;
   if (show_progress) progress.update(epoch, steps, record.train_loss, record.samples_per_s);
   return record;
 }
@@ -589,6 +595,10 @@ TrainSummary Trainer::fit() {
                           100.0 * *record.test_accuracy);
     }
     line += fmt::format(", {:.2f} s, {:.0f} samples/s", record.epoch_time_s, record.samples_per_s);
+    if (record.skipped_updates > 0) {
+      line += fmt::format(", {} skipped (an fp16 gradient overflowed; the loss scale halved each time)",
+                          counted(record.skipped_updates, "update"));
+    }
     if (!quiet_ && primary) progress.finish_epoch(line);
     summary.epochs.push_back(record);
     // The epoch's last learning rate too: a schedule (schedule.gamma > 1, onecycle's peak) can raise it.
@@ -614,6 +624,7 @@ TrainSummary Trainer::fit() {
       plan_->gather_shards();
       wait_for_ranks();  // the gather is a collective: a rank that stopped must not hang the others in it
       plan_->store(*model_, *optimizer_);
+      loss_scaling_ = plan_->loss_scaling();
     }
     phase.emplace(phases_, "weights and checkpoint snapshots for the writer");
     if ((last || checkpoint) && primary) write_in_background(summary.run_dir, epoch, last, checkpoint);

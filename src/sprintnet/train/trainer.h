@@ -46,6 +46,7 @@ struct EpochRecord {
   double epoch_time_s = 0.0;  // training only, evaluation excluded
   double samples_per_s = 0.0;
   double lr = 0.0;
+  std::int64_t skipped_updates = 0;  // fp16: steps whose gradient overflowed, their update skipped (the scale halved)
 };
 
 struct TrainSummary {
@@ -142,6 +143,9 @@ class Trainer {
   Device device_;
   LoadedData loaded_;  // the data set (shared with other runs of the process) and its normalization
   std::string train_data_;  // training_data_fingerprint() of loaded_, which checkpoints keep and a resume compares
+  // fp16: the plan's loss scaling as of the last store (what a checkpoint keeps), or a resumed run's from its
+  // checkpoint, which the plan starts from.
+  std::optional<LossScaling> loss_scaling_;
   nn::MlpSpec spec_;
   std::unique_ptr<nn::Sequential> model_;
   std::unique_ptr<nn::Loss> loss_;
