@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,13 @@ void add_train_command(CLI::App& app) {
     if (options->verbose) std::printf("%s\n", summary.phases.format(summary.wall_time_s).c_str());
     const plot::PlotOutcome curves = plot::draw_run_curves_in_background(summary.run_dir);
     if (!options->quiet) std::printf("%s\n", curves.message.c_str());
+    // A signal in the last epoch let the run finish, as it would have; the command still ends by it, so that a
+    // shell's loop or a make stops as for any Ctrl-C (an exit 0 ran the script's next command).
+    if (const std::optional<int> late = launched.distributed() ? std::nullopt : stop_requested()) {
+      std::fprintf(stderr, "sprintnet: %s came in the last epoch: the run finished (nothing to resume)\n",
+                   stop_cause_name(*late));
+      throw StoppedBySignal{*late};
+    }
   });
 }
 

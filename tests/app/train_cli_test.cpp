@@ -186,6 +186,34 @@ TEST(TrainCli, ASecondSignalEndsTheRunAtOnce) {
   EXPECT_LE(epoch, static_cast<std::int64_t>(metrics_rows(run)));
 }
 
+// A signal in the last epoch lets the run finish (final weights, last checkpoint, summary line), then ends the
+// process by it like any other: it exited 0, and a script's loop over runs went on to its next run after Ctrl-C.
+// (2 epochs of ~2-4 s: the signal falls in epoch 2, 200 ms after epoch 1's checkpoint is named in `latest`.)
+TEST(TrainCli, ASignalInTheLastEpochLetsTheRunFinishThenEndsByIt) {
+  const fs::path dir = test::temp_dir("train-cli-last-epoch");
+  const fs::path config = write_tiny_config(dir, 2, {"data.train_limit=60000", "model.hidden=[512]"});
+  const fs::path log = dir / "log.txt";
+  const fs::path run = dir / "run";
+  const pid_t pid = start_cli({"train", config.string()}, log);
+  ASSERT_TRUE(wait_for_rows(pid, run / "metrics.jsonl", 1)) << read_file(log);
+  for (int i = 0; i < 60000 && !fs::exists(run / "checkpoints" / "latest"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(fs::exists(run / "checkpoints" / "latest")) << read_file(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  const int status = wait_for(pid);
+  const std::string out = read_file(log);
+  ASSERT_TRUE(WIFSIGNALED(status)) << out;
+  EXPECT_EQ(WTERMSIG(status), SIGINT) << out;
+  EXPECT_THAT(out, HasSubstr("sprintnet: 2 epochs in"));
+  EXPECT_THAT(out, HasSubstr("sprintnet: SIGINT came in the last epoch: the run finished (nothing to resume)"));
+  EXPECT_THAT(out, Not(HasSubstr("stopped by")));
+  EXPECT_EQ(metrics_rows(run), 2u);
+  EXPECT_TRUE(fs::exists(run / "model.safetensors"));
+  EXPECT_EQ(latest_checkpoint(run).filename(), "epoch-0002");
+}
+
 TEST(TrainCli, TheSummaryLineCountsEpochsInWords) {
   const fs::path dir = test::temp_dir("train-cli-summary");
   const fs::path log = dir / "log.txt";

@@ -6,8 +6,8 @@
 // The CLI's train and sweep commands stop on signals, so Ctrl-C (SIGINT), a scheduler's SIGTERM (Slurm's before a
 // preemption or a time limit) or SIGHUP (the terminal or ssh session closed) ends a run after its epoch instead of
 // mid-write. A signal that arrives before training starts ends the process at once (nothing is written yet); one
-// during the last epoch lets the run finish, as it would have. A second signal ends the process at
-// once: the run's last checkpoint stays valid (docs/CHECKPOINTS.md). A program embedding the library may call
+// during the last epoch lets the run finish, as it would have (then `train` ends by it too). A second signal ends
+// the process at once: the run's last checkpoint stays valid (docs/CHECKPOINTS.md). A program embedding the library may call
 // request_stop() from any thread. A data-parallel job's ranks do not take requests: all of them would have to stop
 // after the same epoch (their launcher stops them).
 #include <signal.h>
