@@ -141,6 +141,33 @@ TEST(MetricsWriter, CsvIsOptional) {
   EXPECT_EQ(read_lines(dir / "metrics.jsonl").size(), 1u);
 }
 
+// A run resumed after epoch 3 whose metrics.jsonl was deleted (or lost rows) went on with only its new rows and no
+// word: its curves started at epoch 4. The resume goes on (the rows are gone either way) and says what is missing.
+TEST(MetricsWriter, AResumeSaysWhichEpochsTheKeptRowsLack) {
+  const auto dir = test::temp_dir("metrics-gap");
+  const auto rows_of = [&](std::initializer_list<std::int64_t> epochs) {
+    MetricsWriter writer(dir, false);
+    for (const std::int64_t epoch : epochs) {
+      MetricsRow row;
+      row.step = 10 * epoch;
+      row.epoch = epoch;
+      row.train_loss = 1.0;
+      writer.write(row);
+    }
+  };
+  rows_of({1, 2, 3, 4});  // epoch 4's row written, its checkpoint not: dropped, not missing
+  EXPECT_EQ(MetricsWriter::resume(dir, false, 3, 31).resume_gap(), std::nullopt);
+  rows_of({2, 3});
+  const std::optional<std::string> cut = MetricsWriter::resume(dir, false, 3, 31).resume_gap();
+  ASSERT_TRUE(cut.has_value());
+  EXPECT_THAT(*cut, AllOf(HasSubstr((dir / "metrics.jsonl").string()),
+                          HasSubstr("has no row for 1 of the 3 epochs before the checkpoint (the first: epoch 1")));
+  std::filesystem::remove(dir / "metrics.jsonl");
+  EXPECT_THAT(MetricsWriter::resume(dir, false, 3, 31).resume_gap().value_or(""),
+              HasSubstr("has no row for 3 of the 3 epochs"));
+  EXPECT_EQ(read_lines(dir / "metrics.jsonl").size(), 0u);  // started anew, for the resumed run's rows
+}
+
 // A run that starts on a full disk: the error names the file that could not be written and why,
 // and no file the writer created stays behind (an empty metrics.jsonl passes for a run without rows).
 TEST(MetricsWriter, AStartOnAFullDiskNamesTheFileAndLeavesNoFileBehind) {

@@ -115,13 +115,14 @@ TEST(CompiledStep, ResumedRunEndsWithTheUninterruptedRunsWeights) {
 // resumed fp16 run started again from 2^16 with no finite steps counted: it skipped updates the uninterrupted run
 // took (a scale that had come down from 2^16 overflows again) and grew its scale at other steps. Both engines that
 // compute in fp16: the compiled step and the fused engine (its grid kernel). The runs' last checkpoints must hold the
-// same scaling (the old resume's differs: its count of finite steps restarts at 0), the same weights.
+// same scaling (the old resume's differs: its count of finite steps restarts at 0), the same weights. Batches of 16
+// make 1250 steps an epoch: the scale doubles at step 2000 (if no update was skipped), in epoch 2, before the kill.
 TEST(CompiledStep, AnFp16RunResumesBitForBitWithItsLossScaling) {
   SN_REQUIRE_GPU();
   for (const std::string engine : {"compiled", "fused"}) {
     SCOPED_TRACE(engine);
-    const std::vector<std::string> slice = {"data.train_limit=10000", "data.test_limit=2000", "train.epochs=3",
-                                            fmt::format("device.engine=\"{}\"", engine)};
+    const std::vector<std::string> slice = {"data.train_limit=20000", "data.test_limit=2000", "train.epochs=3",
+                                            "train.batch_size=16", fmt::format("device.engine=\"{}\"", engine)};
     const TrainSummary whole = Trainer(mnist_config("fp16", engine + "-fp16-whole", slice)).fit();
     Trainer killed(mnist_config("fp16", engine + "-fp16-killed", slice));
     killed.on_epoch_end([](const EpochRecord& record) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <set>
 #include <variant>
 #include <vector>
 
@@ -82,6 +83,24 @@ std::string rows_up_to(const std::filesystem::path& path, std::size_t header_lin
     kept += '\n';
   }
   return kept;
+}
+
+// Which of epochs 1..last_epoch have no row in `rows` (the text rows_up_to kept of `path`), said for a warning.
+std::optional<std::string> missing_epochs(const std::filesystem::path& path, const std::string& rows,
+                                          std::int64_t last_epoch) {
+  std::set<std::int64_t> present;
+  for (std::size_t begin = 0, end; (end = rows.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    if (const auto epoch = jsonl_row_epoch(rows.substr(begin, end - begin))) present.insert(*epoch);
+  }
+  std::int64_t missing = 0, first = 0;
+  for (std::int64_t e = 1; e <= last_epoch; ++e) {
+    if (present.contains(e)) continue;
+    if (missing++ == 0) first = e;
+  }
+  if (missing == 0) return std::nullopt;
+  return fmt::format("{} has no row for {} of the {} epochs before the checkpoint (the first: epoch {}; was it deleted "
+                     "or cut?): the resumed run appends its own rows, and its metrics and curves lack those epochs",
+                     path.string(), missing, last_epoch, first);
 }
 
 void flush_checked(std::ofstream& out, const std::filesystem::path& path) {
@@ -213,6 +232,7 @@ MetricsWriter MetricsWriter::resume(const std::filesystem::path& run_dir, bool c
   if (csv) write_text_file_atomically(csv_path, csv_rows);
   MetricsWriter writer(run_dir, csv, OpenMode::kAppend);
   writer.events_->add_session_start(first_new_step);
+  writer.resume_gap_ = missing_epochs(jsonl_path, jsonl_rows, last_epoch);
   return writer;
 }
 

@@ -53,6 +53,9 @@ class MetricsWriter {
   // logged from that step on, as the metrics files drop the rows past `last_epoch`.
   static MetricsWriter resume(const std::filesystem::path& run_dir, bool csv, std::int64_t last_epoch,
                               std::int64_t first_new_step);
+  // After resume(): what the kept rows lack (a deleted or cut metrics.jsonl: some of the epochs up to `last_epoch`
+  // have no row, so the run's metrics and curves will lack them), to warn of; nullopt when every epoch has its row.
+  const std::optional<std::string>& resume_gap() const { return resume_gap_; }
 
   // Appends one row to each file and flushes. Missing values are JSON null and
   // empty CSV fields; doubles are written in the shortest form that reads back
@@ -69,6 +72,7 @@ class MetricsWriter {
   std::ofstream csv_;  // not open when csv is off
   // A new event file per process (a resumed run adds one; TensorBoard merges a folder's files).
   std::unique_ptr<tensorboard::EventFileWriter> events_;
+  std::optional<std::string> resume_gap_;
 };
 
 }  // namespace sprintnet

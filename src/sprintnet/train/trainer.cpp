@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <iostream>
@@ -532,7 +533,10 @@ TrainSummary Trainer::fit() {
     try {
       lock.emplace(summary.run_dir);  // before anything in it is rewritten
       // A resume reads the metrics first: one whose metrics files it refuses (a damaged row) leaves the run as it was.
-      if (resumed) metrics = MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_, step_ + 1);
+      if (resumed) {
+        metrics = MetricsWriter::resume(summary.run_dir, config_.output.csv, start_epoch_, step_ + 1);
+        if (metrics->resume_gap()) std::fprintf(stderr, "sprintnet: warning: %s\n", metrics->resume_gap()->c_str());
+      }
       // A resumed run may have a new train.epochs: the run's config.toml says what it now is.
       write_text_file_atomically(summary.run_dir / "config.toml", config_to_toml(config_));
       if (!resumed) metrics.emplace(summary.run_dir, config_.output.csv);
