@@ -153,30 +153,37 @@ INSTANTIATE_TEST_SUITE_P(TrainCli, TrainStopsOnSignal,
                                            SignalCase{SIGHUP, "SIGHUP"}),
                          [](const ::testing::TestParamInfo<SignalCase>& param_info) { return std::string(param_info.param.name); });
 
-// A second Ctrl-C does not wait for the epoch: the process ends by the signal, and the checkpoint before stays valid.
-// (Epochs of 60000 samples and a 512-wide layer, ~2-4 s: both signals fall inside epoch 2, the first 200 ms after
-// epoch 1's checkpoint is named in `latest`, when epoch 1's own stop check is long past, the second as soon as the
-// first is taken. Waiting for the row alone was not enough on a loaded machine: the second signal could end the
-// run between the checkpoint folder's rename and `latest`, leaving no checkpoint before.)
-TEST(TrainCli, ASecondSignalEndsTheRunAtOnce) {
-  const fs::path dir = test::temp_dir("train-cli-twice");
-  const fs::path config = write_tiny_config(dir, 1000, {"data.train_limit=60000", "model.hidden=[512]"});
-  const fs::path log = dir / "log.txt";
+// Starts `train` on epochs of 60000 samples and a 512-wide layer (~2-4 s each), `epochs` of them into <dir>/run, and
+// sends SIGINT inside epoch 2: 200 ms after epoch 1's checkpoint is named in `latest`, when epoch 1's own stop check
+// is long past. (Waiting for the row alone was not enough on a loaded machine: the signal could fall between the
+// checkpoint folder's rename and `latest`.) The process, or nothing when it ended before.
+std::optional<pid_t> start_and_interrupt_epoch_two(const fs::path& dir, std::int64_t epochs, const fs::path& log) {
+  const fs::path config = write_tiny_config(dir, epochs, {"data.train_limit=60000", "model.hidden=[512]"});
   const fs::path run = dir / "run";
   const pid_t pid = start_cli({"train", config.string()}, log);
-  ASSERT_TRUE(wait_for_rows(pid, run / "metrics.jsonl", 1)) << read_file(log);
+  if (!wait_for_rows(pid, run / "metrics.jsonl", 1)) return std::nullopt;
   for (int i = 0; i < 60000 && !fs::exists(run / "checkpoints" / "latest"); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ASSERT_TRUE(fs::exists(run / "checkpoints" / "latest")) << read_file(log);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  if (!fs::exists(run / "checkpoints" / "latest") || ::kill(pid, SIGINT) != 0) return std::nullopt;
+  return pid;
+}
+
+// A second Ctrl-C does not wait for the epoch: the process ends by the signal, and the checkpoint before stays valid.
+// (Both signals fall inside epoch 2: the second as soon as the first is taken.)
+TEST(TrainCli, ASecondSignalEndsTheRunAtOnce) {
+  const fs::path dir = test::temp_dir("train-cli-twice");
+  const fs::path log = dir / "log.txt";
+  const fs::path run = dir / "run";
+  const std::optional<pid_t> pid = start_and_interrupt_epoch_two(dir, 1000, log);
+  ASSERT_TRUE(pid.has_value()) << read_file(log);
   // The second as soon as the first is taken (two pending SIGINTs would be one).
   for (int i = 0; i < 2000 && read_file(log).find("stopping after the epoch") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ASSERT_EQ(::kill(pid, SIGINT), 0);
-  const int status = wait_for(pid);
+  ASSERT_EQ(::kill(*pid, SIGINT), 0);
+  const int status = wait_for(*pid);
   const std::string out = read_file(log);
   ASSERT_TRUE(WIFSIGNALED(status)) << out;
   EXPECT_EQ(WTERMSIG(status), SIGINT);
@@ -188,21 +195,13 @@ TEST(TrainCli, ASecondSignalEndsTheRunAtOnce) {
 
 // A signal in the last epoch lets the run finish (final weights, last checkpoint, summary line), then ends the
 // process by it like any other: it exited 0, and a script's loop over runs went on to its next run after Ctrl-C.
-// (2 epochs of ~2-4 s: the signal falls in epoch 2, 200 ms after epoch 1's checkpoint is named in `latest`.)
 TEST(TrainCli, ASignalInTheLastEpochLetsTheRunFinishThenEndsByIt) {
   const fs::path dir = test::temp_dir("train-cli-last-epoch");
-  const fs::path config = write_tiny_config(dir, 2, {"data.train_limit=60000", "model.hidden=[512]"});
   const fs::path log = dir / "log.txt";
   const fs::path run = dir / "run";
-  const pid_t pid = start_cli({"train", config.string()}, log);
-  ASSERT_TRUE(wait_for_rows(pid, run / "metrics.jsonl", 1)) << read_file(log);
-  for (int i = 0; i < 60000 && !fs::exists(run / "checkpoints" / "latest"); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_TRUE(fs::exists(run / "checkpoints" / "latest")) << read_file(log);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  ASSERT_EQ(::kill(pid, SIGINT), 0);
-  const int status = wait_for(pid);
+  const std::optional<pid_t> pid = start_and_interrupt_epoch_two(dir, 2, log);
+  ASSERT_TRUE(pid.has_value()) << read_file(log);
+  const int status = wait_for(*pid);
   const std::string out = read_file(log);
   ASSERT_TRUE(WIFSIGNALED(status)) << out;
   EXPECT_EQ(WTERMSIG(status), SIGINT) << out;
