@@ -2,6 +2,7 @@
 // Tensor: a dense, contiguous, row-major n-d array with a dtype and a device.
 // Copies of a Tensor share storage (like torch.Tensor); clone() copies data.
 // Storage is RAII: the bytes go back to their allocator with the last owner.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -30,11 +31,16 @@ class Storage {
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   Device device() const;
+  // Writes into these bytes by ops so far (torch's version counter): what a module's saved tensors are checked
+  // against in backward. Atomic: runs on several threads (a sweep) may read one storage's count.
+  std::uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   Allocator* allocator_ = nullptr;
+  std::atomic<std::uint64_t> version_{0};
 };
 
 class Tensor {
@@ -80,6 +86,13 @@ class Tensor {
   // Whether the two share any byte of storage (an empty or undefined tensor shares none): ops refuse an output
   // that overlaps an input, optimizers a parameter that overlaps another.
   bool overlaps(const Tensor& other) const;
+  // Writes into this tensor's storage by ops so far, shared by every tensor viewing it (torch's _version); 0 when
+  // undefined. Writes through data() or span() are not counted (as torch's through data_ptr()).
+  std::uint64_t version() const { return defined() ? storage_->version() : 0; }
+  // Counts a write into this tensor's storage: each op calls it for the tensors it writes.
+  void mark_modified() const {
+    if (defined()) storage_->bump_version();
+  }
   Tensor clone() const;
   Tensor to(Device device) const;
   // Element type conversion (on the CPU); returns *this when already of that type.

@@ -2,6 +2,7 @@
 // Elementwise activation modules: y = f(x), dx = f'(x) * dy.
 // The named classes (ReLU, GELU, ...) exist so model code reads like PyTorch.
 #include "sprintnet/nn/module.h"
+#include "sprintnet/nn/saved_tensor.h"
 #include "sprintnet/ops/backend.h"
 
 namespace sprintnet::nn {
@@ -18,7 +19,7 @@ class ActivationModule : public Module {
   const char* class_name() const;  // "ReLU", as torch.nn names it
 
   Activation act_;
-  Tensor saved_input_, saved_output_;
+  SavedTensor saved_input_, saved_output_;
 };
 
 class ReLU final : public ActivationModule {

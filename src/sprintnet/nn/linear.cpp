@@ -64,21 +64,26 @@ Tensor Linear::forward(const Tensor& input) {
   Tensor output = Tensor::empty({input.size(0), out_features_}, weight_.value.dtype(), weight_.value.device());
   ops::gemm(input, false, weight_.value, true, output);
   if (has_bias()) ops::add_bias(output, bias_.value);
-  saved_input_ = training_ ? input : Tensor();
+  saved_input_ = training_ ? SavedTensor(input) : SavedTensor();
+  saved_weight_ = training_ && input_requires_grad_ ? SavedTensor(weight_.value) : SavedTensor();
   return output;
 }
 
 Tensor Linear::backward(const Tensor& grad_output) {
   SN_CHECK(saved_input_.defined(), "Linear::backward without a forward in training mode");
-  check_shape(grad_output, {saved_input_.size(0), out_features_}, "Linear::backward: grad_output");
-  ops::gemm(grad_output, true, saved_input_, false, weight_.grad, 1.0, accumulate_beta(weight_));
+  const std::string name = describe();
+  // Both checked before any gradient is written: a refused backward changes nothing.
+  const Tensor& input = saved_input_.unpack(name, "the input");
+  const Tensor weight = saved_weight_.defined() ? saved_weight_.unpack(name, "the weight") : Tensor();
+  check_shape(grad_output, {input.size(0), out_features_}, "Linear::backward: grad_output");
+  ops::gemm(grad_output, true, input, false, weight_.grad, 1.0, accumulate_beta(weight_));
   if (has_bias()) ops::sum_rows(grad_output, bias_.grad, accumulate_beta(bias_));
   Tensor grad_input;
-  if (input_requires_grad_) {
-    grad_input = Tensor::empty(saved_input_.shape(), grad_output.dtype(), grad_output.device());
-    ops::gemm(grad_output, false, weight_.value, false, grad_input);
+  if (weight.defined()) {
+    grad_input = Tensor::empty(input.shape(), grad_output.dtype(), grad_output.device());
+    ops::gemm(grad_output, false, weight, false, grad_input);
   }
-  saved_input_ = Tensor();
+  saved_input_ = saved_weight_ = SavedTensor();
   return grad_input;
 }
 

@@ -8,6 +8,7 @@
 #include "sprintnet/core/random.h"
 #include "sprintnet/nn/init.h"
 #include "sprintnet/nn/module.h"
+#include "sprintnet/nn/saved_tensor.h"
 
 namespace sprintnet::nn {
 
@@ -34,7 +35,7 @@ class Linear final : public Module {
   std::int64_t in_features_, out_features_;
   Parameter weight_;
   Parameter bias_;  // undefined value when bias = false
-  Tensor saved_input_;
+  SavedTensor saved_input_, saved_weight_;  // the weight for the input's gradient (when it needs one)
 };
 
 }  // namespace sprintnet::nn

@@ -78,12 +78,14 @@ void copy(const Tensor& dst, const Tensor& src) {
   check_no_overlap("copy", {dst, "the output dst"}, {{src, "the input src"}}, InPlace::kAllowed);
   if (dst.overlaps(src)) return;  // onto itself: nothing to do (torch's copy_ returns early too)
   backend_for(dst.device().is_cpu() ? src.device() : dst.device()).copy(dst, src);
+  dst.mark_modified();
 }
 
 void fill(const Tensor& t, double value) {
   check_defined(t, "fill", "tensor");
   check_fill_value(t.dtype(), value, "fill");
   backend_for(t.device()).fill(t, value);
+  t.mark_modified();
 }
 
 void axpy(const Tensor& y, const Tensor& x, double alpha) {
@@ -93,6 +95,7 @@ void axpy(const Tensor& y, const Tensor& x, double alpha) {
   check_shape(x, y.shape(), "axpy: x");
   check_no_overlap("axpy", {y, "the output y"}, {{x, "the input x"}}, InPlace::kAllowed);
   backend.axpy(y, x, alpha);
+  y.mark_modified();
 }
 
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, double alpha, double beta) {
@@ -110,6 +113,7 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Te
   // Each element of c reads a row of a and a column of b: not even an exact alias is safe.
   check_no_overlap("gemm", {c, "the output c"}, {{a, "the input a"}, {b, "the input b"}});
   backend.gemm(a, trans_a, b, trans_b, c, alpha, beta);
+  c.mark_modified();
 }
 
 void add_bias(const Tensor& y, const Tensor& bias) {
@@ -120,6 +124,7 @@ void add_bias(const Tensor& y, const Tensor& bias) {
   check_shape(bias, {y.size(1)}, "add_bias: bias");
   check_no_overlap("add_bias", {y, "the output y"}, {{bias, "the input bias"}});
   backend.add_bias(y, bias);
+  y.mark_modified();
 }
 
 void sum_rows(const Tensor& x, const Tensor& out, double beta) {
@@ -130,6 +135,7 @@ void sum_rows(const Tensor& x, const Tensor& out, double beta) {
   check_shape(out, {x.size(1)}, "sum_rows: out");
   check_no_overlap("sum_rows", {out, "the output out"}, {{x, "the input x"}});
   backend.sum_rows(x, out, beta);
+  out.mark_modified();
 }
 
 void activation_forward(Activation act, const Tensor& x, const Tensor& y) {
@@ -139,6 +145,7 @@ void activation_forward(Activation act, const Tensor& x, const Tensor& y) {
   check_shape(y, x.shape(), "activation_forward: y");
   check_no_overlap("activation_forward", {y, "the output y"}, {{x, "the input x"}}, InPlace::kAllowed);
   backend.activation_forward(act, x, y);
+  y.mark_modified();
 }
 
 void activation_backward(Activation act, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) {
@@ -151,6 +158,7 @@ void activation_backward(Activation act, const Tensor& x, const Tensor& y, const
   check_no_overlap("activation_backward", {dx, "the output dx"},
                    {{x, "the input x"}, {y, "the input y"}, {dy, "the input dy"}}, InPlace::kAllowed);
   backend.activation_backward(act, x, y, dy, dx);
+  dx.mark_modified();
 }
 
 void cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoothing, const Tensor& loss_sum,
@@ -173,6 +181,8 @@ void cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoo
   check_no_overlap("cross_entropy", {loss_sum, "the output loss_sum"},
                    {{logits, "the input logits"}, {labels, "the input labels"}});
   backend.cross_entropy(logits, labels, label_smoothing, loss_sum, loss_scale, dlogits, grad_scale);
+  loss_sum.mark_modified();
+  if (dlogits != nullptr) dlogits->mark_modified();
 }
 
 void mse_one_hot(const Tensor& pred, const Tensor& labels, const Tensor& loss_sum, double loss_scale,
@@ -191,6 +201,8 @@ void mse_one_hot(const Tensor& pred, const Tensor& labels, const Tensor& loss_su
   }
   check_no_overlap("mse", {loss_sum, "the output loss_sum"}, {{pred, "the input pred"}, {labels, "the input labels"}});
   backend.mse_one_hot(pred, labels, loss_sum, loss_scale, dpred, grad_scale);
+  loss_sum.mark_modified();
+  if (dpred != nullptr) dpred->mark_modified();
 }
 
 void count_correct(const Tensor& logits, const Tensor& labels, const Tensor& correct) {
@@ -202,6 +214,7 @@ void count_correct(const Tensor& logits, const Tensor& labels, const Tensor& cor
   check_no_overlap("count_correct", {correct, "the counter"},
                    {{logits, "the input logits"}, {labels, "the input labels"}});
   backend.count_correct(logits, labels, correct);
+  correct.mark_modified();
 }
 
 void sgd_step(const Tensor& param, const Tensor& grad, const Tensor* momentum_buf, const SgdHyper& h) {
@@ -221,6 +234,8 @@ void sgd_step(const Tensor& param, const Tensor& grad, const Tensor* momentum_bu
   // reads grad after it has shrunk param.
   check_no_overlap("sgd_step", {param, "the output param"}, {{grad, "the input grad"}});
   backend.sgd_step(param, grad, momentum_buf, h);
+  param.mark_modified();
+  if (momentum_buf != nullptr) momentum_buf->mark_modified();
 }
 
 void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
@@ -239,6 +254,7 @@ void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, c
                    {{grad, "the input grad"}, {exp_avg_sq, "the output exp_avg_sq"}});
   check_no_overlap("adam_step", {exp_avg_sq, "the output exp_avg_sq"}, {{grad, "the input grad"}});
   backend.adam_step(param, grad, exp_avg, exp_avg_sq, h);
+  for (const Tensor* t : {&param, &exp_avg, &exp_avg_sq}) t->mark_modified();
 }
 
 void gather_rows_u8(const Tensor& src, const Tensor& indices, const Tensor& dst, double scale, double shift) {
@@ -249,6 +265,7 @@ void gather_rows_u8(const Tensor& src, const Tensor& indices, const Tensor& dst,
   check_shape(dst, {indices.size(0), src.size(1)}, "gather_rows_u8: dst");
   check_no_overlap("gather_rows_u8", {dst, "the output dst"}, {{src, "the input src"}, {indices, "the input indices"}});
   backend.gather_rows_u8(src, indices, dst, scale, shift);
+  dst.mark_modified();
 }
 
 void gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& dst) {
@@ -262,6 +279,7 @@ void gather_labels(const Tensor& labels, const Tensor& indices, const Tensor& ds
   check_no_overlap("gather_labels", {dst, "the output dst"},
                    {{labels, "the input labels"}, {indices, "the input indices"}});
   backend.gather_labels(labels, indices, dst);
+  dst.mark_modified();
 }
 
 std::string_view activation_name(Activation act) {

@@ -1,7 +1,9 @@
 #pragma once
 // Public entry points of every op: check devices, dtypes and shapes with
 // messages that name the operand, then run the op on the tensors' backend.
-// Modules, losses and optimizers call these, never a backend directly.
+// Modules, losses and optimizers call these, never a backend directly. Each
+// counts a write into every tensor it writes (Tensor::mark_modified): modules
+// refuse a backward whose saved tensors were written since their forward.
 #include "sprintnet/ops/backend.h"
 
 namespace sprintnet::ops {
