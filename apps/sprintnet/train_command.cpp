@@ -57,7 +57,12 @@ void add_train_command(CLI::App& app) {
     // As the launcher reads it: NNODES=01 compared as text was "several nodes", and every rank of its job of one
     // started a job of its own, without end.
     const dist::Environment environment = dist::process_environment();
-    const bool multi_node = dist::node_count(environment) > 1;
+    const std::optional<std::string> nnodes_text = environment("NNODES");
+    const int nnodes = dist::node_count(environment);
+    // NNODES=0 trained as one node (only NNODES above 1 reached the launcher, which refuses it).
+    SN_CHECK(nnodes >= 1, "NNODES={}: a job runs on one machine or more; set NNODES to the number of machines, or "
+             "leave it out for a job on this machine alone", nnodes_text.value_or(""));
+    const bool multi_node = nnodes > 1;
     // Under a launcher's job of several ranks (torchrun, srun, mpirun, or --gpus for its own ranks) this process is
     // one rank already: --gpus would start a separate job of its own in every rank, on the same GPUs. (One task
     // of srun, a job of one, may start its ranks with --gpus.)
@@ -66,12 +71,14 @@ void add_train_command(CLI::App& app) {
              "--gpus {}: this process is rank {} of {} started by {} (its variables are set), which starts the ranks "
              "itself: leave --gpus out (srun, mpirun and torchrun start one process a GPU; docs/DISTRIBUTED.md)",
              options->gpus, launched.rank, launched.world, launched.launcher);
-    // NODE_RANK=1 without NNODES: this machine would train a job of its own beside node 0's, each alone, where a
-    // job over both was meant. (With --gpus 2 and more the launcher refuses it; one GPU a node came through.)
+    // NODE_RANK=1 without NNODES (or with NNODES=1): this machine would train a job of its own beside node 0's, each
+    // alone, where a job over both was meant. (With --gpus 2 and more the launcher refuses it; one GPU a node came
+    // through.)
     SN_CHECK(launched.distributed() || multi_node || dist::node_rank(environment) == 0,
-             "NODE_RANK={} without NNODES: set NNODES to the number of machines (and MASTER_ADDR, MASTER_PORT to "
-             "node 0's), or leave NODE_RANK out for a job on this machine alone",
-             environment("NODE_RANK").value_or(""));
+             "NODE_RANK={} {}: set NNODES to the number of machines (and MASTER_ADDR, MASTER_PORT to node 0's), or "
+             "leave NODE_RANK out for a job on this machine alone",
+             environment("NODE_RANK").value_or(""),
+             nnodes_text ? fmt::format("with NNODES={} (one machine, node 0)", *nnodes_text) : "without NNODES");
     const bool starts_ranks = (options->gpus > 1 || multi_node) && !launched.distributed();
     dist::prefer_few_device_connections(starts_ranks);  // before the first CUDA call
     if (options->gpus >= 1) {  // --gpus 1 too: it asks for a GPU, not for whatever device.name finds

@@ -360,18 +360,41 @@ TEST(TrainCli, NnodesWrittenOtherwiseThanOneIsOneNode) {
   EXPECT_THAT(said, AllOf(HasSubstr("sprintnet: 1 epoch in"), Not(HasSubstr("data-parallel"))));
 }
 
-// NODE_RANK=1 without NNODES trained a job of its own on this machine, silently: refused, naming both variables.
-TEST(TrainCli, NodeRankWithoutNnodesIsRefused) {
-  const fs::path dir = test::temp_dir("train-cli-node-rank");
+// `sprintnet train` of a tiny config, with the variables the test set, refused before it trains: exit 1, saying
+// `message`, no run folder.
+void expect_train_refused(const std::string& name, const std::string& message) {
+  const fs::path dir = test::temp_dir(name);
   const fs::path log = dir / "log.txt";
   const fs::path config = write_tiny_config(dir, 1);
-  const test::ScopedEnv node("NODE_RANK", "1");
   const std::optional<int> status = wait_at_most_a_minute(start_cli({"train", config.string(), "-q"}, log));
   const std::string said = read_file(log);
   ASSERT_TRUE(status) << said;
   EXPECT_EQ(exit_code(*status), 1) << said;
-  EXPECT_THAT(said, AllOf(HasSubstr("NODE_RANK=1 without NNODES"), Not(HasSubstr("1 epoch in"))));
+  EXPECT_THAT(said, AllOf(HasSubstr(message), Not(HasSubstr("1 epoch in"))));
   EXPECT_FALSE(fs::exists(dir / "run"));
+}
+
+// NODE_RANK=1 without NNODES trained a job of its own on this machine, silently: refused, naming both variables.
+TEST(TrainCli, NodeRankWithoutNnodesIsRefused) {
+  const test::ScopedEnv node("NODE_RANK", "1");
+  expect_train_refused("train-cli-node-rank", "NODE_RANK=1 without NNODES");
+}
+
+// NNODES=0 trained as one node, silently (only NNODES above 1 reached the launcher, which refuses it): refused, naming
+// NNODES and its value, NODE_RANK or not.
+TEST(TrainCli, NnodesZeroIsRefused) {
+  const test::ScopedEnv nodes("NNODES", "0");
+  expect_train_refused("train-cli-nnodes-zero", "NNODES=0: a job runs on one machine or more");
+  const test::ScopedEnv node("NODE_RANK", "1");
+  expect_train_refused("train-cli-nnodes-zero-node-rank", "NNODES=0: a job runs on one machine or more");
+}
+
+// NODE_RANK=1 with NNODES=1 was refused as "NODE_RANK=1 without NNODES", which NNODES was not: the message says the
+// NNODES it was given.
+TEST(TrainCli, NodeRankWithNnodesOneNamesItsNnodes) {
+  const test::ScopedEnv nodes("NNODES", "1");
+  const test::ScopedEnv node("NODE_RANK", "1");
+  expect_train_refused("train-cli-node-rank-one-node", "NODE_RANK=1 with NNODES=1");
 }
 
 // The hang itself, under the limit it hung at: the help ends, at once.
@@ -407,6 +430,8 @@ TEST(SweepCli, StopsOnASignalWithTheRunsInFlightCheckpointed) {
   EXPECT_EQ(WTERMSIG(status), SIGINT);
   EXPECT_THAT(said, HasSubstr(fmt::format("sprintnet sweep: stopped by SIGINT with 0 runs finished (0 failed); "
                                           "continue with: sprintnet sweep --resume {}", out.string())));
+  // The plan as the runs start, not with the first run's result (this sweep has none: it never showed).
+  EXPECT_THAT(said, HasSubstr(fmt::format("sweep: 2 runs into {}\nsweep: 2 runs at a time on the CPU", out.string())));
   for (const char* run : {"optim.lr=0.1", "optim.lr=0.05"}) {
     EXPECT_EQ(read_checkpoint(latest_checkpoint(out / run)).epoch, static_cast<std::int64_t>(metrics_rows(out / run)))
         << run;

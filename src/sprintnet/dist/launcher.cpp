@@ -66,6 +66,9 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
     port = std::to_string(free_port());
   }
   const int world = nnodes * gpus;
+  // Started with SIGCHLD ignored (which exec keeps), the ranks would reap themselves and their exit codes be lost:
+  // waiting for all of them, the launcher saw none fail.
+  std::signal(SIGCHLD, SIG_DFL);
   const pid_t launcher = getpid();
   std::vector<pid_t> pids;
   // This process blocks SIGINT, SIGTERM and SIGHUP and ignores SIGPIPE and SIGXFSZ (core/stop_request.h): a rank
@@ -78,7 +81,10 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
   argv.push_back(const_cast<char*>(program.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  const std::vector<std::string> replaced = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+  // GROUP_WORLD_SIZE as torchrun sets it (its count of agents: here the launchers, one a node), so ranks started in
+  // srun's or mpirun's tasks, one launcher a task, are told from a stale RANK export (rank_info.cpp).
+  const std::vector<std::string> replaced = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR",
+                                             "MASTER_PORT"};
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry(*e);
@@ -93,6 +99,7 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
     environment.push_back(fmt::format("RANK={}", node * gpus + rank));
     environment.push_back(fmt::format("LOCAL_RANK={}", rank));
     environment.push_back(fmt::format("WORLD_SIZE={}", world));
+    environment.push_back(fmt::format("GROUP_WORLD_SIZE={}", nnodes));
     environment.push_back("MASTER_ADDR=" + master);
     environment.push_back("MASTER_PORT=" + port);
     std::vector<char*> envp;
@@ -116,9 +123,8 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
     pids.push_back(pid);
   }
   std::string failure;
-  std::size_t running = pids.size();
   // After a failure: SIGTERM to the others now, SIGKILL to those still unreaped 10 s later. Only unreaped ranks are
-  // signalled (a reaped rank's PID may already be another process's), so the waiting polls until the deadline.
+  // signalled (a reaped rank's PID may already be another process's).
   std::optional<std::chrono::steady_clock::time_point> kill_at;
   bool killed = false;
   const auto signal_unreaped = [&pids](int signal) {
@@ -126,33 +132,36 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
       if (other > 0) kill(other, signal);
     }
   };
-  while (running > 0) {
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, kill_at ? WNOHANG : 0);
-    if (pid == 0) {
-      if (!killed && std::chrono::steady_clock::now() >= *kill_at) {
-        signal_unreaped(SIGKILL);
-        killed = true;
+  // Each rank is waited for by its PID, polled: waitpid(-1) also reaped children this process had before it became
+  // the launcher (`sh -c 'sleep 1 & exec sprintnet train ...'`), counted them as ranks, and returned success with a
+  // rank still running, which PR_SET_PDEATHSIG then killed.
+  while (std::ranges::any_of(pids, [](pid_t pid) { return pid > 0; })) {
+    bool reaped = false;
+    for (std::size_t rank = 0; rank < pids.size(); ++rank) {
+      if (pids[rank] <= 0) continue;
+      int status = 0;
+      const pid_t pid = waitpid(pids[rank], &status, WNOHANG);
+      if (pid == 0 || (pid < 0 && errno == EINTR)) continue;
+      pids[rank] = -1;
+      reaped = true;
+      const bool ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (ok || !failure.empty()) continue;
+      const int global = node * gpus + static_cast<int>(rank);
+      if (pid < 0) {
+        failure = fmt::format("rank {} ended, its exit status lost ({})", global, std::strerror(errno));
+      } else if (WIFEXITED(status)) {
+        failure = fmt::format("rank {} exited with code {}", global, WEXITSTATUS(status));
+      } else {
+        failure = fmt::format("rank {} was killed by signal {}", global, WTERMSIG(status));
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      continue;
+      signal_unreaped(SIGTERM);
+      kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     }
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
+    if (kill_at && !killed && std::chrono::steady_clock::now() >= *kill_at) {
+      signal_unreaped(SIGKILL);
+      killed = true;
     }
-    --running;
-    const auto it = std::find(pids.begin(), pids.end(), pid);
-    if (it == pids.end()) continue;
-    const int rank = static_cast<int>(it - pids.begin());
-    *it = -1;
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (ok || !failure.empty()) continue;
-    const int global = node * gpus + rank;
-    failure = WIFEXITED(status) ? fmt::format("rank {} exited with code {}", global, WEXITSTATUS(status))
-                                : fmt::format("rank {} was killed by signal {}", global, WTERMSIG(status));
-    signal_unreaped(SIGTERM);
-    kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   SN_CHECK(failure.empty(), "data-parallel job of {} GPUs failed: {}; this machine's other ranks were stopped", world,
            failure);

@@ -9,7 +9,7 @@
 
 namespace sprintnet::dist {
 
-// Runs `program args...` as ranks 0..gpus-1 and waits for them; returns 0 when every rank
+// Runs `program args...` as ranks 0..gpus-1 and waits for them (its own children only); returns when every rank
 // succeeded, else throws naming the first rank that failed and how.
 void launch_local_ranks(int gpus, const std::string& program, const std::vector<std::string>& args);
 // A TCP port that was free a moment ago (bound to port 0 and released).

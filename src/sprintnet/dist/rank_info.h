@@ -23,7 +23,9 @@ struct RankInfo {
 using Environment = std::function<std::optional<std::string>(const std::string&)>;
 Environment process_environment();
 
-// The rank of this process; errors name the variable and what is wrong with it.
+// The rank of this process; errors name the variable and what is wrong with it. The innermost launcher's variables
+// count (torchrun's, then mpirun's, then srun's); torchrun's beside srun's or mpirun's must name the same rank of the
+// same job, unless torchrun (or `train --gpus`) runs in their tasks (rank_info.cpp): else an error names both.
 RankInfo rank_info_from(const Environment& env);
 
 // A rank or a count from variable `name`: digits only, below kMaxRanks; anything else is an error naming it.
