@@ -154,6 +154,11 @@ TEST(LoadConfig, WrongTypesNameKeyExpectedAndActual) {
   EXPECT_THAT(load_error("[optim]\n\nlr = \"fast\"\n"),
               AllOf(HasSubstr("bad.toml:3"), HasSubstr("optim.lr: expected a number, got a string (\"fast\")")));
   EXPECT_THAT(load_error("[train]\nepochs = 2.5\n"), HasSubstr("train.epochs: expected an integer, got a float (2.5)"));
+  // A float is shown as TOML writes it: "(2)" read as the integer the key asks for.
+  EXPECT_THAT(load_error("[train]\nepochs = 2.0\n"), HasSubstr("train.epochs: expected an integer, got a float (2.0)"));
+  EXPECT_THAT(load_error("[model]\nhidden = [256, 1e2]\n"),
+              HasSubstr("model.hidden: element [1]: expected an integer, got a float (100.0)"));
+  EXPECT_THAT(load_error("seed = -inf\n"), HasSubstr("seed: expected an integer, got a float (-inf)"));
   EXPECT_THAT(load_error("[train]\nshuffle = 1\n"), HasSubstr("train.shuffle: expected a boolean, got an integer (1)"));
   EXPECT_THAT(load_error("[data]\ndataset = 3\n"), HasSubstr("data.dataset: expected a string, got an integer"));
   EXPECT_THAT(load_error("[model]\nhidden = 256\n"),
@@ -176,6 +181,13 @@ TEST(LoadConfig, NanAndInfinityAreRejectedForEveryFloatKey) {
     }
   }
   EXPECT_GT(float_keys, 10);
+}
+
+// What a key needs beside it in its table to be read at all (check_config_consistency refuses it otherwise).
+std::string keys_that_read(std::string_view key) {
+  if (key == "schedule.warmup_start_factor") return "warmup_steps = 1\n";
+  if (key == "schedule.min_lr") return "type = \"cosine\"\n";
+  return "";
 }
 
 // Every bound of every numeric key: the bound itself passes when inclusive, the
@@ -208,7 +220,8 @@ TEST(LoadConfig, EveryRangeBoundIsEnforced) {
                                              HasSubstr(range), HasSubstr("got")))
           << setting;
       if (bound->inclusive) {
-        EXPECT_NO_THROW(load_config(write_toml(toml_setting(key, text(bound->value))))) << key.name;
+        EXPECT_NO_THROW(load_config(write_toml(toml_setting(key, text(bound->value)) + keys_that_read(key.name))))
+            << key.name;
       }
     }
   }
@@ -300,6 +313,106 @@ TEST(LoadConfig, APathThatIsNoRegularFileIsNamedForWhatItIs) {
   const std::filesystem::path fifo = dir / "pipe.toml";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_THAT(test::error_message([&] { load_config(fifo); }), HasSubstr("is not a regular file (a pipe or a device)"));
+}
+
+// The TOML reader recursed once a dotted part: a key of 40 000 parts (80 KB) crashed the loader (exit 139). Refused
+// first, naming the line, as a key, a table header, a key inside an inline table and a --set value's inline table.
+TEST(LoadConfig, AKeyOfThousandsOfDottedPartsIsRefusedNotACrash) {
+  std::string key = "a";
+  for (int i = 0; i < 40000; ++i) key += ".a";
+  EXPECT_THAT(load_error(key + ".b = 1\n"), HasSubstr("bad.toml:1: a key of more than 64 dotted parts"));
+  EXPECT_THAT(load_error("seed = 1\n[" + key + ".b]\nx = 1\n"),
+              HasSubstr("bad.toml:2: a key of more than 64 dotted parts"));
+  EXPECT_THAT(load_error("[optim]\nlr = 0.1\n\nt = { x = 1, " + key + " = 1 }\n"),
+              HasSubstr("bad.toml:4: a key of more than 64 dotted parts"));
+  EXPECT_THAT(test::overrides_error({"optim.lr={ " + key + " = 1 }"}),
+              AllOf(HasSubstr("(as TOML: a key of more than 64 dotted parts)"),
+                    HasSubstr("optim.lr: expected a number")));
+  // The fuzzer replays the crash's input (fuzz/crashes/config/).
+  const auto crash =
+      std::filesystem::path(SPRINTNET_SOURCE_DIR) / "fuzz" / "crashes" / "config" / "deep-dotted-key.toml";
+  EXPECT_THAT(test::error_message([&] { load_config(crash); }),
+              HasSubstr("deep-dotted-key.toml:1: a key of more than 64 dotted parts"));
+}
+
+// What the scan must not mistake for deep keys: hundreds of dots in strings and comments, a line of 10 000 floats,
+// date-times with fractional seconds.
+TEST(LoadConfig, DotsInValuesStringsAndCommentsAreNoDeepKey) {
+  std::string dots = "v1";
+  for (int i = 0; i < 200; ++i) dots += ".a";
+  std::string floats = "0.5";
+  for (int i = 1; i < 10000; ++i) floats += fmt::format(", {}.5e-3", i);
+  const std::string text = "# " + dots + "\nseed = 3  # " + dots + "\n[data]\ndir = \"" + dots +
+                           "\"\n[output]\nname = '" + dots + "'\n[sweep]\ngrid = { \"optim.lr\" = [" + floats +
+                           "], \"output.name\" = [1979-05-27T07:32:00.999999-07:00, 1979-05-27, 07:32:00.5] }\n";
+  const Config config = load_config(write_toml(text, "dots.toml"));
+  EXPECT_EQ(config.seed, 3u);
+  EXPECT_EQ(config.data.dir, dots);
+  EXPECT_EQ(config.output.name, dots);
+  EXPECT_EQ(load_config(write_toml("[data]\ndir = \"\"\"\n" + dots + "\n\"\"\"\n")).data.dir, dots + "\n");
+}
+
+// "optim.lr" = 0.1 is a top-level key named optim.lr to every TOML reader, beside the optim table's lr; joined with
+// '.' it was taken for optim.lr and won over the real one (lr = 0.1 here).
+TEST(LoadConfig, AQuotedKeyHoldingADotIsRefused) {
+  const auto path = write_toml("\"optim.lr\" = 0.1\n\n[optim]\nlr = 0.2\n", "qd.toml");
+  EXPECT_THAT(test::error_message([&] { load_config(path); }),
+              HasSubstr("qd.toml:1: \"optim.lr\" is one key whose name holds a dot (a quoted key); write optim.lr "
+                        "unquoted, or lr under [optim]"));
+  EXPECT_THAT(load_error("[optim]\nmomentum = 0.5\n'lr.x' = 1\n"),
+              AllOf(HasSubstr("bad.toml:3: \"lr.x\" is one key whose name holds a dot (a quoted key); write lr.x "
+                              "unquoted"),
+                    Not(HasSubstr("under"))));
+  // A quoted key without a dot is the key; the [sweep] table's grid names keys by quoted dotted names.
+  EXPECT_EQ(load_config(write_toml("[optim]\n\"lr\" = 0.3\n")).optim.lr, 0.3);
+  EXPECT_NO_THROW(load_config(write_toml("[sweep]\ngrid = { \"optim.lr\" = [0.1, 0.2] }\n")));
+}
+
+// Keys only SGD reads were ignored beside Adam and AdamW; Nesterov with dampening drew SGD's own rule about them.
+TEST(LoadConfig, SgdOnlyKeysAreRefusedWithAnotherOptimizer) {
+  for (const std::string type : {"adam", "adamw"}) {
+    const std::string optim = "[optim]\ntype = \"" + type + "\"\n";
+    const std::string is_type = "(optim.type is \"" + type + "\"";
+    EXPECT_THAT(load_error(optim + "nesterov = true\n"),
+                AllOf(HasSubstr("bad.toml"), HasSubstr("optim.nesterov = true applies to optim.type = \"sgd\" only"),
+                      HasSubstr(is_type)));
+    EXPECT_THAT(load_error(optim + "dampening = 0.5\n"),
+                AllOf(HasSubstr("optim.dampening = 0.5 applies to optim.type = \"sgd\" only"), HasSubstr(is_type)));
+    EXPECT_THAT(load_error(optim + "nesterov = true\ndampening = 0.5\n"),
+                AllOf(HasSubstr("optim.nesterov = true applies"), HasSubstr("optim.dampening = 0.5 applies"),
+                      Not(HasSubstr("requires optim.momentum"))));
+    EXPECT_NO_THROW(load_config(write_toml(optim + "nesterov = false\ndampening = 0\n")));
+  }
+  EXPECT_EQ(load_config(write_toml("[optim]\ntype = \"sgd\"\ndampening = 0.5\n")).optim.dampening, 0.5);
+}
+
+// optim/lr_schedule.cpp reads min_lr only for cosine, and warmup_start_factor only on a warm-up's steps.
+TEST(LoadConfig, ScheduleKeysTheScheduleNeverReadsAreRefused) {
+  for (const std::string type : {"constant", "step", "onecycle"}) {
+    const std::string schedule = "[schedule]\ntype = \"" + type + "\"\n";
+    EXPECT_THAT(load_error(schedule + "min_lr = 0.001\n"),
+                AllOf(HasSubstr("bad.toml"), HasSubstr("schedule.min_lr = 0.001 applies to schedule.type = "
+                                                       "\"cosine\" only (schedule.type is \"" + type + "\"")));
+    EXPECT_NO_THROW(load_config(write_toml(schedule + "min_lr = 0\n")));
+  }
+  EXPECT_EQ(load_config(write_toml("[schedule]\ntype = \"cosine\"\nmin_lr = 0.001\n")).schedule.min_lr, 0.001);
+  EXPECT_THAT(load_error("[schedule]\nwarmup_start_factor = 0.1\n"),
+              HasSubstr("schedule.warmup_start_factor = 0.1 applies only to a warm-up (schedule.warmup_steps is 0"));
+  EXPECT_THAT(test::overrides_error({"schedule.warmup_steps=0", "schedule.warmup_start_factor=1"}),
+              HasSubstr("schedule.warmup_start_factor = 1 applies only to a warm-up"));
+  EXPECT_EQ(load_config(write_toml("[schedule]\nwarmup_steps = 5\nwarmup_start_factor = 0.1\n"))
+                .schedule.warmup_start_factor,
+            0.1);
+}
+
+TEST(LoadConfig, ShippedConfigsLoad) {
+  int files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(SPRINTNET_SOURCE_DIR) / "configs")) {
+    EXPECT_NO_THROW(load_config(entry.path())) << entry.path();
+    ++files;
+  }
+  EXPECT_GE(files, 2);
 }
 
 }  // namespace

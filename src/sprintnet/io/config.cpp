@@ -13,6 +13,7 @@
 #include "sprintnet/io/closest_match.h"
 #include "sprintnet/io/config_schema.h"
 #include "sprintnet/io/read_file.h"
+#include "sprintnet/io/toml_key_depth.h"
 
 namespace sprintnet {
 namespace {
@@ -27,7 +28,9 @@ std::string describe_node(const toml::node& node) {
     case toml::node_type::string:
       return fmt::format("a string ({})", format_toml_value(ConfigValue(*node.value<std::string>())));
     case toml::node_type::integer: return fmt::format("an integer ({})", *node.value<std::int64_t>());
-    case toml::node_type::floating_point: return fmt::format("a float ({})", *node.value<double>());
+    // In TOML's form, so 2.0 reads as the float it is, not as the integer 2.
+    case toml::node_type::floating_point:
+      return fmt::format("a float ({})", format_toml_value(ConfigValue(*node.value<double>())));
     case toml::node_type::boolean: return fmt::format("a boolean ({})", *node.value<bool>());
     case toml::node_type::array: return "an array";
     case toml::node_type::table: return "a table";
@@ -142,6 +145,7 @@ class ConfigBuilder {
 
   void apply_file_table(const toml::table& table, std::string_view prefix, const std::string& file) {
     for (auto&& [name, node] : table) {
+      if (name.str().find('.') != std::string_view::npos) fail_quoted_dot(name, prefix, file);
       const std::string dotted = prefix.empty() ? std::string(name.str()) : fmt::format("{}.{}", prefix, name.str());
       if (dotted == "sweep" && node.is_table()) continue;  // the grid of `sprintnet sweep` (sweep/grid.h)
       if (const ConfigKey* key = find_config_key(dotted)) {
@@ -155,6 +159,20 @@ class ConfigBuilder {
         fail_unknown(located(file, name.source()), dotted, node.is_table());
       }
     }
+  }
+
+  // "optim.lr" = 0.1 is one key named optim.lr to every TOML reader, beside the optim table's lr: joined with the
+  // table's name it would be taken for that key, and one of the two settings silently dropped.
+  [[noreturn]] static void fail_quoted_dot(const toml::key& name, std::string_view prefix, const std::string& file) {
+    const std::string_view text = name.str();
+    const auto dot = text.rfind('.');
+    const std::string_view table = text.substr(0, dot), short_name = text.substr(dot + 1);
+    // The other spelling, where it is a plain one: "optim.lr" at the top level is lr under [optim].
+    const bool plain =
+        prefix.empty() && !table.empty() && !short_name.empty() && table.find('.') == std::string_view::npos;
+    const std::string instead = plain ? fmt::format(", or {} under [{}]", short_name, table) : "";
+    SN_FAIL("{}: \"{}\" is one key whose name holds a dot (a quoted key); write {} unquoted{}",
+            located(file, name.source()), text, text, instead);
   }
 
   // "key=value": the value is read as TOML ("0.1", "true", "[512, 512]", "\"x\"");
@@ -214,8 +232,13 @@ class ConfigBuilder {
   // The table {v = <text>} when the text is exactly one TOML value, else nothing and TOML's reason in `error`.
   static std::optional<toml::table> parse_toml_value(const std::string& text, std::string& error) {
     if (text.empty()) return std::nullopt;
+    const std::string document = fmt::format("v = {}", text);
+    if (find_deep_toml_key(document)) {  // an inline table's key, which the TOML reader would recurse through
+      error = fmt::format("a key of more than {} dotted parts", kMaxTomlKeyParts);
+      return std::nullopt;
+    }
     try {
-      toml::table table = toml::parse(fmt::format("v = {}", text), std::string_view("--set"));
+      toml::table table = toml::parse(document, std::string_view("--set"));
       if (table.size() != 1 || !table.contains("v")) {
         error = "more than one value";
         return std::nullopt;
@@ -235,6 +258,9 @@ class ConfigBuilder {
 namespace {
 
 Config parse_with_origins(std::string_view text, const std::string& origin, const std::vector<ConfigOverride>& overrides) {
+  if (const auto line = find_deep_toml_key(text)) {
+    SN_FAIL("{}:{}: a key of more than {} dotted parts", origin, *line, kMaxTomlKeyParts);
+  }
   toml::table table;
   try {
     table = toml::parse(text, std::string_view(origin));
