@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -24,14 +23,16 @@
 namespace sprintnet::cli {
 namespace {
 
+// As the runs start to train (every check passed): how they are spread, and for a resume what finished earlier.
+void report_start(const sweep::SweepProgress& p) {
+  std::fprintf(stderr, "sweep: %s\n", p.workers.c_str());
+  if (p.finished_earlier > 0) {
+    std::fprintf(stderr, "sweep: %zu of %zu runs finished earlier\n", p.finished_earlier, p.total);
+  }
+}
+
 // Called by the sweep under its lock, one call at a time.
 void report(const sweep::RunResult& run, const sweep::SweepProgress& p) {
-  static bool workers_shown = false;
-  if (!workers_shown) {
-    std::fprintf(stderr, "sweep: %s\n", p.workers.c_str());
-    if (p.finished_earlier > 0) std::fprintf(stderr, "sweep: %zu of %zu runs finished earlier\n", p.finished_earlier, p.total);
-    workers_shown = true;
-  }
   // From the runs this process trained: a resumed sweep's earlier runs took none of its time.
   const std::size_t trained_here = p.finished - p.finished_earlier;
   const double eta = trained_here > 0 ? p.elapsed_s / static_cast<double>(trained_here) *
@@ -101,35 +102,31 @@ void add_sweep_command(CLI::App& app) {
     stop_on_signals();  // Ctrl-C: the runs in flight stop after their epoch; the sweep's resume continues them
     if (!options->resume_dir.empty()) {
       dir = options->resume_dir;
-      results = sweep::resume_sweep(dir, options->parallel, report);
+      results = sweep::resume_sweep(dir, options->parallel, report, report_start);
       total = sweep::expand(sweep::read_sweep_spec(dir).spec).size();
     } else {
       SN_CHECK(!options->config_path.empty(), "sweep needs a CONFIG file, or --resume DIR to continue a sweep");
       sweep::SweepOptions o;
       o.config_path = options->config_path;
       o.overrides = options->overrides;
-      o.spec = sweep::read_sweep_table(o.config_path);
-      std::set<std::string> grid_keys;
-      for (const std::string& g : options->grid) {
-        sweep::GridAxis axis = sweep::parse_grid_option(g);
-        SN_CHECK(grid_keys.insert(axis.key).second, "--grid {} is given twice: list its values once, e.g. --grid {}=A,B",
-                 axis.key, axis.key);
-        std::erase_if(o.spec.axes, [&](const sweep::GridAxis& a) { return a.key == axis.key; });  // --grid wins
-        o.spec.axes.push_back(std::move(axis));
-      }
-      if (seeds_given) o.spec.seeds = sweep::parse_seeds(options->seeds);
+      o.spec = sweep::read_sweep_table(o.config_path, o.overrides);
+      sweep::apply_command_line(o.spec, options->grid,
+                                seeds_given ? std::optional<std::string>(options->seeds) : std::nullopt);
       SN_CHECK(!o.spec.axes.empty() || !o.spec.seeds.empty(),
                "sweep: nothing to sweep: give --grid KEY=V1,V2 or --seeds, or a [sweep] table in {}",
                options->config_path);
-      const std::vector<sweep::SweepRun> runs = sweep::expand(o.spec);
-      sweep::validate(o.config_path, o.overrides, runs);  // (run_sweep checks too) before the banner
+      total = sweep::expand(o.spec).size();  // (a grid it refuses is refused before a default folder is made)
       dir = options->out_dir.empty() ? fresh_default_folder() : options->out_dir;
       o.out_dir = dir;
       o.parallel = options->parallel;
-      total = runs.size();
-      std::fprintf(stderr, "sweep: %s into %s\n", counted(static_cast<std::int64_t>(total), "run").c_str(), dir.c_str());
+      // Printed once every run's config has loaded (run_sweep checks them before anything trains).
+      const auto banner = [&](const sweep::SweepProgress& p) {
+        std::fprintf(stderr, "sweep: %s into %s\n", counted(static_cast<std::int64_t>(total), "run").c_str(),
+                     dir.c_str());
+        report_start(p);
+      };
       try {
-        results = sweep::run_sweep(o, report);
+        results = sweep::run_sweep(o, report, banner);
       } catch (const Error&) {
         std::error_code ignored;  // a default folder the sweep never wrote goes again (a setup error)
         if (options->out_dir.empty() && std::filesystem::is_empty(dir, ignored)) std::filesystem::remove(dir, ignored);

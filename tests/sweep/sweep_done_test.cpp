@@ -81,7 +81,18 @@ TEST(SweepDone, ARunWhoseTestLossIsNaNFailsWithItsErrorAndIsNotAveraged) {
     EXPECT_THAT(results[i].error, AllOf(HasSubstr("training diverged: the test loss after epoch 1 is nan"),
                                         HasSubstr("try a lower optim.lr")));
     EXPECT_EQ(results[i].epochs, 1);
+    // No final result (summary.csv wrote 0, the best loss there is), but what its metrics row says: the epoch's
+    // test accuracy (a NaN output's argmax still picks a class) and training time.
+    EXPECT_TRUE(std::isnan(results[i].final_loss) && std::isnan(results[i].final_accuracy));
+    const std::vector<MetricsRow> rows = read_metrics_jsonl(o.out_dir / results[i].name / "metrics.jsonl");
+    ASSERT_EQ(rows.size(), 1u);
+    ASSERT_TRUE(rows[0].test_accuracy.has_value());
+    EXPECT_EQ(results[i].best_accuracy, *rows[0].test_accuracy);
+    EXPECT_EQ(results[i].train_s, rows[0].epoch_time_s);
   }
+  EXPECT_THAT(read_file(o.out_dir / "summary.csv"),
+              HasSubstr(fmt::format("\n\"optim.lr=1e+20,seed=0\",optim.lr=1e+20,failed,,{:.6f},,1,",
+                                    results[2].best_accuracy)));
   EXPECT_EQ(failed, 2u);
   const std::vector<PointStats> stats = point_statistics(results);
   ASSERT_EQ(stats.size(), 2u);

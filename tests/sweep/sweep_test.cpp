@@ -77,6 +77,7 @@ TEST(SweepSummary, PointsAreMeanAndSampleDeviationOverFinishedRunsBestFirst) {
   ASSERT_EQ(stats.size(), 3u);
   EXPECT_EQ(stats[0].point, "b");  // best mean first; its failed run is counted, not averaged
   EXPECT_DOUBLE_EQ(stats[0].mean_accuracy, 0.95);
+  EXPECT_TRUE(std::isnan(stats[0].std_accuracy));  // one finished run: no sample deviation (numpy ddof=1: NaN)
   EXPECT_EQ(stats[0].failed, 1);
   EXPECT_EQ(stats[1].point, "a");
   EXPECT_NEAR(stats[1].mean_accuracy, 0.91, 1e-12);
@@ -189,6 +190,35 @@ TEST(SweepRunner, AStopRequestEndsTheSweepAndItsResumeContinuesTheStoppedRun) {
   EXPECT_TRUE(read_file(long_run / "metrics.jsonl").starts_with(rows_at_stop)) << "continued, not started over";
 }
 
+// The plan ("one run at a time on the CPU", the sweep's second line) was printed with the first run's result, so
+// nothing showed between the banner and the end of the first run (or ever, for a sweep stopped in its first runs).
+// The start is reported as the runs start: once, before any ends, with what an earlier attempt finished.
+TEST(SweepRunner, TheStartIsReportedBeforeAnyRunEnds) {
+  const std::filesystem::path dir = test::temp_dir("sweep-start");
+  SweepOptions o = new_sweep(dir, kLrGrid);
+  o.parallel = 1;
+  std::vector<std::string> events;
+  const RunCallback ended = [&](const RunResult& r, const SweepProgress&) { events.push_back("ended " + r.name); };
+  const StartCallback started = [&](const SweepProgress& p) {
+    events.push_back(fmt::format("start: {}; {} running, {} finished, {} earlier, of {}", p.workers, p.running,
+                                 p.finished, p.finished_earlier, p.total));
+  };
+  struct Killed {};
+  EXPECT_THROW(run_sweep(o, [&](const RunResult& r, const SweepProgress& p) {
+                 ended(r, p);
+                 throw Killed{};
+               }, started), Killed);
+  EXPECT_THAT(events, ElementsAre("start: one run at a time on the CPU; 0 running, 0 finished, 0 earlier, of 2",
+                                  "ended optim.lr=0.1"));
+  events.clear();
+  EXPECT_EQ(resume_sweep(o.out_dir, 1, ended, started).size(), 2u);
+  EXPECT_THAT(events, ElementsAre("start: one run at a time on the CPU; 0 running, 1 finished, 1 earlier, of 2",
+                                  "ended optim.lr=0.2"));
+  events.clear();
+  EXPECT_EQ(resume_sweep(o.out_dir, 1, ended, started).size(), 2u);
+  EXPECT_TRUE(events.empty()) << "nothing left to start: " << events.front();
+}
+
 // A sweep resumed after its config file was edited would put runs of two models under one grid.
 // The file is compared as a config: what the edit changed is named, key by key, with both values.
 TEST(SweepRunner, AResumeRefusesAConfigChangedSinceTheSweepBeganNamingEachKey) {
@@ -259,7 +289,7 @@ TEST(SweepRunner, ABadValueIsNamedWhereItWasGiven) {
   o.config_path = file;
   o.spec = read_sweep_table(file);
   EXPECT_THAT(test::error_message([&] { run_sweep(o); }),
-              AllOf(HasSubstr(file.string() + ": sweep.grid 'optim.lr=-1'"), HasSubstr("> 0")));
+              AllOf(HasSubstr(file.string() + ": sweep.grid 'optim.lr=-1.0'"), HasSubstr("> 0")));  // (as written)
   o.overrides = {"optim.momentum=-1"};
   EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("--set 'optim.momentum=-1'"));
   // A value that another key makes impossible: the grid's value is named, not only the config file.

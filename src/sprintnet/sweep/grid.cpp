@@ -1,16 +1,20 @@
 #include "sprintnet/sweep/grid.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/io/config.h"
+#include "sprintnet/io/config_schema.h"
+#include "sprintnet/io/read_file.h"
 
 namespace sprintnet::sweep {
 namespace {
@@ -75,13 +79,19 @@ std::string name_part(const std::string& value) {
   return out;
 }
 
-std::string toml_text(const toml::node& node) {
-  // Numbers in their shortest form (0.1, not 0.10000000000000001): they name the run folders.
-  if (node.is_floating_point()) return fmt::format("{}", node.value<double>().value_or(0.0));
-  if (node.is_integer()) return fmt::format("{}", node.value<std::int64_t>().value_or(0));
+std::string formatted(const toml::node& node) {
   std::ostringstream out;
   node.visit([&](const auto& v) { out << toml::toml_formatter{v, toml::format_flags::none}; });
   return out.str();
+}
+
+// A value of the [sweep] table as `--grid` would take it: numbers in their shortest form (0.1, not
+// 0.10000000000000001: they name the run folders), a float keeping its '.' or exponent (1.0, not 1, which an
+// integer key would take: the file's float is refused as --grid's and --set's are).
+std::string toml_text(const toml::node& node) {
+  if (node.is_floating_point()) return format_toml_value(ConfigValue(node.value<double>().value_or(0.0)));
+  if (node.is_integer()) return fmt::format("{}", node.value<std::int64_t>().value_or(0));
+  return formatted(node);
 }
 
 // `sweep`, `sweep.seeds`, `sweep.grid...`: what the sweep varies, which --set and --grid do not set.
@@ -93,28 +103,76 @@ constexpr std::size_t kMaxFolderNameBytes = 255;
 constexpr std::string_view kKeysSetPerRun[] = {"checkpoint.every_epochs", "output.dir", "output.name",
                                                "output.progress"};
 
-// A value's TOML text in one form (1e-1 and 0.10 are 0.1; "a" and 'a' are "a"), to find a value listed twice
-// however it is written; text that is not a TOML value stays as it is (validate() names it).
+// A value's TOML text in one form (1e-1 and 0.10 are 0.1; "a" and 'a' are "a"; a number by its value, 1 and 1.0
+// one: a float key takes both as 1.0), to find a value listed twice however it is written; text that is not a TOML
+// value stays as it is (validate() names it).
 std::string canonical(const std::string& value) {
   try {
     const toml::table table = toml::parse("v = " + value);
-    if (const toml::node* node = table.get("v")) return toml_text(*node);
+    if (const toml::node* node = table.get("v")) {
+      if (node->is_floating_point()) return fmt::format("{}", node->value<double>().value_or(0.0));
+      if (node->is_integer()) return fmt::format("{}", node->value<std::int64_t>().value_or(0));
+      return formatted(*node);
+    }
   } catch (const toml::parse_error&) {
   }
   return value;
 }
 
-// Two values of one axis that are one value, or that would name one folder: refused before anything trains.
+// Two values of one axis that are one value, or that would name one folder: refused before anything trains. Each
+// value's forms are computed once and looked up (an axis may hold thousands of values).
 void check_distinct(const GridAxis& axis) {
-  for (std::size_t i = 0; i < axis.values.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      const std::string& a = axis.values[j];
-      const std::string& b = axis.values[i];
-      SN_CHECK(canonical(a) != canonical(b), "{}: {} lists one value twice ({} and {})", axis.origin, axis.key, a, b);
-      SN_CHECK(name_part(a) != name_part(b),
-               "{}: {} values {} and {} would name one run folder ('{}={}'); give values that differ in more than "
-               "quotes, brackets, spaces or '/' against '_'", axis.origin, axis.key, a, b, axis.key, name_part(a));
-    }
+  std::map<std::string, const std::string*> values, folders;
+  for (const std::string& value : axis.values) {
+    const auto [same, fresh] = values.emplace(canonical(value), &value);
+    SN_CHECK(fresh, "{}: {} lists one value twice ({} and {})", axis.origin, axis.key, *same->second, value);
+    const std::string part = name_part(value);
+    const auto [named, unnamed] = folders.emplace(part, &value);
+    SN_CHECK(unnamed,
+             "{}: {} values {} and {} would name one run folder ('{}={}'); give values that differ in more than "
+             "quotes, brackets, spaces or '/' against '_'", axis.origin, axis.key, *named->second, value, axis.key,
+             part);
+  }
+}
+
+// The number of runs `spec` makes, refused past kMaxSweepRuns before any is listed: each axis's count and the
+// seeds' multiplied in 64 bits, with an overflow taken as "more than the limit" (its count then not printed).
+void check_run_count(const SweepSpec& spec) {
+  std::uint64_t runs = 1;
+  bool overflowed = false;
+  std::vector<std::string> factors;
+  const auto multiply = [&](std::size_t count, std::string factor) {
+    overflowed = overflowed || __builtin_mul_overflow(runs, static_cast<std::uint64_t>(count), &runs);
+    factors.push_back(std::move(factor));
+  };
+  for (const GridAxis& axis : spec.axes) {
+    multiply(axis.values.size(), fmt::format("{} ({} values, {})", axis.key, axis.values.size(), axis.origin));
+  }
+  if (!spec.seeds.empty()) {
+    multiply(spec.seeds.size(), fmt::format("seeds ({}, {})", spec.seeds.size(), spec.seeds_origin));
+  }
+  SN_CHECK(!overflowed && runs <= kMaxSweepRuns,
+           "sweep: the grid makes {} runs ({}), more than the {} a sweep may have: give fewer values, or split it "
+           "into several sweeps", overflowed ? std::string("over 2^64") : fmt::format("{}", runs),
+           fmt::join(factors, " x "), kMaxSweepRuns);
+}
+
+// The keys --set may not set, and why, whatever the grid: the [sweep] table's, which --set does not reach, and
+// those the sweep sets for every run after the overrides. (Refused here, not left to the config's "unknown key",
+// whose hint for sweep.seeds is 'seed', which would fix every run's seed.)
+void check_set_keys(const std::vector<std::string>& extra) {
+  for (const std::string& text : extra) {
+    const std::string key = trim(text.substr(0, text.find('=')));
+    SN_CHECK(!is_sweep_table_key(key),
+             "--set '{}': {} is a key of the config file's [sweep] table, which --set does not reach (it sets a "
+             "run's config keys, the same for every run): give {} instead, which replaces the table's", text, key,
+             key == "sweep.seeds" ? "the seeds with --seeds 0,1,2" : "the grid with --grid KEY=V1,V2 (one a key)");
+    SN_CHECK(key != "output.dir", "--set '{}': the sweep puts every run in its own folder, DIR/<run name>, "
+             "whatever output.dir says: give the sweep's folder with --out DIR", text);
+    SN_CHECK(key != "output.name", "--set '{}': the sweep names every run's folder by its grid values and seed, "
+             "whatever output.name says: leave it out", text);
+    SN_CHECK(key != "output.progress", "--set '{}': a sweep's runs show no progress of their own (the sweep prints "
+             "a line as each run ends), whatever output.progress says: leave it out", text);
   }
 }
 
@@ -149,14 +207,19 @@ std::vector<std::int64_t> parse_seeds(const std::string& text) {
   return seeds;
 }
 
-SweepSpec read_sweep_table(const std::filesystem::path& config_path) {
+SweepSpec read_sweep_table(const std::filesystem::path& config_path, const std::vector<std::string>& overrides) {
+  check_set_keys(overrides);
+  // load_config's checks and errors first (a missing file, a pipe, a syntax error at its line and column): the
+  // table is read from a file that is known to be a config.
+  load_config(config_path, overrides);
   SweepSpec spec;
   const std::string file = config_path.string();
   toml::table table;
   try {
-    table = toml::parse_file(file);
-  } catch (const toml::parse_error& error) {
-    SN_FAIL("{}: TOML syntax error: {}", file, error.description());
+    table = toml::parse(read_file(config_path, "config file"), std::string_view(file));
+  } catch (const toml::parse_error& error) {  // (load_config read it: only a file changed since gets here)
+    SN_FAIL("{}:{}:{}: TOML syntax error: {}", file, error.source().begin.line, error.source().begin.column,
+            error.description());
   }
   const toml::table* sweep = table["sweep"].as_table();
   if (sweep == nullptr) return spec;
@@ -187,7 +250,24 @@ SweepSpec read_sweep_table(const std::filesystem::path& config_path) {
   return spec;
 }
 
+void apply_command_line(SweepSpec& spec, const std::vector<std::string>& grid_options,
+                        const std::optional<std::string>& seeds) {
+  std::set<std::string> grid_keys;
+  for (const std::string& g : grid_options) {
+    GridAxis axis = parse_grid_option(g);
+    SN_CHECK(grid_keys.insert(axis.key).second, "--grid {} is given twice: list its values once, e.g. --grid {}=A,B",
+             axis.key, axis.key);
+    std::erase_if(spec.axes, [&](const GridAxis& a) { return a.key == axis.key; });  // --grid wins
+    spec.axes.push_back(std::move(axis));
+  }
+  if (seeds) {
+    spec.seeds = parse_seeds(*seeds);
+    spec.seeds_origin = "--seeds";
+  }
+}
+
 std::vector<SweepRun> expand(const SweepSpec& spec) {
+  check_run_count(spec);  // before anything is listed, even each axis's values checked
   for (const GridAxis& axis : spec.axes) {
     // (checkpoint.every_epochs is set before the overrides: a grid over it works.)
     SN_CHECK(!axis.key.starts_with("output.") || axis.key == "output.csv",
@@ -241,15 +321,18 @@ std::vector<SweepRun> expand(const SweepSpec& spec) {
   return runs;
 }
 
-void validate(const std::filesystem::path& config_path, const std::vector<std::string>& extra,
+void validate(const std::filesystem::path& config_path, const std::vector<std::string>& extra, const SweepSpec& spec,
               const std::vector<SweepRun>& runs) {
-  // Refused here, not left to the config's "unknown key" (whose hint is 'seed', which would fix every run's seed).
+  check_set_keys(extra);
+  // The run's own values come after --set: a --set of a key the grid or the seeds give would be dropped silently.
   for (const std::string& text : extra) {
     const std::string key = trim(text.substr(0, text.find('=')));
-    SN_CHECK(!is_sweep_table_key(key),
-             "--set '{}': {} is a key of the config file's [sweep] table, which --set does not reach (it sets a "
-             "run's config keys, the same for every run): give {} instead, which replaces the table's", text, key,
-             key == "sweep.seeds" ? "the seeds with --seeds 0,1,2" : "the grid with --grid KEY=V1,V2 (one a key)");
+    for (const GridAxis& axis : spec.axes) {
+      SN_CHECK(axis.key != key, "--set '{}': {} is swept ({}), and each run takes its grid value, not --set's: "
+               "leave it out of --set, or list the value on the grid", text, key, axis.origin);
+    }
+    SN_CHECK(key != "seed" || spec.seeds.empty(), "--set '{}': the seeds ({}) give every run its seed, not --set: "
+             "leave it out of --set, or list the seed among the seeds", text, spec.seeds_origin);
   }
   for (const SweepRun& run : runs) {
     std::vector<ConfigOverride> overrides;

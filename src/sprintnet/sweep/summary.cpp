@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/io/atomic_file.h"
@@ -31,6 +32,14 @@ std::string md_cell(std::string s) {
   std::replace(s.begin(), s.end(), '\r', ' ');
   return s;
 }
+
+// A number with `decimals` (times `scale`: 100 for a percentage), or `unknown` for NaN (RunResult::kUnknown): an
+// empty CSV field reads as missing (pandas: NaN), where a 0 would read as a result (a test loss of 0, the best).
+std::string number(double value, int decimals, std::string_view unknown, double scale = 1.0) {
+  return std::isnan(value) ? std::string(unknown) : fmt::format("{:.{}f}", scale * value, decimals);
+}
+std::string csv_number(double value, int decimals) { return number(value, decimals, ""); }
+std::string md_number(double value, int decimals, double scale = 1.0) { return number(value, decimals, "—", scale); }
 
 }  // namespace
 
@@ -63,7 +72,7 @@ std::vector<PointStats> point_statistics(const std::vector<RunResult>& results) 
       }
       double squares = 0.0;
       for (const RunResult* r : done) squares += (r->final_accuracy - s.mean_accuracy) * (r->final_accuracy - s.mean_accuracy);
-      s.std_accuracy = done.size() > 1 ? std::sqrt(squares / (n - 1.0)) : 0.0;
+      if (done.size() > 1) s.std_accuracy = std::sqrt(squares / (n - 1.0));  // (one run: not known)
     }
     stats.push_back(s);
   }
@@ -134,9 +143,10 @@ void write_summary(const std::filesystem::path& dir, const std::vector<RunResult
   for (const RunResult& r : results) {
     std::string overrides;
     for (const std::string& o : r.overrides) overrides += (overrides.empty() ? "" : ";") + o;
-    csv << fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{},{:.4f},{:.4f},{},{}\n", csv_field(r.name), csv_field(r.point),
-                       r.status, r.final_accuracy, r.best_accuracy, r.final_loss, r.epochs, r.train_s, r.wall_s,
-                       csv_field(overrides), csv_field(r.error));
+    csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.name), csv_field(r.point), r.status,
+                       csv_number(r.final_accuracy, 6), csv_number(r.best_accuracy, 6), csv_number(r.final_loss, 6),
+                       r.epochs, csv_number(r.train_s, 4), csv_number(r.wall_s, 4), csv_field(overrides),
+                       csv_field(r.error));
   }
   write_text_file_atomically(dir / "summary.csv", csv.str());
 
@@ -148,20 +158,17 @@ void write_summary(const std::filesystem::path& dir, const std::vector<RunResult
     if (s.runs == s.failed) {
       md << fmt::format("| {} | {} | {} | — | — | — |\n", md_cell(s.point), s.runs, s.failed);
     } else {
-      md << fmt::format("| {} | {} | {} | {:.2f} ± {:.2f} | {:.4f} | {:.2f} |\n", md_cell(s.point), s.runs, s.failed,
-                        100 * s.mean_accuracy, 100 * s.std_accuracy, s.mean_loss, s.mean_train_s);
+      md << fmt::format("| {} | {} | {} | {:.2f} ± {} | {:.4f} | {:.2f} |\n", md_cell(s.point), s.runs, s.failed,
+                        100 * s.mean_accuracy, md_number(s.std_accuracy, 2, 100), s.mean_loss, s.mean_train_s);
     }
   }
   md << "\n## Runs\n\n| run | status | final test accuracy % | best % | test loss | epochs | train s | wall s |\n"
         "|---|---|---|---|---|---|---|---|\n";
   for (const RunResult& r : results) {
-    if (r.status == "done") {
-      md << fmt::format("| {} | done | {:.2f} | {:.2f} | {:.4f} | {} | {:.2f} | {:.2f} |\n", md_cell(r.name),
-                        100 * r.final_accuracy, 100 * r.best_accuracy, r.final_loss, r.epochs, r.train_s, r.wall_s);
-    } else {
-      md << fmt::format("| {} | failed: {} | — | — | — | {} | — | {:.2f} |\n", md_cell(r.name), md_cell(r.error),
-                        r.epochs, r.wall_s);
-    }
+    const std::string status = r.status == "done" ? "done" : "failed: " + md_cell(r.error);
+    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", md_cell(r.name), status,
+                      md_number(r.final_accuracy, 2, 100), md_number(r.best_accuracy, 2, 100),
+                      md_number(r.final_loss, 4), r.epochs, md_number(r.train_s, 2), md_number(r.wall_s, 2));
   }
   write_text_file_atomically(dir / "summary.md", md.str());
 }

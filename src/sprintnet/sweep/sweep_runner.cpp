@@ -13,13 +13,18 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
+#include <string_view>
 #include <thread>
+
+#include <fmt/ranges.h>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/stop_request.h"
 #include "sprintnet/data/dataset_cache.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/config.h"
+#include "sprintnet/io/config_schema.h"
 #include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/ops/backend.h"
 #include "sprintnet/ops/cpu/cpu_backend.h"
@@ -35,29 +40,17 @@
 namespace sprintnet::sweep {
 namespace {
 
-// An attempt that a signal stopped (Ctrl-C, core/stop_request.h) wrote the checkpoint of its last epoch: the run
-// continues from it, on this worker's device and threads (keys a resume may change). Any other unfinished attempt
-// starts over: a killed one has no checkpoint (a sweep's runs write only their last), and one with a checkpoint
-// that does not resume (its run finished but was not recorded, damaged files) is trained again.
-std::optional<train::ResumePlan> stopped_attempt(const std::filesystem::path& run_dir,
-                                                 const std::vector<std::string>& placement) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(run_dir / train::kCheckpointsDirName / train::kLatestFileName, ec)) {
-    return std::nullopt;
-  }
-  try {
-    return train::plan_resume(run_dir, {}, placement);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-}
-
 // A run's epochs over all its attempts, from its metrics file's rows: how many, the best test accuracy, the
-// training time.
+// training time. Without rows (or without an evaluation in them) those stay not known (NaN).
 void add_metrics_totals(const std::vector<MetricsRow>& rows, RunResult& result) {
   result.epochs = static_cast<std::int64_t>(rows.size());
+  if (rows.empty()) return;
+  result.train_s = 0.0;
   for (const MetricsRow& row : rows) {
-    if (row.test_accuracy) result.best_accuracy = std::max(result.best_accuracy, *row.test_accuracy);
+    if (row.test_accuracy) {
+      result.best_accuracy =
+          std::isnan(result.best_accuracy) ? *row.test_accuracy : std::max(result.best_accuracy, *row.test_accuracy);
+    }
     result.train_s += row.epoch_time_s;
   }
 }
@@ -76,6 +69,111 @@ std::vector<std::string> run_overrides(const SweepOptions& o, const SweepRun& ru
   return overrides;
 }
 
+// Where the sweep puts `run`: set, not written as TOML text, so a folder with a quote or a backslash in its name
+// stays that folder.
+void place_in_sweep(Config& config, const SweepOptions& o, const SweepRun& run) {
+  config.output.dir = o.out_dir.string();
+  config.output.name = run.name;
+  config.output.progress = "none";
+}
+
+// "optim.lr (0.1 in the folder, 0.2 for this run)" for each key in which the config of a run folder is not the
+// config the sweep gives the run: none for the sweep's own attempt. Keys in which two attempts at one run may
+// differ (the device and threads of the worker that trained it: train::resumable_config_keys) are not compared,
+// but for train.epochs.
+std::vector<std::string> foreign_keys(const Config& folder, const Config& wanted) {
+  const std::span<const std::string_view> may_differ = train::resumable_config_keys();
+  std::vector<std::string> out;
+  for (const ConfigDifference& d : config_differences(folder, wanted)) {
+    const bool attempts_differ = std::find(may_differ.begin(), may_differ.end(), d.key) != may_differ.end();
+    if (attempts_differ && d.key != "train.epochs") continue;
+    out.push_back(fmt::format("{} ({} in the folder, {} for this run)", d.key, format_toml_value(d.before),
+                              format_toml_value(d.after)));
+  }
+  return out;
+}
+
+// Where an attempt at a run starts: its folder absent (or removed), a stopped attempt to continue, or a folder the
+// sweep leaves as it is (`kept`: why, the run's error).
+struct AttemptStart {
+  std::optional<train::ResumePlan> resume;
+  std::string kept;
+};
+
+// What `run_dir` holds decides it. A stopped attempt (Ctrl-C, core/stop_request.h) wrote the checkpoint of its last
+// epoch: the run continues from it on this worker's device and threads (keys a resume may change), when it trains
+// the sweep's config for the run, train.epochs included. The folder is removed, and the run starts over, only when
+// it is this sweep's own unfinished attempt with nothing to continue from (a killed run: a sweep's runs write only
+// their last checkpoint; a diverged one): no checkpoint, no final weights, and its config.toml the sweep's for the
+// run. Anything else is someone's work, not the sweep's to delete: a run `sprintnet train --resume` trained to
+// another train.epochs, final weights or a checkpoint the sweep can neither count nor continue, files the sweep
+// did not write.
+AttemptStart start_attempt(const std::filesystem::path& run_dir, const Config& wanted,
+                           const std::vector<std::string>& placement) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(run_dir, ec);
+  if (!fs::exists(status)) return {};
+  const std::int64_t epochs = wanted.train.epochs;
+  const auto keep = [&](const std::string& what) {
+    return AttemptStart{std::nullopt,
+                        fmt::format("{} {}; the sweep leaves it as it is and records this run as failed: to train the "
+                                    "run as the sweep gives it ({} epochs), move the folder aside and resume the sweep",
+                                    run_dir.string(), what, epochs)};
+  };
+  if (!fs::is_directory(status)) return keep("is there but is not a folder");
+  const bool checkpointed = fs::is_regular_file(run_dir / train::kCheckpointsDirName / train::kLatestFileName, ec);
+  std::optional<train::ResumePlan> plan;
+  std::string no_plan;
+  if (checkpointed) {
+    try {
+      plan = train::plan_resume(run_dir, {}, placement);
+    } catch (const Error& e) {  // a finished run, another process's, damaged files
+      no_plan = e.what();
+    }
+  }
+  if (plan && plan->config.train.epochs != epochs) {
+    return keep(fmt::format("holds a run of train.epochs = {} stopped after epoch {}, not this sweep's {} (`sprintnet "
+                            "train --resume` gave it other epochs, or it is not the sweep's)",
+                            plan->config.train.epochs, plan->checkpoint.epoch, epochs));
+  }
+  if (plan) {
+    const std::vector<std::string> keys = foreign_keys(plan->config, wanted);
+    if (keys.empty()) return {std::move(plan), ""};
+    return keep(fmt::format("holds a stopped run of another config than this sweep's: {}", fmt::join(keys, ", ")));
+  }
+  if (fs::is_empty(run_dir, ec) && !ec) {  // (a kill before the run's first file)
+    fs::remove(run_dir, ec);
+    SN_CHECK(!ec, "cannot remove the empty folder {} of an unfinished attempt: {}", run_dir.string(), ec.message());
+    return {};
+  }
+  std::optional<Config> folder;
+  std::string no_config;
+  try {
+    folder = load_config(run_dir / "config.toml");
+  } catch (const Error& e) {
+    no_config = e.what();
+  }
+  if (folder && folder->train.epochs != epochs) {
+    return keep(fmt::format("holds a run of train.epochs = {} (its config.toml), not this sweep's {} (`sprintnet "
+                            "train --resume` trained it on, or it is not the sweep's)", folder->train.epochs, epochs));
+  }
+  if (fs::exists(run_dir / "model.safetensors", ec)) {  // (a finished run of these epochs, its metrics damaged)
+    return keep(fmt::format("holds final weights (model.safetensors) that the sweep cannot count as this run's: a "
+                            "finished run also has a metrics row for each of its {} epochs, the last with a finite "
+                            "test loss", epochs));
+  }
+  if (checkpointed) return keep(fmt::format("holds a checkpoint the sweep cannot continue from ({})", no_plan));
+  if (!folder) return keep(fmt::format("holds files but no config.toml of a run ({})", no_config));
+  if (const std::vector<std::string> keys = foreign_keys(*folder, wanted); !keys.empty()) {
+    return keep(fmt::format("holds a run of another config than this sweep's: {}", fmt::join(keys, ", ")));
+  }
+  const train::RunDirectoryLock no_writer(run_dir);  // (throws, naming the folder, while another process writes it)
+  fs::remove_all(run_dir, ec);  // this sweep's unfinished attempt: it starts over
+  SN_CHECK(!ec, "cannot remove the unfinished attempt {}: {}", run_dir.string(), ec.message());
+  return {};
+}
+
 RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vector<std::string>& placement,
                     train::SmTurns* turns) {
   RunResult result;
@@ -83,23 +181,23 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
   result.point = run.point;
   result.overrides = run.overrides;
   const auto start = std::chrono::steady_clock::now();
+  const auto wall_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   const std::filesystem::path run_dir = o.out_dir / run.name;
   try {
-    std::optional<train::ResumePlan> resume = stopped_attempt(run_dir, placement);
-    Config config;
-    if (resume) {
-      config = resume->config;
-    } else {
-      std::error_code ec;
-      std::filesystem::remove_all(run_dir, ec);  // an unfinished attempt starts over
-      SN_CHECK(!ec, "cannot remove the unfinished attempt {}: {}", run_dir.string(), ec.message());
-      config = load_config(o.config_path, run_overrides(o, run, placement));
+    Config config = load_config(o.config_path, run_overrides(o, run, placement));
+    place_in_sweep(config, o, run);
+    AttemptStart attempt = start_attempt(run_dir, config, placement);
+    if (!attempt.kept.empty()) {  // (its metrics are not this run's: none are read)
+      result.status = "failed";
+      result.error = attempt.kept;
+      result.wall_s = wall_s();
+      return result;
     }
-    // Set, not written as TOML text: a folder with a quote or a backslash in its name stays that folder.
-    config.output.dir = o.out_dir.string();
-    config.output.name = run.name;
-    config.output.progress = "none";
-    if (resume) resume->config = config;
+    std::optional<train::ResumePlan>& resume = attempt.resume;
+    if (resume) {
+      place_in_sweep(resume->config, o, run);
+      config = resume->config;
+    }
     const train::TrainSummary summary =
         train::advise_on_out_of_memory(o.config_path, config, train::MemoryUse::kSweepRun, [&] {
           std::unique_ptr<train::Trainer> trainer =
@@ -116,13 +214,15 @@ RunResult train_one(const SweepOptions& o, const SweepRun& run, const std::vecto
   } catch (const std::exception& e) {
     result.status = "failed";
     result.error = e.what();
-    // A run that diverged trained up to the epoch that failed, whose metrics rows say how many (none: 0).
+    result.final_accuracy = result.final_loss = std::numeric_limits<double>::quiet_NaN();  // (not a result)
+    // A run that diverged trained up to the epoch that failed, whose metrics rows say how many (none: 0), its best
+    // test accuracy and its training time.
     try {
-      result.epochs = static_cast<std::int64_t>(check_metrics_jsonl(o.out_dir / run.name / "metrics.jsonl"));
+      add_metrics_totals(read_metrics_jsonl(run_dir / "metrics.jsonl"), result);
     } catch (const std::exception&) {  // (no readable metrics: no epoch; a file system error must not stop the sweep)
     }
   }
-  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.wall_s = wall_s();
   return result;
 }
 
@@ -186,6 +286,13 @@ class Ledger {
     stop(std::move(error));
   }
   std::exception_ptr error() const { return error_; }
+
+  SweepProgress progress() {
+    std::lock_guard lock(mutex_);
+    SweepProgress now = progress_;
+    now.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return now;
+  }
 
   // sweep.json, then summary.csv/.md, from every finished run: also at the end of a sweep, so that a
   // process killed between the two writes (or a resume with nothing left to train) leaves them agreeing.
@@ -299,7 +406,8 @@ std::int64_t decided_cpu_threads(const SweepOptions& o, const WorkerPlan& plan) 
   return configured > 0 ? configured : default_cpu_threads();
 }
 
-std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResult>& previous, const RunCallback& on_run) {
+std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResult>& previous, const RunCallback& on_run,
+                               const StartCallback& on_start) {
   const std::vector<SweepRun> runs = expand(o.spec);
   const Config base = load_config(o.config_path, o.overrides);
   std::vector<std::optional<RunResult>> earlier(runs.size());
@@ -328,6 +436,7 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
   });
   Ledger ledger(o, runs.size(), plan.reason, on_run);
   record_earlier(ledger);
+  if (on_start) on_start(ledger.progress());  // before the first run, which may take long
   const auto shares = [&](const std::string& device) {
     return std::count(plan.devices.begin(), plan.devices.end(), device) > 1;
   };
@@ -348,9 +457,9 @@ std::vector<RunResult> execute(const SweepOptions& o, const std::vector<RunResul
 
 }  // namespace
 
-std::vector<RunResult> run_sweep(const SweepOptions& given, const RunCallback& on_run) {
+std::vector<RunResult> run_sweep(const SweepOptions& given, const RunCallback& on_run, const StartCallback& on_start) {
   const std::vector<SweepRun> runs = expand(given.spec);
-  validate(given.config_path, given.overrides, runs);  // every key and value, before anything trains
+  validate(given.config_path, given.overrides, given.spec, runs);  // every key and value, before anything trains
   // And where they would train (a device that is not there), before the folder; on the CPU with how many threads.
   SweepOptions options = given;
   if (options.cpu_threads == 0) options.cpu_threads = decided_cpu_threads(options, plan_for(options, runs.size()));
@@ -367,10 +476,11 @@ std::vector<RunResult> run_sweep(const SweepOptions& given, const RunCallback& o
            "--out {} holds other files and no sweep: a sweep writes its runs' folders and summary there, so give it "
            "a new or empty folder", options.out_dir.string());
   write_sweep_spec(options);
-  return execute(options, {}, on_run);
+  return execute(options, {}, on_run, on_start);
 }
 
-std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel, const RunCallback& on_run) {
+std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel, const RunCallback& on_run,
+                                    const StartCallback& on_start) {
   SN_CHECK(std::filesystem::is_directory(dir), "{}: no sweep here (not a folder)", dir.string());
   const train::RunDirectoryLock lock(dir);
   // Before any unfinished run's folder is cleared for its new attempt: the state file could not be written after.
@@ -379,8 +489,8 @@ std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parall
   remove_unfinished_atomic_writes(dir);  // a killed sweep's (under the lock: no writer is left)
   SweepOptions options = read_sweep_spec(dir);
   options.parallel = parallel;
-  validate(options.config_path, options.overrides, expand(options.spec));
-  return execute(options, read_state(dir), on_run);
+  validate(options.config_path, options.overrides, options.spec, expand(options.spec));
+  return execute(options, read_state(dir), on_run, on_start);
 }
 
 }  // namespace sprintnet::sweep

@@ -37,6 +37,11 @@ struct SweepProgress {
 // Called (one call at a time, in the order runs finish) after each run. An exception it throws stops
 // the sweep: no new run starts, the ones running finish, and run_sweep rethrows it.
 using RunCallback = std::function<void(const RunResult& run, const SweepProgress& progress)>;
+// Called once, as the runs left start to train (every check passed, the plan made; not at all when none is left):
+// what the sweep is about to do, so that it can be shown before the first run ends. `progress` has no run
+// finished by this process yet (finished_earlier: those of an earlier attempt) and `workers` set. An exception it
+// throws ends the sweep before any run starts.
+using StartCallback = std::function<void(const SweepProgress& progress)>;
 
 // A stop request (core/stop_request.h: Ctrl-C, SIGTERM, SIGHUP) stops a sweep as well: no run starts after it, the
 // runs in flight stop after their epoch, with its checkpoint, not recorded as finished (the resume continues them
@@ -44,10 +49,15 @@ using RunCallback = std::function<void(const RunResult& run, const SweepProgress
 
 // A new sweep in options.out_dir (new, or empty). The folder is locked while the sweep runs: a second
 // process on it (another sweep, a resume) fails at once, naming it.
-std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback& on_run = {});
+std::vector<RunResult> run_sweep(const SweepOptions& options, const RunCallback& on_run = {},
+                                 const StartCallback& on_start = {});
 // Continues the sweep in `dir` with the config, overrides, grid and CPU thread count it was started with;
 // `parallel` as in SweepOptions. A run whose folder shows it finished (sweep_runner.cpp: finished_in_folder) is
-// not trained again, whoever finished it.
-std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel = 0, const RunCallback& on_run = {});
+// not trained again, whoever finished it. A run folder is removed only when it holds this sweep's own unfinished
+// attempt at the run with no checkpoint to continue from; one that holds anything else (a run that
+// `sprintnet train --resume` trained to another train.epochs, final weights the sweep cannot count, files the
+// sweep did not write) is left as it is and its run recorded as failed, the error naming the folder and what to do.
+std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parallel = 0, const RunCallback& on_run = {},
+                                    const StartCallback& on_start = {});
 
 }  // namespace sprintnet::sweep
