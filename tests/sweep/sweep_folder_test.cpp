@@ -136,5 +136,33 @@ TEST(SweepFolder, FilesTheSweepCannotCountAsItsOwnAttemptAreKept) {
   EXPECT_EQ(trained, (std::vector<std::string>{"optim.lr=0.2", "optim.lr=0.3"}));
 }
 
+// A failed run's folder holds only its own files, which a resume clears to train it again; a note or a picture the
+// user put there went with them, without a word. Such a folder is kept now, its run recorded as failed naming the
+// files; without them the run trains again.
+TEST(SweepFolder, AFailedRunsFolderWithAUsersFilesIsKept) {
+  const fs::path dir = test::temp_dir("sweep-folder-notes");
+  SweepOptions o = new_sweep(dir, "[sweep]\ngrid = { \"optim.lr\" = [1e6] }\n");  // diverges in epoch 1
+  o.parallel = 1;
+  const std::vector<RunResult> first = run_sweep(o);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].status, "failed");
+  const fs::path run = o.out_dir / first[0].name;
+  ASSERT_TRUE(fs::is_directory(run)) << run;
+  std::ofstream(run / "NOTES.md") << "why it diverged\n";
+  fs::create_directory(run / "analysis");
+  const std::vector<RunResult> kept = resume_sweep(o.out_dir, 1);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].status, "failed");
+  EXPECT_THAT(kept[0].error, HasSubstr(run.string() + " holds files a run does not write (NOTES.md, analysis)"));
+  EXPECT_EQ(read_file(run / "NOTES.md"), "why it diverged\n");
+  EXPECT_TRUE(fs::is_directory(run / "analysis"));
+  fs::remove(run / "NOTES.md");
+  fs::remove(run / "analysis");
+  const std::vector<RunResult> again = resume_sweep(o.out_dir, 1);  // its own files only: trained again
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].status, "failed");
+  EXPECT_THAT(again[0].error, HasSubstr("training diverged"));
+}
+
 }  // namespace
 }  // namespace sprintnet::sweep

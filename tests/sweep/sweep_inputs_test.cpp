@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "sprintnet/io/read_file.h"
 #include "sprintnet/sweep/grid.h"
+#include "sprintnet/sweep/summary.h"
+#include "sprintnet/sweep/sweep_spec.h"
 #include "sprintnet/sweep/sweep_runner.h"
 #include "support/error_message.h"
 #include "support/test_util.h"
@@ -84,6 +87,27 @@ TEST(SweepInputs, ASetOfAKeyTheRunsWouldNotTakeIsRefused) {
   EXPECT_FALSE(std::filesystem::exists(o.out_dir));
   o.overrides = {"optim.momentum=0.5", "output.csv=false"};  // keys the runs do take
   EXPECT_EQ(run_sweep(o).size(), 2u);
+}
+
+// A sweep started before such --set were refused could save one in its spec, and --resume takes no --set to take it
+// back: the resume refused it with advice it could not follow. It drops the --set (no run ever took it) with a word.
+TEST(SweepInputs, AResumeDropsASavedSetTheRunsNeverTook) {
+  const std::filesystem::path dir = test::temp_dir("sweep-inputs-old-set");
+  SweepOptions o = new_sweep(dir, "[sweep]\ngrid = { \"optim.lr\" = [0.1, 0.05] }\n");
+  o.parallel = 1;
+  std::filesystem::create_directories(o.out_dir);
+  o.overrides = {"optim.lr=0.9", "output.name=\"mine\"", "optim.momentum=0.5"};
+  write_sweep_spec(o);  // as the older sweep wrote it
+  write_state(o.out_dir, {});
+  testing::internal::CaptureStderr();
+  const std::vector<RunResult> results = resume_sweep(o.out_dir, 1);
+  const std::string said = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(results.size(), 2u);
+  for (const RunResult& r : results) EXPECT_EQ(r.status, "done") << r.error;
+  EXPECT_THAT(said, AllOf(HasSubstr("sprintnet: warning: --set 'optim.lr=0.9': optim.lr is swept"),
+                          HasSubstr("--set 'output.name=\"mine\"': the sweep names"),
+                          HasSubstr("ignored, as it was when this sweep started")));
+  EXPECT_THAT(read_file(o.out_dir / "optim.lr=0.05" / "config.toml"), HasSubstr("momentum = 0.5"));  // still taken
 }
 
 // `[sweep] grid = { "train.epochs" = [1.0, 2.0] }` trained 1 and 2 epochs (its floats written as "1" and "2"),

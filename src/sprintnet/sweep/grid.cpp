@@ -167,16 +167,39 @@ void check_set_keys(const std::vector<std::string>& extra) {
              "--set '{}': {} is a key of the config file's [sweep] table, which --set does not reach (it sets a "
              "run's config keys, the same for every run): give {} instead, which replaces the table's", text, key,
              key == "sweep.seeds" ? "the seeds with --seeds 0,1,2" : "the grid with --grid KEY=V1,V2 (one a key)");
-    SN_CHECK(key != "output.dir", "--set '{}': the sweep puts every run in its own folder, DIR/<run name>, "
-             "whatever output.dir says: give the sweep's folder with --out DIR", text);
-    SN_CHECK(key != "output.name", "--set '{}': the sweep names every run's folder by its grid values and seed, "
-             "whatever output.name says: leave it out", text);
-    SN_CHECK(key != "output.progress", "--set '{}': a sweep's runs show no progress of their own (the sweep prints "
-             "a line as each run ends), whatever output.progress says: leave it out", text);
+    if (const std::optional<std::string> why = set_not_taken_by_runs(text, SweepSpec{})) SN_FAIL("{}", *why);
   }
 }
 
 }  // namespace
+
+std::optional<std::string> set_not_taken_by_runs(const std::string& text, const SweepSpec& spec) {
+  const std::string key = trim(text.substr(0, text.find('=')));
+  if (key == "output.dir") {
+    return fmt::format("--set '{}': the sweep puts every run in its own folder, DIR/<run name>, whatever output.dir "
+                       "says: give the sweep's folder with --out DIR", text);
+  }
+  if (key == "output.name") {
+    return fmt::format("--set '{}': the sweep names every run's folder by its grid values and seed, whatever "
+                       "output.name says: leave it out", text);
+  }
+  if (key == "output.progress") {
+    return fmt::format("--set '{}': a sweep's runs show no progress of their own (the sweep prints a line as each run "
+                       "ends), whatever output.progress says: leave it out", text);
+  }
+  // The run's own values come after --set: a --set of a key the grid or the seeds give would be dropped silently.
+  for (const GridAxis& axis : spec.axes) {
+    if (axis.key == key) {
+      return fmt::format("--set '{}': {} is swept ({}), and each run takes its grid value, not --set's: leave it out "
+                         "of --set, or list the value on the grid", text, key, axis.origin);
+    }
+  }
+  if (key == "seed" && !spec.seeds.empty()) {
+    return fmt::format("--set '{}': the seeds ({}) give every run its seed, not --set: leave it out of --set, or list "
+                       "the seed among the seeds", text, spec.seeds_origin);
+  }
+  return std::nullopt;
+}
 
 std::span<const std::string_view> keys_set_per_run() { return kKeysSetPerRun; }
 
@@ -324,15 +347,8 @@ std::vector<SweepRun> expand(const SweepSpec& spec) {
 void validate(const std::filesystem::path& config_path, const std::vector<std::string>& extra, const SweepSpec& spec,
               const std::vector<SweepRun>& runs) {
   check_set_keys(extra);
-  // The run's own values come after --set: a --set of a key the grid or the seeds give would be dropped silently.
   for (const std::string& text : extra) {
-    const std::string key = trim(text.substr(0, text.find('=')));
-    for (const GridAxis& axis : spec.axes) {
-      SN_CHECK(axis.key != key, "--set '{}': {} is swept ({}), and each run takes its grid value, not --set's: "
-               "leave it out of --set, or list the value on the grid", text, key, axis.origin);
-    }
-    SN_CHECK(key != "seed" || spec.seeds.empty(), "--set '{}': the seeds ({}) give every run its seed, not --set: "
-             "leave it out of --set, or list the seed among the seeds", text, spec.seeds_origin);
+    if (const std::optional<std::string> why = set_not_taken_by_runs(text, spec)) SN_FAIL("{}", *why);
   }
   for (const SweepRun& run : runs) {
     std::vector<ConfigOverride> overrides;

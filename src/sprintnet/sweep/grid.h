@@ -31,6 +31,11 @@ struct SweepRun {
   std::vector<std::string> origins;    // where each override came from, one each (GridAxis::origin, seeds_origin)
 };
 
+// Why the runs never take `--set text` (a key the sweep sets for every run, output.*, or one the grid or the seeds
+// give), or nullopt. validate() refuses such a --set; a resume drops it with a warning (sweeps started before
+// 2026-11-30 could save one, and --resume takes no --set to take it back).
+std::optional<std::string> set_not_taken_by_runs(const std::string& text, const SweepSpec& spec);
+
 // "optim.lr=0.1,0.05" → {optim.lr, [0.1, 0.05]}; commas inside [] or quotes do not split.
 GridAxis parse_grid_option(const std::string& text);
 // "0,1,2" → {0, 1, 2}.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <chrono>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string_view>
 #include <thread>
@@ -108,6 +110,13 @@ struct AttemptStart {
 // run. Anything else is someone's work, not the sweep's to delete: a run `sprintnet train --resume` trained to
 // another train.epochs, final weights or a checkpoint the sweep can neither count nor continue, files the sweep
 // did not write.
+// The names a run writes into its folder (train/trainer.cpp, io/metrics_writer.cpp, train/checkpoint.cpp).
+bool is_run_file_name(const std::string& name) {
+  static const std::set<std::string> kNames = {"config.toml", "metrics.jsonl", "metrics.csv", "phases.json",
+                                               std::string(train::kCheckpointsDirName)};
+  return kNames.contains(name) || name.starts_with("events.out.tfevents.");
+}
+
 AttemptStart start_attempt(const std::filesystem::path& run_dir, const Config& wanted,
                            const std::vector<std::string>& placement) {
   namespace fs = std::filesystem;
@@ -167,6 +176,17 @@ AttemptStart start_attempt(const std::filesystem::path& run_dir, const Config& w
   if (!folder) return keep(fmt::format("holds files but no config.toml of a run ({})", no_config));
   if (const std::vector<std::string> keys = foreign_keys(*folder, wanted); !keys.empty()) {
     return keep(fmt::format("holds a run of another config than this sweep's: {}", fmt::join(keys, ", ")));
+  }
+  // Only what a run writes (a failed run's own files): a note or a picture put there by hand stays, and the run with it.
+  std::vector<std::string> foreign;
+  for (const fs::directory_entry& entry : fs::directory_iterator(run_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!is_run_file_name(name)) foreign.push_back(name);
+  }
+  SN_CHECK(!ec, "cannot list {}: {}", run_dir.string(), ec.message());
+  if (!foreign.empty()) {
+    std::sort(foreign.begin(), foreign.end());
+    return keep(fmt::format("holds files a run does not write ({})", fmt::join(foreign, ", ")));
   }
   const train::RunDirectoryLock no_writer(run_dir);  // (throws, naming the folder, while another process writes it)
   fs::remove_all(run_dir, ec);  // this sweep's unfinished attempt: it starts over
@@ -489,6 +509,18 @@ std::vector<RunResult> resume_sweep(const std::filesystem::path& dir, int parall
   remove_unfinished_atomic_writes(dir);  // a killed sweep's (under the lock: no writer is left)
   SweepOptions options = read_sweep_spec(dir);
   options.parallel = parallel;
+  // A --set the runs never took, saved by a sweep started before such were refused: dropped (it changed no run),
+  // with a word, since --resume takes no --set to take it back.
+  std::vector<std::string> taken;
+  for (const std::string& text : options.overrides) {
+    if (const std::optional<std::string> why = set_not_taken_by_runs(text, options.spec)) {
+      std::fprintf(stderr, "sprintnet: warning: %s: ignored, as it was when this sweep started (%s)\n", why->c_str(),
+                   dir.string().c_str());
+    } else {
+      taken.push_back(text);
+    }
+  }
+  options.overrides = std::move(taken);
   validate(options.config_path, options.overrides, options.spec, expand(options.spec));
   return execute(options, read_state(dir), on_run, on_start);
 }
