@@ -300,27 +300,6 @@ TEST(Launcher, RanksStartedInATaskOfOneReadTheirOwnRanks) {
   }
 }
 
-// One launcher a node in srun's tasks (`srun -N 2 --ntasks-per-node 1 env NNODES=2 NODE_RANK=$SLURM_NODEID sprintnet
-// train --gpus 2`): node 1's ranks are 2 and 3 of 4 while srun calls their task 1 of 2. The launcher gives them
-// GROUP_WORLD_SIZE = NNODES, as torchrun gives its agents' count, so they read as their own ranks, not as a stale
-// RANK beside srun's (which is refused, naming both).
-TEST(Launcher, OneLauncherATaskOfSeveralGivesItsRanksTheirOwnRanks) {
-  const test::ScopedEnv nnodes("NNODES", "2");
-  const test::ScopedEnv node_rank("NODE_RANK", "1");
-  const test::ScopedEnv addr("MASTER_ADDR", "127.0.0.1");
-  const test::ScopedEnv port("MASTER_PORT", "29500");
-  const test::ScopedEnv procid("SLURM_PROCID", "1");
-  const test::ScopedEnv step("SLURM_STEP_ID", "0");
-  const test::ScopedEnv tasks("SLURM_NTASKS", "2");
-  const test::ScopedEnv step_tasks("SLURM_STEP_NUM_TASKS", "2");
-  const std::vector<RankInfo> infos = ranks_as_they_read_themselves(test::temp_dir("launcher-per-task"), 2);
-  for (std::size_t rank = 0; rank < infos.size(); ++rank) {
-    EXPECT_EQ(infos[rank].launcher, "torchrun");
-    EXPECT_EQ(infos[rank].rank, 2 + static_cast<int>(rank));
-    EXPECT_EQ(infos[rank].world, 4);
-  }
-}
-
 TEST(Launcher, AFreePortIsAPort) {
   const int port = free_port();
   EXPECT_GT(port, 0);

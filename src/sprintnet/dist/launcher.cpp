@@ -81,10 +81,7 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
   argv.push_back(const_cast<char*>(program.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  // GROUP_WORLD_SIZE as torchrun sets it (its count of agents: here the launchers, one a node), so ranks started in
-  // srun's or mpirun's tasks, one launcher a task, are told from a stale RANK export (rank_info.cpp).
-  const std::vector<std::string> replaced = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR",
-                                             "MASTER_PORT"};
+  const std::vector<std::string> replaced = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry(*e);
@@ -99,7 +96,6 @@ void launch_local_ranks(int gpus, const std::string& program, const std::vector<
     environment.push_back(fmt::format("RANK={}", node * gpus + rank));
     environment.push_back(fmt::format("LOCAL_RANK={}", rank));
     environment.push_back(fmt::format("WORLD_SIZE={}", world));
-    environment.push_back(fmt::format("GROUP_WORLD_SIZE={}", nnodes));
     environment.push_back("MASTER_ADDR=" + master);
     environment.push_back("MASTER_PORT=" + port);
     std::vector<char*> envp;
