@@ -150,7 +150,7 @@ void add_train_command(CLI::App& app) {
     // A signal in the last epoch let the run finish, as it would have; the command still ends by it, so that a
     // shell's loop or a make stops as for any Ctrl-C (an exit 0 ran the script's next command).
     if (const std::optional<int> late = launched.distributed() ? std::nullopt : stop_requested()) {
-      std::fprintf(stderr, "sprintnet: %s came in the last epoch: the run finished (nothing to resume)\n",
+      std::fprintf(stderr, "sprintnet: %s came in the last epoch or after it: the run finished (nothing to resume)\n",
                    stop_cause_name(*late));
       throw StoppedBySignal{*late};
     }

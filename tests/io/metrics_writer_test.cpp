@@ -166,6 +166,18 @@ TEST(MetricsWriter, AResumeSaysWhichEpochsTheKeptRowsLack) {
   EXPECT_THAT(MetricsWriter::resume(dir, false, 3, 31).resume_gap().value_or(""),
               HasSubstr("has no row for 3 of the 3 epochs"));
   EXPECT_EQ(read_lines(dir / "metrics.jsonl").size(), 0u);  // started anew, for the resumed run's rows
+  // The CSV alike: every row in the JSONL file, none in a CSV that was deleted (or turned on at the resume).
+  {
+    MetricsWriter writer(dir, false);
+    for (std::int64_t epoch = 1; epoch <= 3; ++epoch) {
+      MetricsRow row;
+      row.step = 10 * epoch;
+      row.epoch = epoch;
+      writer.write(row);
+    }
+  }
+  EXPECT_THAT(MetricsWriter::resume(dir, true, 3, 31).resume_gap().value_or(""),
+              AllOf(HasSubstr((dir / "metrics.csv").string()), HasSubstr("has no row for 3 of the 3 epochs")));
 }
 
 // A run that starts on a full disk: the error names the file that could not be written and why,

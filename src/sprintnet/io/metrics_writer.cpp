@@ -85,12 +85,14 @@ std::string rows_up_to(const std::filesystem::path& path, std::size_t header_lin
   return kept;
 }
 
-// Which of epochs 1..last_epoch have no row in `rows` (the text rows_up_to kept of `path`), said for a warning.
+// Which of epochs 1..last_epoch have no row in `rows` (the text rows_up_to kept of `path`, rows read by
+// `epoch_of`), said for a warning.
+template <typename EpochOf>
 std::optional<std::string> missing_epochs(const std::filesystem::path& path, const std::string& rows,
-                                          std::int64_t last_epoch) {
+                                          std::int64_t last_epoch, EpochOf epoch_of) {
   std::set<std::int64_t> present;
   for (std::size_t begin = 0, end; (end = rows.find('\n', begin)) != std::string::npos; begin = end + 1) {
-    if (const auto epoch = jsonl_row_epoch(rows.substr(begin, end - begin))) present.insert(*epoch);
+    if (const auto epoch = epoch_of(rows.substr(begin, end - begin))) present.insert(*epoch);
   }
   std::int64_t missing = 0, first = 0;
   for (std::int64_t e = 1; e <= last_epoch; ++e) {
@@ -232,7 +234,9 @@ MetricsWriter MetricsWriter::resume(const std::filesystem::path& run_dir, bool c
   if (csv) write_text_file_atomically(csv_path, csv_rows);
   MetricsWriter writer(run_dir, csv, OpenMode::kAppend);
   writer.events_->add_session_start(first_new_step);
-  writer.resume_gap_ = missing_epochs(jsonl_path, jsonl_rows, last_epoch);
+  writer.resume_gap_ = missing_epochs(jsonl_path, jsonl_rows, last_epoch, jsonl_row_epoch);
+  // The CSV too (deleted, or output.csv turned on at the resume): its header has no epoch and is passed over.
+  if (!writer.resume_gap_ && csv) writer.resume_gap_ = missing_epochs(csv_path, csv_rows, last_epoch, csv_row_epoch);
   return writer;
 }
 
