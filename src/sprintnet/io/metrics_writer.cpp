@@ -63,37 +63,39 @@ std::optional<std::int64_t> csv_row_epoch(const std::string& line) {
   return epoch;
 }
 
+// What a resume keeps of a metrics file: its text, and the epochs of its rows.
+struct KeptRows {
+  std::string text;
+  std::set<std::int64_t> epochs;
+};
+
 // `path`'s text with its rows up to epoch `last_epoch` (rows are in epoch order, so the first later row
 // ends what is kept); the first `header_lines` lines are kept as they are. A complete line that is not a
 // row is an error naming it, before anything is rewritten: dropping it and every row after it would lose
 // the run's history without a word. (A cut-off last line, a killed write, is not a line: read_lines.)
 template <typename EpochOf>
-std::string rows_up_to(const std::filesystem::path& path, std::size_t header_lines, std::int64_t last_epoch,
-                       EpochOf epoch_of) {
+KeptRows rows_up_to(const std::filesystem::path& path, std::size_t header_lines, std::int64_t last_epoch,
+                    EpochOf epoch_of) {
   const std::vector<std::string> lines = read_lines(path);
-  std::string kept;
+  KeptRows kept;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (i >= header_lines) {
       const std::optional<std::int64_t> epoch = epoch_of(lines[i]);
       SN_CHECK(epoch.has_value(), "cannot resume: metrics file '{}' line {} is not a metrics row ('{}'); mend or "
                "delete that line", path.string(), i + 1, lines[i].substr(0, 80));
       if (*epoch > last_epoch) break;
+      kept.epochs.insert(*epoch);
     }
-    kept += lines[i];
-    kept += '\n';
+    kept.text += lines[i];
+    kept.text += '\n';
   }
   return kept;
 }
 
-// Which of epochs 1..last_epoch have no row in `rows` (the text rows_up_to kept of `path`, rows read by
-// `epoch_of`), said for a warning.
-template <typename EpochOf>
-std::optional<std::string> missing_epochs(const std::filesystem::path& path, const std::string& rows,
-                                          std::int64_t last_epoch, EpochOf epoch_of) {
-  std::set<std::int64_t> present;
-  for (std::size_t begin = 0, end; (end = rows.find('\n', begin)) != std::string::npos; begin = end + 1) {
-    if (const auto epoch = epoch_of(rows.substr(begin, end - begin))) present.insert(*epoch);
-  }
+// Which of epochs 1..last_epoch have no row among `present` (the epochs of the rows a resume kept of `path`), said
+// for a warning.
+std::optional<std::string> missing_epochs(const std::filesystem::path& path, const std::set<std::int64_t>& present,
+                                          std::int64_t last_epoch) {
   std::int64_t missing = 0, first = 0;
   for (std::int64_t e = 1; e <= last_epoch; ++e) {
     if (present.contains(e)) continue;
@@ -218,25 +220,25 @@ MetricsWriter MetricsWriter::resume(const std::filesystem::path& run_dir, bool c
                                     std::int64_t first_new_step) {
   // Both files checked before either is rewritten.
   const std::filesystem::path jsonl_path = run_dir / "metrics.jsonl", csv_path = run_dir / "metrics.csv";
-  const std::string jsonl_rows = rows_up_to(jsonl_path, 0, last_epoch, jsonl_row_epoch);
-  std::string csv_rows;
+  const KeptRows jsonl_rows = rows_up_to(jsonl_path, 0, last_epoch, jsonl_row_epoch);
+  KeptRows csv_rows;
   if (csv) {
     const std::vector<std::string> lines = read_lines(csv_path);
     if (lines.empty()) {
-      csv_rows = csv_header() + '\n';
+      csv_rows.text = csv_header() + '\n';
     } else {
       SN_CHECK(lines[0] == csv_header(), "cannot append to metrics file '{}': its header is '{}', expected '{}'",
                csv_path.string(), lines[0], csv_header());
       csv_rows = rows_up_to(csv_path, 1, last_epoch, csv_row_epoch);
     }
   }
-  write_text_file_atomically(jsonl_path, jsonl_rows);
-  if (csv) write_text_file_atomically(csv_path, csv_rows);
+  write_text_file_atomically(jsonl_path, jsonl_rows.text);
+  if (csv) write_text_file_atomically(csv_path, csv_rows.text);
   MetricsWriter writer(run_dir, csv, OpenMode::kAppend);
   writer.events_->add_session_start(first_new_step);
-  writer.resume_gap_ = missing_epochs(jsonl_path, jsonl_rows, last_epoch, jsonl_row_epoch);
-  // The CSV too (deleted, or output.csv turned on at the resume): its header has no epoch and is passed over.
-  if (!writer.resume_gap_ && csv) writer.resume_gap_ = missing_epochs(csv_path, csv_rows, last_epoch, csv_row_epoch);
+  writer.resume_gap_ = missing_epochs(jsonl_path, jsonl_rows.epochs, last_epoch);
+  // The CSV too (deleted, or output.csv turned on at the resume).
+  if (!writer.resume_gap_ && csv) writer.resume_gap_ = missing_epochs(csv_path, csv_rows.epochs, last_epoch);
   return writer;
 }
 
