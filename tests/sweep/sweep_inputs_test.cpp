@@ -110,6 +110,20 @@ TEST(SweepInputs, AResumeDropsASavedSetTheRunsNeverTook) {
   EXPECT_THAT(read_file(o.out_dir / "optim.lr=0.05" / "config.toml"), HasSubstr("momentum = 0.5"));  // still taken
 }
 
+// A grid value holding an inline table whose key has 150 000 dotted parts: the grid's own reading of its values
+// (for folder names and duplicates) went to the TOML reader unscanned, whose recursion overflows the stack there
+// (io/toml_key_depth.h). It is taken as plain text now, and refused as an error (here for the folder name it makes).
+TEST(SweepInputs, AGridValueWithADeepKeyIsRefusedNotACrash) {
+  const std::filesystem::path dir = test::temp_dir("sweep-inputs-deep");
+  SweepOptions o = new_sweep(dir, "");
+  std::string deep = "{";
+  for (int i = 0; i < 150000; ++i) deep += "a.";
+  deep += "b = 1}";
+  o.spec.axes.push_back({"optim.lr", {deep, "0.1"}, "--grid"});
+  EXPECT_THAT(test::error_message([&] { run_sweep(o); }), HasSubstr("longer than the 255 a folder name may have"));
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir));
+}
+
 // `[sweep] grid = { "train.epochs" = [1.0, 2.0] }` trained 1 and 2 epochs (its floats written as "1" and "2"),
 // where the file, --grid and --set refuse a float for an integer key; [1, 1.0] was "listed twice (1 and 1)". A
 // value keeps its TOML form, so the key's type check applies and errors show the value as written.

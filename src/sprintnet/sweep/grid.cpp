@@ -15,6 +15,7 @@
 #include "sprintnet/io/config.h"
 #include "sprintnet/io/config_schema.h"
 #include "sprintnet/io/read_file.h"
+#include "sprintnet/io/toml_key_depth.h"
 
 namespace sprintnet::sweep {
 namespace {
@@ -58,17 +59,28 @@ std::vector<std::string> split_top_level(const std::string& text, const std::str
   return parts;
 }
 
+// `value` read as a TOML value (the table {v = value}), or nothing when it does not read as one (validate() names
+// it). A key of an inline table with more dotted parts than the TOML reader's stack takes is not read
+// (io/toml_key_depth.h), as the config's own --set values are not.
+std::optional<toml::table> parsed_value(const std::string& value) {
+  const std::string document = "v = " + value;
+  if (find_deep_toml_key(document)) return std::nullopt;
+  try {
+    return toml::parse(document);
+  } catch (const toml::parse_error&) {
+    return std::nullopt;
+  }
+}
+
 // A value as it appears in a folder name: a string's parsed value ('relu' and "relu" are relu), anything else its
 // TOML text without quotes, brackets or spaces ([256, 256] is 256,256); '/' and control characters, which a
 // folder name cannot hold or shows badly, become '_'.
 std::string name_part(const std::string& value) {
   std::optional<std::string> parsed;
-  try {
-    const toml::table table = toml::parse("v = " + value);
-    if (const toml::node* node = table.get("v"); node != nullptr && node->is_string()) {
+  if (const std::optional<toml::table> table = parsed_value(value)) {
+    if (const toml::node* node = table->get("v"); node != nullptr && node->is_string()) {
       parsed = node->value<std::string>();
     }
-  } catch (const toml::parse_error&) {  // (not a TOML value: validate() names it)
   }
   std::string out;
   for (const char c : parsed.value_or(value)) {
@@ -107,16 +119,12 @@ constexpr std::string_view kKeysSetPerRun[] = {"checkpoint.every_epochs", "outpu
 // one: a float key takes both as 1.0), to find a value listed twice however it is written; text that is not a TOML
 // value stays as it is (validate() names it).
 std::string canonical(const std::string& value) {
-  try {
-    const toml::table table = toml::parse("v = " + value);
-    if (const toml::node* node = table.get("v")) {
-      if (node->is_floating_point()) return fmt::format("{}", node->value<double>().value_or(0.0));
-      if (node->is_integer()) return fmt::format("{}", node->value<std::int64_t>().value_or(0));
-      return formatted(*node);
-    }
-  } catch (const toml::parse_error&) {
-  }
-  return value;
+  const std::optional<toml::table> table = parsed_value(value);
+  const toml::node* node = table ? table->get("v") : nullptr;
+  if (node == nullptr) return value;
+  if (node->is_floating_point()) return fmt::format("{}", node->value<double>().value_or(0.0));
+  if (node->is_integer()) return fmt::format("{}", node->value<std::int64_t>().value_or(0));
+  return formatted(*node);
 }
 
 // Two values of one axis that are one value, or that would name one folder: refused before anything trains. Each
@@ -157,17 +165,18 @@ void check_run_count(const SweepSpec& spec) {
            fmt::join(factors, " x "), kMaxSweepRuns);
 }
 
-// The keys --set may not set, and why, whatever the grid: the [sweep] table's, which --set does not reach, and
-// those the sweep sets for every run after the overrides. (Refused here, not left to the config's "unknown key",
-// whose hint for sweep.seeds is 'seed', which would fix every run's seed.)
-void check_set_keys(const std::vector<std::string>& extra) {
+// The keys --set may not set, and why: the [sweep] table's, which --set does not reach, and those the runs never
+// take from it (set_not_taken_by_runs: with an empty `spec`, those the sweep sets for every run whatever the grid).
+// (Refused here, not left to the config's "unknown key", whose hint for sweep.seeds is 'seed', which would fix
+// every run's seed.)
+void check_set_keys(const std::vector<std::string>& extra, const SweepSpec& spec) {
   for (const std::string& text : extra) {
     const std::string key = trim(text.substr(0, text.find('=')));
     SN_CHECK(!is_sweep_table_key(key),
              "--set '{}': {} is a key of the config file's [sweep] table, which --set does not reach (it sets a "
              "run's config keys, the same for every run): give {} instead, which replaces the table's", text, key,
              key == "sweep.seeds" ? "the seeds with --seeds 0,1,2" : "the grid with --grid KEY=V1,V2 (one a key)");
-    if (const std::optional<std::string> why = set_not_taken_by_runs(text, SweepSpec{})) SN_FAIL("{}", *why);
+    if (const std::optional<std::string> why = set_not_taken_by_runs(text, spec)) SN_FAIL("{}", *why);
   }
 }
 
@@ -231,7 +240,8 @@ std::vector<std::int64_t> parse_seeds(const std::string& text) {
 }
 
 SweepSpec read_sweep_table(const std::filesystem::path& config_path, const std::vector<std::string>& overrides) {
-  check_set_keys(overrides);
+  // (The grid's keys are checked by validate(), once the table and the command line are read.)
+  check_set_keys(overrides, SweepSpec{});
   // load_config's checks and errors first (a missing file, a pipe, a syntax error at its line and column): the
   // table is read from a file that is known to be a config.
   load_config(config_path, overrides);
@@ -346,10 +356,7 @@ std::vector<SweepRun> expand(const SweepSpec& spec) {
 
 void validate(const std::filesystem::path& config_path, const std::vector<std::string>& extra, const SweepSpec& spec,
               const std::vector<SweepRun>& runs) {
-  check_set_keys(extra);
-  for (const std::string& text : extra) {
-    if (const std::optional<std::string> why = set_not_taken_by_runs(text, spec)) SN_FAIL("{}", *why);
-  }
+  check_set_keys(extra, spec);
   for (const SweepRun& run : runs) {
     std::vector<ConfigOverride> overrides;
     for (const std::string& text : extra) overrides.push_back({text});
