@@ -95,6 +95,13 @@ std::vector<std::string> foreign_keys(const Config& folder, const Config& wanted
   return out;
 }
 
+// The names a run writes into its folder (train/trainer.cpp, io/metrics_writer.cpp, train/checkpoint.cpp).
+bool is_run_file_name(const std::string& name) {
+  static const std::set<std::string> kNames = {"config.toml", "metrics.jsonl", "metrics.csv", "phases.json",
+                                               std::string(train::kCheckpointsDirName)};
+  return kNames.contains(name) || name.starts_with("events.out.tfevents.");
+}
+
 // Where an attempt at a run starts: its folder absent (or removed), a stopped attempt to continue, or a folder the
 // sweep leaves as it is (`kept`: why, the run's error).
 struct AttemptStart {
@@ -110,13 +117,6 @@ struct AttemptStart {
 // run. Anything else is someone's work, not the sweep's to delete: a run `sprintnet train --resume` trained to
 // another train.epochs, final weights or a checkpoint the sweep can neither count nor continue, files the sweep
 // did not write.
-// The names a run writes into its folder (train/trainer.cpp, io/metrics_writer.cpp, train/checkpoint.cpp).
-bool is_run_file_name(const std::string& name) {
-  static const std::set<std::string> kNames = {"config.toml", "metrics.jsonl", "metrics.csv", "phases.json",
-                                               std::string(train::kCheckpointsDirName)};
-  return kNames.contains(name) || name.starts_with("events.out.tfevents.");
-}
-
 AttemptStart start_attempt(const std::filesystem::path& run_dir, const Config& wanted,
                            const std::vector<std::string>& placement) {
   namespace fs = std::filesystem;
@@ -177,7 +177,8 @@ AttemptStart start_attempt(const std::filesystem::path& run_dir, const Config& w
   if (const std::vector<std::string> keys = foreign_keys(*folder, wanted); !keys.empty()) {
     return keep(fmt::format("holds a run of another config than this sweep's: {}", fmt::join(keys, ", ")));
   }
-  // Only what a run writes (a failed run's own files): a note or a picture put there by hand stays, and the run with it.
+  // Only what a run writes (a failed run's own files): a note or a picture put there by hand stays, and the run
+  // with it.
   std::vector<std::string> foreign;
   for (const fs::directory_entry& entry : fs::directory_iterator(run_dir, ec)) {
     const std::string name = entry.path().filename().string();
