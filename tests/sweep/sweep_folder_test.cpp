@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sprintnet/core/stop_request.h"
+#include "sprintnet/io/metrics_writer.h"
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/sweep/summary.h"
 #include "sprintnet/sweep/sweep_runner.h"
@@ -69,6 +70,34 @@ TEST(SweepFolder, ARunTrainResumeFinishedAtOtherEpochsIsKeptAndItsRunFailed) {
   EXPECT_EQ(read_file(long_run / "metrics.jsonl"), rows);
   EXPECT_THAT(read_file(o.out_dir / "summary.md"), HasSubstr("| train.epochs=200 | failed: " + long_run.string()));
   EXPECT_THAT(read_file(o.out_dir / "summary.csv"), HasSubstr("\ntrain.epochs=200,train.epochs=200,failed,,,,0,,"));
+}
+
+// A run the sweep finished and recorded, then taken on by `sprintnet train --resume RUN --set train.epochs=2`: the
+// resume kept its record, and the summary showed the numbers of its first epoch, which its folder no longer holds
+// (eval on it gave others). It is the failed run of a folder the sweep leaves as it is now, like one never recorded.
+TEST(SweepFolder, ARecordedRunTrainedOnAfterwardsIsNoLongerCountedAsTheSweeps) {
+  const fs::path dir = test::temp_dir("sweep-folder-trained-on");
+  SweepOptions o = new_sweep(dir, "[sweep]\ngrid = { \"optim.lr\" = [0.1] }\n");
+  o.parallel = 1;
+  const std::vector<RunResult> first = run_sweep(o);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].status, "done") << first[0].error;
+  ASSERT_EQ(first[0].epochs, 1);
+  const fs::path run = o.out_dir / "optim.lr=0.1";
+  train::Trainer user(train::plan_resume(run, {}, {"train.epochs=2"}));
+  user.set_quiet(true);
+  const train::TrainSummary trained_on = user.fit();
+  ASSERT_NE(trained_on.final_test.loss, first[0].final_loss) << "the second epoch changed nothing: proves nothing";
+  const std::string weights = test::file_bytes(run / "model.safetensors");
+
+  const std::vector<RunResult> results = resume_sweep(o.out_dir, 1);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, "failed");
+  EXPECT_THAT(results[0].error,
+              HasSubstr(fmt::format("{} holds a run of train.epochs = 2 (its config.toml), not this sweep's 1",
+                                    run.string())));
+  EXPECT_TRUE(test::file_bytes(run / "model.safetensors") == weights) << "deleted and trained again";
+  EXPECT_EQ(read_metrics_jsonl(run / "metrics.jsonl").size(), 2u);
 }
 
 // Resumed by `train --resume --set train.epochs=N` and stopped again before N: a checkpoint the sweep could

@@ -391,9 +391,21 @@ std::optional<RunResult> finished_in_folder(const SweepOptions& o, const SweepRu
   return result;
 }
 
+// How many epochs the metrics file in `dir` records (-1 when it cannot be read).
+std::int64_t epochs_in_folder(const std::filesystem::path& dir) {
+  try {
+    return static_cast<std::int64_t>(read_metrics_jsonl(dir / "metrics.jsonl").size());
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
 // The result of `run` if an earlier attempt (or `sprintnet train --resume`) finished it: its done record while the
-// run's folder holds what it wrote, else what its folder shows (finished_in_folder). A run whose folder was deleted
-// or emptied since, or whose test loss was not finite (a record written before such runs failed), trains again.
+// run's folder holds what it wrote (its weights, and metrics of the record's epochs), else what its folder shows
+// (finished_in_folder). A run whose folder was deleted or emptied since, or whose test loss was not finite (a record
+// written before such runs failed), trains again; one that `train --resume` took on to more epochs after the sweep
+// recorded it is no longer the record's run: the record's numbers are not in its folder any more, and the attempt
+// leaves the folder as it is and names what it holds (start_attempt).
 std::optional<RunResult> finished_earlier(const SweepOptions& o, const std::vector<RunResult>& previous,
                                           const SweepRun& run) {
   const auto done = std::find_if(previous.begin(), previous.end(), [&](const RunResult& r) {
@@ -403,7 +415,7 @@ std::optional<RunResult> finished_earlier(const SweepOptions& o, const std::vect
   const std::filesystem::path dir = o.out_dir / run.name;
   const bool kept = std::filesystem::is_regular_file(dir / "model.safetensors", ec) &&
                     std::filesystem::file_size(dir / "metrics.jsonl", ec) > 0 && !ec;
-  if (done != previous.end() && kept) return *done;
+  if (done != previous.end() && kept && epochs_in_folder(dir) == done->epochs) return *done;
   return finished_in_folder(o, run);
 }
 
