@@ -16,6 +16,11 @@ class LrSchedule:
         self.base_lr = base_lr
         self.steps_per_epoch = max(steps_per_epoch, 1)
         self.total_steps = max(total_steps, 1)
+        # A cosine needs a step after the warm-up.
+        max_warmup = self.total_steps - 1 if self.c["type"] == "cosine" else self.total_steps
+        if not 0 <= self.c["warmup_steps"] <= max_warmup:
+            raise ValueError(f"schedule.warmup_steps: {self.c['warmup_steps']} is not in [0, {max_warmup}]: the run "
+                             f"takes {self.total_steps} steps; lower schedule.warmup_steps (or raise train.epochs)")
 
     def _base_value(self, step):
         c = self.c
@@ -23,7 +28,7 @@ class LrSchedule:
             epoch = step // self.steps_per_epoch
             return self.base_lr * math.pow(c["gamma"], float(epoch // c["step_size"]))
         if c["type"] == "cosine":
-            # The last step that runs is total_steps - 1: that one gets min_lr.
+            # Steps warmup .. total - 1, the first at lr and the last at min_lr; a cosine of one step runs it at lr.
             span = float(max(self.total_steps - 1 - c["warmup_steps"], 1))
             t = float(min(max(step - c["warmup_steps"], 0), self.total_steps))
             return _cosine_anneal(self.base_lr, c["min_lr"], min(t / span, 1.0))

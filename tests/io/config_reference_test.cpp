@@ -30,6 +30,24 @@ TEST(ConfigReference, DocumentsEveryKeyWithItsDefault) {
   EXPECT_THAT(markdown, HasSubstr("| `model.hidden` | integer array | `[256, 256]` |"));
 }
 
+// Where the schedules part from torch.optim.lr_scheduler is said beside their keys (optim/lr_schedule.h and
+// tools/'s torch comparison hold the proof), not only in lr_schedule.h's comments.
+TEST(ConfigReference, TheSchedulesSayWhereTheyDepartFromTorch) {
+  const auto description = [](std::string_view name) {
+    for (const ConfigKey& key : config_schema()) {
+      if (key.name == name) return std::string(key.doc);
+    }
+    ADD_FAILURE() << name << " is not in the schema";
+    return std::string();
+  };
+  EXPECT_THAT(description("schedule.type"), HasSubstr("OneCycleLR(max_lr = optim.lr, cycle_momentum=False)"));
+  EXPECT_THAT(description("schedule.min_lr"), HasSubstr("CosineAnnealingLR with T_max = the run's steps"));
+  EXPECT_THAT(description("schedule.min_lr"), HasSubstr("with min_lr = 0 that last step runs at lr 0"));
+  EXPECT_THAT(description("schedule.warmup_steps"), HasSubstr("SequentialLR"));
+  EXPECT_THAT(description("schedule.warmup_steps"), HasSubstr("ChainedScheduler"));
+  EXPECT_THAT(description("schedule.warmup_start_factor"), HasSubstr("first step run at lr 0"));
+}
+
 TEST(ConfigReference, TheExampleInTheIntroductionLoads) {
   const std::string markdown = config_reference_markdown();
   const auto begin = markdown.find("```toml\n");

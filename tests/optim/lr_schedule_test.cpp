@@ -149,16 +149,50 @@ TEST(LrSchedule, ANegativeStepIsRefused) {
   EXPECT_THROW(s.lr_at(-3), Error);
 }
 
-// A warm-up may last the whole run (warmup_steps = total steps, the bound the error names as "[0, total]"): the
-// rate then rises on every step and the run ends below lr. One step more is refused (BadConfigErrorsNameTheKey).
-TEST(LrSchedule, AWarmUpAsLongAsTheRunIsAccepted) {
+// A cosine with one step after the warm-up runs that step at lr, the cosine's start, as torch's SequentialLR of
+// LinearLR and CosineAnnealingLR does (warm-up 5 of 6 steps: 0, .01, .02, .03, .04, then .05), and a one-step run
+// trains at lr; with two steps or more the last runs at min_lr.
+TEST(LrSchedule, ACosineOfOneStepRunsItAtLr) {
   ScheduleConfig config = schedule("cosine");
-  config.warmup_steps = 100;
-  config.warmup_start_factor = 0.1;
-  const optim::LrSchedule s(config, 0.2, 10, 100);
-  EXPECT_NEAR(s.lr_at(0), 0.02, kTolerance);
-  EXPECT_NEAR(s.lr_at(99), 0.2 * (0.1 + 0.9 * 0.99), kTolerance);
-  for (std::int64_t step = 1; step < 100; ++step) EXPECT_GT(s.lr_at(step), s.lr_at(step - 1)) << step;
+  config.min_lr = 0.01;
+  config.warmup_steps = 5;
+  const optim::LrSchedule last(config, 0.05, 2, 6);
+  const double expected[] = {0.0, 0.01, 0.02, 0.03, 0.04, 0.05};
+  for (std::int64_t step = 0; step < 6; ++step) EXPECT_NEAR(last.lr_at(step), expected[step], kTolerance) << step;
+
+  // Two steps after the warm-up: lr, then min_lr (as before).
+  config.warmup_steps = 4;
+  const optim::LrSchedule two(config, 0.05, 2, 6);
+  EXPECT_NEAR(two.lr_at(4), 0.05, kTolerance);
+  EXPECT_EQ(two.lr_at(5), 0.01);  // cos(pi) rounds to -1: min_lr exactly, as at the end of any cosine
+
+  // A run of one step without a warm-up trains at lr.
+  config.warmup_steps = 0;
+  EXPECT_EQ(optim::LrSchedule(config, 0.05, 1, 1).lr_at(0), 0.05);
+}
+
+// A warm-up as long as the run left the cosine no step (neither lr nor min_lr reached): refused, naming the key,
+// its bound and the run's steps. The other types have no such end, and may ramp the rate up to the last step.
+TEST(LrSchedule, ACosineWarmUpToTheRunsEndIsRefused) {
+  ScheduleConfig config = schedule("cosine");
+  config.min_lr = 0.01;
+  config.warmup_steps = 6;
+  EXPECT_THAT(test::error_message([&] { optim::LrSchedule(config, 0.05, 2, 6); }),
+              AllOf(HasSubstr("schedule.warmup_steps: 6 is not in [0, 5]"),
+                    HasSubstr("the run takes 6 steps (3 epochs x 2 steps an epoch)"), HasSubstr("schedule.min_lr"),
+                    HasSubstr("train.epochs")));
+  config.warmup_steps = 1;
+  EXPECT_THAT(test::error_message([&] { optim::LrSchedule(config, 0.05, 1, 1); }),
+              HasSubstr("the run takes 1 step (1 epoch x 1 step an epoch)"));
+
+  for (const char* type : {"constant", "step", "onecycle"}) {
+    config.type = type;
+    config.warmup_steps = 100;
+    config.warmup_start_factor = 0.1;
+    const optim::LrSchedule s(config, 0.2, 10, 100);
+    const double warm = 0.1 + 0.9 * 0.99;  // the warm-up's factor on the last step
+    EXPECT_NEAR(s.lr_at(99), warm * optim::LrSchedule(schedule(type), 0.2, 10, 100).lr_at(99), kTolerance) << type;
+  }
 }
 
 TEST(LrSchedule, BadConfigErrorsNameTheKey) {
@@ -169,8 +203,12 @@ TEST(LrSchedule, BadConfigErrorsNameTheKey) {
   ScheduleConfig config = schedule("cosine");
   config.warmup_steps = 101;
   const std::string warmup = test::error_message([&] { optim::LrSchedule(config, 0.1, 10, 100); });
-  EXPECT_THAT(warmup, HasSubstr("schedule.warmup_steps"));
-  EXPECT_THAT(warmup, HasSubstr("101"));
+  EXPECT_THAT(warmup, HasSubstr("schedule.warmup_steps: 101"));
+  EXPECT_THAT(warmup, HasSubstr("100 steps (10 epochs x 10 steps an epoch)"));
+  config.type = "constant";  // a total a program chose, not epochs x steps an epoch: the total alone
+  EXPECT_THAT(test::error_message([&] { optim::LrSchedule(config, 0.1, 7, 100); }),
+              HasSubstr("not in [0, 100]: the run takes 100 steps;"));
+  config.type = "cosine";
   config.warmup_steps = -1;
   EXPECT_THAT(test::error_message([&] { optim::LrSchedule(config, 0.1, 10, 100); }),
               HasSubstr("schedule.warmup_steps"));

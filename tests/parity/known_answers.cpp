@@ -88,6 +88,8 @@ Json schedule_answers() {
       {{"schedule.type=\"constant\"", "schedule.warmup_steps=3", "schedule.warmup_start_factor=0.25"}, 4, 12},
       {{"schedule.type=\"step\"", "schedule.step_size=2", "schedule.gamma=0.5"}, 3, 15},
       {{"schedule.type=\"cosine\"", "schedule.warmup_steps=3", "schedule.min_lr=0.001"}, 5, 20},
+      // One cosine step after the warm-up: at lr, the cosine's start.
+      {{"schedule.type=\"cosine\"", "schedule.warmup_steps=5", "schedule.min_lr=0.01"}, 2, 6},
       {{"schedule.type=\"onecycle\"", "schedule.pct_start=0.25"}, 4, 17},
   };
   Json out = Json::array();

@@ -256,19 +256,29 @@ const std::vector<ConfigKey>& keys() {
           greater_than(0)),
 
       key("schedule.type", &Config::schedule, &ScheduleConfig::type,
-          "`constant`, `step` (decay every step_size epochs), `cosine` (to min_lr), `onecycle`",
+          "`constant`, `step` (decay every step_size epochs), `cosine` (to min_lr), `onecycle`. `onecycle` is "
+          "torch's OneCycleLR(max_lr = optim.lr, cycle_momentum=False): momentum and beta1 are not cycled",
           one_of({"constant", "step", "cosine", "onecycle"})),
       key("schedule.warmup_steps", &Config::schedule, &ScheduleConfig::warmup_steps,
-          "linear warm-up over the first N steps from warmup_start_factor * lr, with any type", at_least(0)),
+          "linear warm-up over the first N steps from warmup_start_factor * lr, with any type. With cosine it "
+          "comes first and the cosine follows (torch's SequentialLR of LinearLR and CosineAnnealingLR), so N must "
+          "stay below the run's steps (train.epochs x steps an epoch); with step and onecycle it multiplies their "
+          "rate (as torch's ChainedScheduler with StepLR; OneCycleLR sets the rate outright and does not chain)",
+          at_least(0)),
       key("schedule.warmup_start_factor", &Config::schedule, &ScheduleConfig::warmup_start_factor,
-          "the learning rate at step 0 of the warm-up, as a fraction of lr",
+          "the learning rate at step 0 of the warm-up, as a fraction of lr. The default 0 makes the first step "
+          "run at lr 0 (torch's LinearLR refuses a start_factor of 0)",
           closed(0, 1)),
       key("schedule.step_size", &Config::schedule, &ScheduleConfig::step_size, "step: epochs between decays",
           at_least(1)),
       key("schedule.gamma", &Config::schedule, &ScheduleConfig::gamma, "step: factor applied at each decay",
           greater_than(0)),
       key("schedule.min_lr", &Config::schedule, &ScheduleConfig::min_lr,
-          "cosine: the final learning rate (other types leave it alone)", at_least(0)),
+          "cosine: the final learning rate (other types leave it alone). The cosine spans the run's steps - 1 - "
+          "warmup_steps, so the last step runs at exactly min_lr (torch's CosineAnnealingLR with T_max = the run's "
+          "steps ends a step short of it); with min_lr = 0 that last step runs at lr 0. A single step after the "
+          "warm-up runs at optim.lr, the cosine's start (as torch's SequentialLR)",
+          at_least(0)),
       key("schedule.pct_start", &Config::schedule, &ScheduleConfig::pct_start,
           "onecycle: fraction of the steps spent raising the learning rate", open(0, 1)),
       key("schedule.div_factor", &Config::schedule, &ScheduleConfig::div_factor,

@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "sprintnet/core/error.h"
+#include "sprintnet/io/progress_format.h"
 
 namespace sprintnet::optim {
 namespace {
@@ -23,8 +24,16 @@ LrSchedule::LrSchedule(const ScheduleConfig& config, double base_lr, std::int64_
   SN_CHECK(config.type == "constant" || config.type == "step" || config.type == "cosine" || config.type == "onecycle",
            "schedule.type: unknown schedule '{}' (expected constant, step, cosine or onecycle)", config.type);
   SN_CHECK(config.step_size >= 1, "schedule.step_size: must be >= 1, got {}", config.step_size);
-  SN_CHECK(config.warmup_steps >= 0 && config.warmup_steps < total_steps_ + 1,
-           "schedule.warmup_steps: {} is not in [0, {}] (the run's total steps)", config.warmup_steps, total_steps_);
+  // A cosine needs a step after the warm-up: a warm-up to the end left the schedule's cosine (lr, min_lr) silently
+  // unused. Under the other types a warm-up may ramp the rate up to the end.
+  const bool cosine = config.type == "cosine";
+  const std::int64_t max_warmup = cosine ? total_steps_ - 1 : total_steps_;
+  SN_CHECK(config.warmup_steps >= 0 && config.warmup_steps <= max_warmup,
+           "schedule.warmup_steps: {} is not in [0, {}]: the run takes {}{}; lower schedule.warmup_steps (or raise "
+           "train.epochs)", config.warmup_steps, max_warmup, run_steps(),
+           cosine ? ", and the cosine schedule (from optim.lr to schedule.min_lr) needs at least one of them after the "
+                    "warm-up"
+                  : "");
   // The config's bounds again (io/config_schema.cpp), for a program that builds a schedule itself: outside them
   // the rates came out negative, infinite or NaN, and only the optimizer's set_lr said so, naming no key.
   SN_CHECK(std::isfinite(base_lr) && base_lr >= 0.0, "schedule: the base learning rate {} is not finite and >= 0",
@@ -60,7 +69,8 @@ double LrSchedule::base_value(std::int64_t step) const {
     return base_lr_ * std::pow(c.gamma, static_cast<double>(epoch / c.step_size));
   }
   if (c.type == "cosine") {
-    // The last step that runs is total_steps - 1: that one gets min_lr.
+    // Steps warmup .. total - 1, the first at lr and the last at min_lr. A cosine of one step runs it at lr, its
+    // start, as torch's SequentialLR of a warm-up and CosineAnnealingLR does: a one-step run then trains.
     const double span = static_cast<double>(std::max<std::int64_t>(total_steps_ - 1 - c.warmup_steps, 1));
     const double t = static_cast<double>(std::clamp<std::int64_t>(step - c.warmup_steps, 0, total_steps_));
     return cosine_anneal(base_lr_, c.min_lr, std::min(t / span, 1.0));
@@ -87,6 +97,13 @@ double LrSchedule::lr_at(std::int64_t step) const {
     lr *= config_.warmup_start_factor + (1.0 - config_.warmup_start_factor) * progress;
   }
   return lr;
+}
+
+std::string LrSchedule::run_steps() const {
+  // The trainer's total is epochs x steps an epoch; a program may pass any other.
+  if (total_steps_ % steps_per_epoch_ != 0) return counted(total_steps_, "step");
+  return fmt::format("{} ({} x {} an epoch)", counted(total_steps_, "step"),
+                     counted(total_steps_ / steps_per_epoch_, "epoch"), counted(steps_per_epoch_, "step"));
 }
 
 std::string LrSchedule::describe() const {

@@ -5,10 +5,13 @@
 //   step      lr * gamma^floor(epoch / step_size)                      (torch StepLR, stepped per epoch)
 //   cosine    min_lr + (lr - min_lr) * (1 + cos(pi * t / T)) / 2       (CosineAnnealingLR over the steps after warm-up,
 //             with T_max = total - 1 - warmup: the last step that runs gets min_lr, where torch's T_max = total
-//             leaves it one step short of it)
+//             leaves it one step short of it; a cosine of one step runs it at lr, its start, as torch's SequentialLR
+//             does. A warm-up must leave it at least that step: warmup_steps < total)
 //   onecycle  torch OneCycleLR, cosine annealing, two phases, max_lr = lr (momentum is not cycled)
-// A linear warm-up (torch LinearLR from warmup_start_factor to 1) multiplies
-// any of them during the first warmup_steps steps.
+// A linear warm-up (torch LinearLR from warmup_start_factor to 1, where 0 is allowed) multiplies
+// any of them during the first warmup_steps steps; during it the cosine stays at lr, so the two
+// make torch's SequentialLR (warm-up, then the cosine), and with step its ChainedScheduler. (torch's
+// OneCycleLR sets the rate outright each step, so no torch chain gives onecycle's product.)
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,6 +29,8 @@ class LrSchedule {
 
  private:
   double base_value(std::int64_t step) const;
+  // "100 steps (10 epochs x 10 steps an epoch)", for errors.
+  std::string run_steps() const;
 
   ScheduleConfig config_;
   double base_lr_;
