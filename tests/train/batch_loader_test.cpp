@@ -1,3 +1,4 @@
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -6,10 +7,14 @@
 #include <set>
 
 #include "sprintnet/train/batch_loader.h"
+#include "support/error_message.h"
 #include "support/test_util.h"
 
 namespace sprintnet::train {
 namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 // A tiny dataset whose pixel values encode the sample index, so a batch shows which samples it holds.
 Dataset indexed_dataset(std::int64_t n, std::int64_t features) {
@@ -84,6 +89,20 @@ TEST(BatchLoader, DropLastAndPartialBatches) {
     ASSERT_EQ(all.batches_per_epoch(), 1);
     EXPECT_EQ(all.batch(0).inputs.size(0), 25);
   }
+}
+
+// Too few samples for one batch under drop_last: the error names the keys that fix it and counts in words
+// ("1 sample"); it named none and said "1 samples".
+TEST(BatchLoader, TooFewSamplesForABatchNamesTheKeysThatFixIt) {
+  const LoaderOptions options{.batch_size = 128, .shuffle = true, .drop_last = true, .seed = 1};
+  Dataset one = indexed_dataset(1, 2);
+  one.name = "mnist/train";
+  EXPECT_THAT(test::error_message([&] { BatchLoader(one, Normalization{}, options, Device::cpu()); }),
+              AllOf(HasSubstr("dataset 'mnist/train' has 1 sample, fewer than one batch of 128 (train.batch_size)"),
+                    HasSubstr("train.batch_size to at most 1"), HasSubstr("train.drop_last = false"),
+                    HasSubstr("data.train_limit")));
+  EXPECT_THAT(test::error_message([&] { BatchLoader(indexed_dataset(5, 2), Normalization{}, options, Device::cpu()); }),
+              AllOf(HasSubstr("has 5 samples,"), HasSubstr("at most 5")));
 }
 
 // Evaluation's batches: every sample once, in order, the last batch partial, whatever shuffle and drop_last say,

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "sprintnet/core/random.h"
+#include "sprintnet/io/progress_format.h"
 #include "sprintnet/ops/ops.h"
 
 namespace sprintnet::train {
@@ -29,9 +30,12 @@ BatchLoader::BatchLoader(const Dataset& data, const Normalization& norm, const L
       samples_(data.size()), features_(data.images.size(1)), device_(device), dtype_(dtype) {
   SN_CHECK(options.batch_size >= 1, "batch size must be >= 1, got {}", options.batch_size);
   SN_CHECK(samples_ >= 1, "dataset '{}' is empty", data.name);
+  // drop_last is the training loader's (evaluation keeps every sample), so the keys named are train.*.
   SN_CHECK(!options.drop_last || samples_ >= options.batch_size,
-           "dataset '{}' has {} samples, fewer than one batch of {} (with drop_last)", data.name, samples_,
-           options.batch_size);
+           "dataset '{}' has {}, fewer than one batch of {} (train.batch_size), and train.drop_last = true drops "
+           "that partial batch, leaving an epoch without a step: set train.batch_size to at most {} or "
+           "train.drop_last = false (or raise data.train_limit, if it cut the data set short)",
+           data.name, counted(samples_, "sample"), options.batch_size, samples_);
   // No batch holds more rows than the data set: a batch_size beyond it (drop_last off) takes what there is.
   const std::int64_t rows = std::min(options.batch_size, samples_);
   full_batch_ = {Tensor::empty({rows, features_}, dtype, device), Tensor::empty({rows}, DType::kI32, device)};
