@@ -16,7 +16,7 @@ DEFAULTS = {
         "dataset": "mnist", "dir": "data", "train_images": "", "train_labels": "", "test_images": "",
         "test_labels": "", "train_limit": 0, "test_limit": 0, "normalize": "standard",
     },
-    "model": {"hidden": [256, 256], "activation": "relu", "bias": True, "init": "pytorch"},
+    "model": {"hidden": [256, 256], "activation": "relu", "bias": True, "init": "pytorch", "classes": 0},
     "train": {"epochs": 10, "batch_size": 128, "shuffle": True, "drop_last": True, "eval_every": 1,
               "eval_batch_size": 1000},
     "device": {"name": "auto", "precision": "auto"},

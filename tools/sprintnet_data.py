@@ -54,11 +54,34 @@ def dataset_files(data_config, data_dir=None):
     raise ValueError(f"data.dataset = {dataset!r} is not known")
 
 
-def load_train_test(data_config, data_dir=None):
-    """((train_images u8 [N, D], train_labels int64 [N]), (test...), num_classes), limits applied
-    after the classes are counted over the whole training file, as sprintnet does."""
-    train_images, train_labels, test_images, test_labels = (read_idx(p) for p in dataset_files(data_config, data_dir))
-    num_classes = int(train_labels.max()) + 1
+MAX_CLASSES = 1 << 16  # data/dataset.h kMaxClasses
+
+
+def check_labels(labels, classes, what):
+    """The class count of data/dataset.cpp's check_labels: `classes` (model.classes) when > 0, with every label
+    in [0, classes); 0 takes the largest label + 1."""
+    if labels.size and labels.min() < 0:
+        raise ValueError(f"{what}: label {int(labels.min())} is negative")
+    largest = int(labels.max()) if labels.size else -1
+    if classes > 0:
+        if largest >= classes:
+            raise ValueError(f"{what}: label {largest} is outside [0, {classes}) (model.classes, or the training "
+                             "labels' largest + 1)")
+        return classes
+    if largest >= MAX_CLASSES:
+        raise ValueError(f"{what}: largest label is {largest}, which would mean {largest + 1} classes (at most "
+                         f"{MAX_CLASSES} are accepted)")
+    return largest + 1
+
+
+def load_train_test(data_config, data_dir=None, classes=0):
+    """((train_images u8 [N, D], train_labels int64 [N]), (test...), num_classes): `classes` (model.classes)
+    when > 0, else the largest training label + 1; every label of both files is checked against it before the
+    limits are applied, as sprintnet does."""
+    paths = dataset_files(data_config, data_dir)
+    train_images, train_labels, test_images, test_labels = (read_idx(p) for p in paths)
+    num_classes = check_labels(train_labels, classes, f"labels file {paths[1]}")
+    check_labels(test_labels, num_classes, f"labels file {paths[3]}")
 
     def split(images, labels, limit):
         kept = min(limit, len(labels)) if limit > 0 else len(labels)
@@ -67,8 +90,6 @@ def load_train_test(data_config, data_dir=None):
 
     train = split(train_images, train_labels, data_config["train_limit"])
     test = split(test_images, test_labels, data_config["test_limit"])
-    if test[1].size and (test[1].min() < 0 or test[1].max() >= num_classes):
-        raise ValueError(f"test labels fall outside the {num_classes} training classes")
     return train, test, num_classes
 
 

@@ -98,6 +98,36 @@ class DataAndScheduleTest(unittest.TestCase):
             lrs = [schedule.lr_at(s) for s in range(case["total_steps"])]
             np.testing.assert_allclose(lrs, case["lr"], rtol=1e-14, atol=0, err_msg=json.dumps(case["schedule"]))
 
+    def test_schedule_refuses_a_cosine_warmup_to_the_end(self):
+        # A cosine needs a step after the warm-up: a warm-up of every step left it unused.
+        config = dict(sprintnet_config.DEFAULTS["schedule"], type="cosine", warmup_steps=6, min_lr=0.01)
+        with self.assertRaisesRegex(ValueError, r"schedule.warmup_steps: 6 is not in \[0, 5\]"):
+            LrSchedule(config, 0.05, 2, 6)
+        LrSchedule(dict(config, type="constant"), 0.05, 2, 6)  # a ramp to the end, allowed
+
+    def test_model_classes_fixes_the_class_count(self):
+        # model.classes was dropped by the config reader and the class count taken from the labels: a 10-class
+        # reference for a 12-class sprintnet model.
+        self.assertEqual(sprintnet_config.config_from_toml("[model]\nclasses = 12\n")["model"]["classes"], 12)
+        self.assertEqual(sprintnet_config.DEFAULTS["model"]["classes"], 0)
+        with tempfile.TemporaryDirectory() as tmp:
+            def idx(name, header, payload):
+                with open(os.path.join(tmp, name), "wb") as f:
+                    f.write(bytes(header) + bytes(payload))
+                return os.path.join(tmp, name)
+            data = dict(sprintnet_config.DEFAULTS["data"], dataset="idx",
+                        train_images=idx("tri", [0, 0, 8, 2, 0, 0, 0, 3, 0, 0, 0, 2], range(6)),
+                        train_labels=idx("trl", [0, 0, 8, 1, 0, 0, 0, 3], [0, 2, 1]),
+                        test_images=idx("tei", [0, 0, 8, 2, 0, 0, 0, 2, 0, 0, 0, 2], range(4)),
+                        test_labels=idx("tel", [0, 0, 8, 1, 0, 0, 0, 2], [2, 0]))
+            self.assertEqual(sprintnet_data.load_train_test(data)[2], 3)
+            self.assertEqual(sprintnet_data.load_train_test(data, classes=12)[2], 12)
+            with self.assertRaisesRegex(ValueError, r"label 2 is outside \[0, 2\) \(model.classes"):
+                sprintnet_data.load_train_test(data, classes=2)
+            # Every label of the file, as sprintnet checks them: one past the limit too.
+            with self.assertRaisesRegex(ValueError, "model.classes"):
+                sprintnet_data.load_train_test(dict(data, train_limit=1), classes=2)
+
     def test_idx_reader_and_safetensors_round_trip(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "images")
@@ -134,6 +164,22 @@ class TrainerTest(unittest.TestCase):
                 # Uniform draws are exact; a normal draw may round to the neighbouring float after an ulp of libm.
                 np.testing.assert_allclose(weights[name].reshape(-1), value, rtol=1.2e-7, atol=0,
                                            err_msg=f"{m['init']} {name}")
+
+    @unittest.skipUnless(HAS_TORCH, "needs torch")
+    def test_the_reference_model_has_model_classes_outputs(self):
+        import torch
+        import torch_reference
+
+        data = self.tiny_data()  # labels 0..2
+        config = sprintnet_config.config_from_dict(load_known_answers()["trainer_runs"][0]["config"], "known answers")
+        config["train"]["epochs"] = 1
+        config["model"]["classes"] = 5
+        weights = torch_reference.train(config, data, torch.device("cpu"), log=lambda _: None)[2]
+        last = sorted(weights, key=lambda name: int(name.split(".")[0]))[-1]
+        self.assertEqual(weights[last].shape[0], 5, last)
+        config["model"]["classes"] = 2
+        with self.assertRaisesRegex(ValueError, r"training labels: label 2 is outside \[0, 2\) \(model.classes"):
+            torch_reference.train(config, data, torch.device("cpu"), log=lambda _: None)
 
     @unittest.skipUnless(HAS_TORCH, "needs torch")
     def test_training_runs_match_sprintnet(self):

@@ -14,7 +14,8 @@ sprintnet's own values by tools/test_sprintnet_port.py):
     by config.seed ^ 0x9E3779B97F4A7C15, with drop_last, batch_size, shuffle;
   - the inputs: x = x_u8 * scale + shift in the compute dtype, with the
     "standard" (training-set mean/std) or "unit" normalisation;
-  - the model (Linear/activation nn.Sequential), loss (cross-entropy with label
+  - the model (Linear/activation nn.Sequential, model.classes outputs or the
+    training labels' largest + 1, every label checked against it), loss (cross-entropy with label
     smoothing, or MSE against one-hot), optimizer (torch.optim SGD/Adam/AdamW)
     and the learning rate of every step (optim/lr_schedule.cpp);
   - the metrics: one JSON object per epoch with sprintnet's metrics.jsonl keys
@@ -113,10 +114,20 @@ class Batches:
         return self.images[idx].to(self.dtype) * self.scale + self.shift, self.labels[idx]
 
 
+def model_classes(config, data_classes, train_labels, test_labels):
+    """The output layer's width: model.classes when set, as sprintnet's trainer takes it (a 10-class net for
+    model.classes = 12 compared as "relative error inf"), else the data's count; every label must fit it."""
+    classes = config["model"]["classes"] or data_classes
+    for what, labels in (("training labels", train_labels), ("test labels", test_labels)):
+        sprintnet_data.check_labels(labels, classes, what)
+    return classes
+
+
 def train(config, data, device, dtype_name="fp32", init_weights=None, log=print):
     """Runs the whole training. Returns (metrics rows, per-step losses, final weights as numpy by name)."""
     dtype, np_dtype = DTYPES[dtype_name]
     (train_x, train_y), (test_x, test_y), classes = data
+    classes = model_classes(config, classes, train_y, test_y)
     widths = sprintnet_model.layer_widths(train_x.shape[1], config["model"]["hidden"], classes)
     if init_weights is None:
         # Drawn as sprintnet draws them (in fp32, its training dtype), then widened if needed.
@@ -129,7 +140,9 @@ def train(config, data, device, dtype_name="fp32", init_weights=None, log=print)
     seed = (config["seed"] ^ sprintnet_random.SHUFFLE_SEED_SALT) & ((1 << 64) - 1)
     loader = Batches(train_x, train_y, norm, t["batch_size"], t["shuffle"], t["drop_last"], seed, device, dtype)
     if loader.count < 1:
-        raise ValueError(f"{loader.n} training samples make no batch of {t['batch_size']} (drop_last)")
+        raise ValueError(f"the training set has {loader.n} sample{'' if loader.n == 1 else 's'}, fewer than one "
+                         f"batch of {t['batch_size']} (train.batch_size), and train.drop_last = true drops that "
+                         f"partial batch: set train.batch_size to at most {loader.n} or train.drop_last = false")
     test_loader = Batches(test_x, test_y, norm, min(t["eval_batch_size"], len(test_y)), False, False, 0, device,
                           dtype)
     schedule = LrSchedule(config["schedule"], config["optim"]["lr"], loader.count, loader.count * t["epochs"])
@@ -246,7 +259,7 @@ def main():
     except (AttributeError, AssertionError):  # older PyTorch (1.13 answers unknown names with AssertionError)
         torch.backends.cuda.matmul.allow_tf32 = False
 
-    data = sprintnet_data.load_train_test(config["data"], args.data_dir)
+    data = sprintnet_data.load_train_test(config["data"], args.data_dir, config["model"]["classes"])
     init = safetensors_np.load(args.init_weights)[0] if args.init_weights else None
     print(f"torch {torch.__version__} on {device} ({args.dtype}); {len(data[0][1])} train / {len(data[1][1])} test "
           f"samples, {data[2]} classes; initial weights "
@@ -266,7 +279,11 @@ def main():
         for name, value in weights.items():
             error = relative_error(theirs[name], value) if name in theirs else math.inf
             worst = max(worst, error)
-            print(f"  {name:12s} relative error {error:.3g}")
+            # An infinite error has a reason: say it (a layer missing, or another shape: model.classes, hidden).
+            why = ("" if name in theirs and theirs[name].shape == value.shape
+                   else " (not in the file)" if name not in theirs
+                   else f" (shape {tuple(theirs[name].shape)} there, {tuple(value.shape)} here)")
+            print(f"  {name:12s} relative error {error:.3g}{why}")
         verdict = "within" if worst <= args.tolerance else "OVER"
         print(f"final weights vs {args.compare_weights}: worst {worst:.3g}, {verdict} tolerance {args.tolerance}")
         if worst > args.tolerance:
