@@ -33,7 +33,7 @@ def main():
     a = p.parse_args()
 
     config = load_config(os.path.join(a.run_dir, "config.toml"))
-    (train_x, _), (test_x, test_y), classes = load_train_test(config["data"], a.data_dir)
+    (train_x, _), (test_x, test_y), classes = load_train_test(config["data"], a.data_dir, config["model"].get("classes", 0))
     scale, shift = make_normalization(train_x, config["data"]["normalize"])
 
     widths = [train_x.shape[1]] + list(config["model"]["hidden"]) + [classes]
