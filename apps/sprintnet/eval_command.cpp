@@ -85,13 +85,13 @@ void refuse_csv_over_an_input(const std::filesystem::path& csv, const train::Loa
                                                                        {"the config", model.files.config}};
   for (const std::string& path : data) inputs.emplace_back("a --data file", path);
   if (data.empty()) {
-    try {
-      const DatasetFiles files = dataset_files(model.config.data);
-      for (const auto& path : {files.train_images, files.train_labels, files.test_images, files.test_labels}) {
-        inputs.emplace_back("a file of the data set", path);
+    for (const Split split : {Split::kTrain, Split::kTest}) {
+      try {  // each split on its own: --split test needs no training files
+        const SplitFiles files = dataset_split_files(model.config.data, split);
+        for (const auto& path : {files.images, files.labels}) inputs.emplace_back("a file of the data set", path);
+      } catch (const Error&) {
+        // Missing data: the evaluation names it next, where it needs it.
       }
-    } catch (const Error&) {
-      // Missing data: the evaluation names it next.
     }
   }
   std::error_code ec;

@@ -2,12 +2,13 @@
 // Classifies PNG/PGM images, or every sample of IDX files, with a trained model.
 // Image conversion (gray, alpha, resizing) is described in data/image.h. IDX files are samples, read and
 // checked as `eval --data` reads them (train::check_matches_model); a 2-D file whose rows are not the model's
-// inputs cannot be samples, and is one image, converted like an image file.
+// inputs cannot be samples, and is one image, converted like an image file. Each input is read once, then told
+// apart by its first bytes and decoded from memory, so a pipe works.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,30 +30,22 @@ struct Input {
   std::vector<std::uint8_t> pixels;
 };
 
-std::vector<std::uint8_t> file_head(const std::string& path) {
-  constexpr std::size_t kHeadBytes = 8;
-  std::vector<std::uint8_t> head(kHeadBytes);
-  std::ifstream in(path, std::ios::binary);
-  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-  return head;
-}
-
-// The model's sample shape as an image's height and width, for the inputs that are images (resized to it).
+// The model's sample shape as an image's height and width, for the inputs that are images (resized to it). A
+// channel of 1 is no dimension of the picture: a model trained on [N, 1, 28, 28] takes 28x28 images.
 ImageOptions image_options_for(const train::LoadedModel& model, const std::string& input, bool invert) {
-  SN_CHECK(model.sample_shape.size() == 2,
+  const Shape picture = train::without_unit_dims(model.sample_shape);
+  SN_CHECK(picture.size() == 2,
            "{}: the model takes inputs of shape {}, not 2-D images; give its samples as an IDX file instead", input,
            shape_str(model.sample_shape));
-  return {model.sample_shape[0], model.sample_shape[1], invert};
+  return {picture[0], picture[1], invert};
 }
 
 // Every sample of an IDX file as eval --data reads it ([N, H, W], [N, 1, H, W], [N, inputs], ...), checked against
 // the model's sample shape and not resized. A 2-D file whose rows are not the model's inputs is one [H, W] image,
 // converted like an image file.
-void append_idx_inputs(const std::string& path, const train::LoadedModel& model, bool invert,
-                       std::vector<Input>& inputs) {
-  Dataset file = load_idx_images(path);
-  file.name = path;
+void append_idx_inputs(const std::string& path, std::span<const std::uint8_t> bytes, const train::LoadedModel& model,
+                       bool invert, std::vector<Input>& inputs) {
+  Dataset file = parse_idx_images(bytes, path);
   const std::int64_t count = file.images.size(0);
   if (file.sample_shape.size() == 1 && file.sample_shape[0] != model.spec.inputs) {
     const std::int64_t width = file.sample_shape[0];
@@ -158,13 +151,15 @@ void add_predict_command(CLI::App& app) {
   cmd->footer(
       fmt::format("Images are converted the MNIST way: colour to gray (BT.601 luma), transparent pixels\n"
                   "treated as the background (black; white with --invert), and resized to the model's input\n"
-                  "size (area averaging when shrinking, bilinear when growing). MNIST digits are white on\n"
+                  "size, its dimensions of 1 left out (a model of [1, 28, 28] samples takes 28x28 images;\n"
+                  "area averaging when shrinking, bilinear when growing). MNIST digits are white on\n"
                   "black: use --invert for dark drawings on light paper. An aspect ratio more than {}x\n"
                   "off the model's is refused rather than squashed.\n"
                   "IDX files hold samples, as eval --data reads them: [N, 28, 28], [N, 1, 28, 28] or flat\n"
                   "[N, 784] for a 28x28 model, one prediction a sample; they are not resized (--invert\n"
                   "applies). A 2-D file whose rows are not the model's inputs ([28, 28]) is one image,\n"
-                  "converted as above.",
+                  "converted as above.\n"
+                  "Each INPUT is read once, whole (up to 1 GiB), so it may be a pipe: <(curl -s URL).",
                   kMaxAspectDistortion));
   add_checkpoint_options(*cmd, *options, "Where to run: auto, cpu, cuda, cuda:N");
   cmd->add_option("inputs", options->inputs, "PNG or PGM (P2/P5) images, or IDX files of samples (every one in them)")
@@ -181,11 +176,13 @@ void add_predict_command(CLI::App& app) {
 
     std::vector<Input> inputs;
     for (const std::string& path : options->inputs) {
-      if (detect_image_file_kind(file_head(path)) == ImageFileKind::kIdx) {
-        append_idx_inputs(path, model, options->invert, inputs);
+      // Read once, then told apart and decoded from memory: a pipe (`<(command)`) cannot be read a second time.
+      const std::vector<std::uint8_t> bytes = read_file_bytes(path);
+      if (detect_image_file_kind(bytes) == ImageFileKind::kIdx) {
+        append_idx_inputs(path, bytes, model, options->invert, inputs);
       } else {
-        inputs.push_back(
-            {path, std::nullopt, load_image_for_model(path, image_options_for(model, path, options->invert))});
+        inputs.push_back({path, std::nullopt,
+                          image_bytes_for_model(bytes, path, image_options_for(model, path, options->invert))});
         if (!options->invert) warn_if_mostly_light(inputs.back());
       }
     }

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -18,12 +19,18 @@ struct CliResult {
   std::string out, err;
 };
 
-// Runs `sprintnet <arguments>` (already quoted where needed); its output goes through files in `dir`.
-inline CliResult run_cli(const std::string& arguments, const std::filesystem::path& dir) {
+// Runs `sprintnet <arguments>` (already quoted where needed) by sh, or by bash (for its process substitution:
+// `<(cat FILE)` gives the command a pipe, as it gives a user's); its output goes through files in `dir`.
+inline CliResult run_cli(const std::string& arguments, const std::filesystem::path& dir, bool bash = false) {
   const std::filesystem::path out = dir / "stdout.txt";
   const std::filesystem::path err = dir / "stderr.txt";
-  const std::string command =
+  std::string command =
       fmt::format("'{}' {} > '{}' 2> '{}'", SPRINTNET_CLI_PATH, arguments, out.string(), err.string());
+  if (bash) {
+    const std::filesystem::path script = dir / "command.bash";
+    std::ofstream(script) << command << '\n';
+    command = fmt::format("bash '{}'", script.string());
+  }
   const int status = std::system(command.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
 }

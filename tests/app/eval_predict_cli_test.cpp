@@ -15,6 +15,7 @@
 
 #include "sprintnet/data/idx.h"
 #include "sprintnet/io/read_file.h"
+#include "sprintnet/io/safetensors.h"
 #include "sprintnet/train/inference.h"
 #include "sprintnet/train/trainer.h"
 #include "cli_run.h"
@@ -53,6 +54,25 @@ class EvalPredictCli : public ::testing::Test {
     options.device = "cpu";
     options.overrides = {fmt::format("data.test_limit={}", count)};
     return load_split(load_model(*run_, options), "test");
+  }
+
+  // A binary (P5) PGM of the first width x height of `pixels`.
+  static void write_pgm(const fs::path& path, int width, int height, const std::vector<std::uint8_t>& pixels) {
+    std::ofstream out(path, std::ios::binary);
+    out << fmt::format("P5\n{} {}\n255\n", width, height);
+    out.write(reinterpret_cast<const char*>(pixels.data()), static_cast<std::streamsize>(width) * height);
+  }
+
+  // The first test image of `pixels` as <stem>.png, the second as <stem>.pgm, and all `count` as <stem>.idx.
+  struct InputFiles {
+    fs::path png, pgm, idx;
+  };
+  static InputFiles write_inputs(const std::string& stem, const std::vector<std::uint8_t>& pixels, std::int64_t count) {
+    const InputFiles files{*dir_ / (stem + ".png"), *dir_ / (stem + ".pgm"), *dir_ / (stem + ".idx")};
+    EXPECT_EQ(stbi_write_png(files.png.c_str(), 28, 28, 1, pixels.data(), 28), 1);
+    write_pgm(files.pgm, 28, 28, {pixels.begin() + 28 * 28, pixels.end()});
+    write_idx(files.idx, IdxType::kU8, {count, 28, 28}, pixels);
+    return files;
   }
 
   static fs::path* dir_;
@@ -167,17 +187,7 @@ TEST_F(EvalPredictCli, EvalErrorsExitNonZero) {
 
 TEST_F(EvalPredictCli, PredictJsonCoversPngPgmAndIdxInputs) {
   const Dataset data = test_images(kIdxImages);
-  const std::vector<std::uint8_t> pixels = data.images.to_vector<std::uint8_t>();
-  const fs::path png = *dir_ / "digit.png";
-  ASSERT_EQ(stbi_write_png(png.c_str(), 28, 28, 1, pixels.data(), 28), 1);
-  const fs::path pgm = *dir_ / "digit.pgm";
-  {
-    std::ofstream out(pgm, std::ios::binary);
-    out << "P5\n28 28\n255\n";
-    out.write(reinterpret_cast<const char*>(pixels.data() + 28 * 28), 28 * 28);
-  }
-  const fs::path idx = *dir_ / "five.idx";
-  write_idx(idx, IdxType::kU8, {kIdxImages, 28, 28}, pixels);
+  const auto [png, pgm, idx] = write_inputs("digit", data.images.to_vector<std::uint8_t>(), kIdxImages);
 
   const CliResult result = run_cli(fmt::format("predict '{}' '{}' '{}' '{}' --json --device cpu", run_->string(),
                                                png.string(), pgm.string(), idx.string()),
@@ -276,6 +286,62 @@ TEST_F(EvalPredictCli, PredictReadsIdxFilesAsEvalDataDoes) {
   EXPECT_THAT(run_cli("predict --help", *dir_).out, HasSubstr("as eval --data reads them"));
 }
 
+// A model trained on [N, 1, 28, 28] IDX samples records them as 1x28x28, and predict refused every PNG and PGM for it
+// ("the model takes inputs of shape [1, 28, 28], not 2-D images"). The channel of 1 is no dimension of the picture:
+// the images are 28x28 for it, and predicted exactly as by the same weights recorded as 28x28.
+TEST_F(EvalPredictCli, PredictTakesImagesForAModelOfOneChannelSamples) {
+  const fs::path channel_run = test::temp_dir("one-channel-model");
+  fs::copy_file(*run_ / "config.toml", channel_run / "config.toml");
+  SafetensorsFile weights = load_safetensors(*run_ / "model.safetensors");
+  ASSERT_EQ(weights.metadata.at(std::string(kMetadataSampleShape)), "28x28");
+  weights.metadata[std::string(kMetadataSampleShape)] = "1x28x28";  // what training on [N, 1, 28, 28] writes
+  save_safetensors(channel_run / "model.safetensors", weights.tensors, weights.metadata);
+
+  const std::vector<std::uint8_t> pixels = test_images(2).images.to_vector<std::uint8_t>();
+  const fs::path png = *dir_ / "channel-digit.png";
+  ASSERT_EQ(stbi_write_png(png.c_str(), 28, 28, 1, pixels.data(), 28), 1);
+  const fs::path pgm = *dir_ / "channel-digit.pgm";
+  write_pgm(pgm, 14, 14, {pixels.begin() + 28 * 28, pixels.end()});  // resized to 28x28 for both models
+  const auto predictions = [&](const fs::path& run) {
+    const CliResult result = run_cli(
+        fmt::format("predict '{}' '{}' '{}' --json --device cpu", run.string(), png.string(), pgm.string()), *dir_);
+    EXPECT_EQ(result.exit_code, 0) << run << ": " << result.err;
+    return result.exit_code == 0 ? nlohmann::json::parse(result.out).at("predictions") : nlohmann::json();
+  };
+  const nlohmann::json expected = predictions(*run_);
+  ASSERT_EQ(expected.size(), 2u);
+  EXPECT_EQ(predictions(channel_run), expected);  // the same pixels in a batch of the same size: the same bits
+}
+
+// Each input is read once. A pipe (`<(cat FILE)`) was read twice, its first bytes looked at and then the file opened
+// again, which found it drained ("IDX file /dev/fd/63: only 0 bytes"), and an image's size was asked of it ("cannot
+// read its size: Operation not supported"). Piped, the inputs predict as the files do.
+TEST_F(EvalPredictCli, PredictReadsInputsFromPipes) {
+  const std::vector<std::uint8_t> pixels = test_images(kIdxImages).images.to_vector<std::uint8_t>();
+  const auto [png, pgm, idx] = write_inputs("piped", pixels, kIdxImages);
+  const fs::path gzipped = *dir_ / "piped.idx.gz";
+  write_idx(gzipped, IdxType::kU8, {kIdxImages, 28, 28}, pixels, /*gzip=*/true);
+
+  const CliResult files = run_cli(fmt::format("predict '{}' '{}' '{}' '{}' '{}' --json --device cpu", run_->string(),
+                                              png.string(), pgm.string(), idx.string(), gzipped.string()),
+                                  *dir_);
+  ASSERT_EQ(files.exit_code, 0) << files.err;
+  const CliResult piped = run_cli(
+      fmt::format("predict '{}' <(cat '{}') <(cat '{}') <(cat '{}') <(cat '{}') --json --device cpu", run_->string(),
+                  png.string(), pgm.string(), idx.string(), gzipped.string()),
+      *dir_, /*bash=*/true);
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  const nlohmann::json expected = nlohmann::json::parse(files.out).at("predictions");
+  const nlohmann::json got = nlohmann::json::parse(piped.out).at("predictions");
+  ASSERT_EQ(got.size(), 2u + 2u * kIdxImages);
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_THAT(got[i].at("input").get<std::string>(), HasSubstr("/dev/fd/")) << i;  // bash's name of a pipe
+    EXPECT_EQ(got[i].value("index", -1), expected[i].value("index", -1)) << i;
+    EXPECT_EQ(got[i].at("top_k"), expected[i].at("top_k")) << i;  // the same batch as above: the same bits
+  }
+}
+
 // A file name is bytes: one that is not UTF-8 (here Latin-1's "é", 0xE9) ended `predict --json` with nlohmann's
 // "invalid UTF-8 byte" as an internal error. It prints, the byte as U+FFFD, and the prediction is there.
 TEST_F(EvalPredictCli, PredictJsonPrintsFileNamesThatAreNotUtf8) {
@@ -309,6 +375,57 @@ TEST_F(EvalPredictCli, PredictPrintsATableAndRejectsBadInputs) {
   EXPECT_THAT(result.err, HasSubstr("absent.png"));
   result = run_cli(fmt::format("predict '{}' '{}' --top-k 0", run_->string(), pgm.string()), *dir_);
   EXPECT_EQ(result.exit_code, 2);  // a usage error
+}
+
+// The activation is not in the weights' shapes: a config of another one, by --set or by --config, evaluated another
+// model (exit 0). The weights record theirs (sprintnet.activation), and a config that disagrees is refused.
+TEST_F(EvalPredictCli, EvalRefusesAConfigOfAnotherActivation) {
+  CliResult result = run_cli(
+      fmt::format("eval '{}' --device cpu --set 'model.activation=\"tanh\"'", run_->string()), *dir_);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, AllOf(HasSubstr((*run_ / "model.safetensors").string()), HasSubstr("sprintnet.activation"),
+                                HasSubstr("\"relu\""), HasSubstr("model.activation = \"tanh\"")));
+  EXPECT_THAT(result.out, Not(HasSubstr("accuracy")));
+
+  std::string config = read_file(*run_ / "config.toml");
+  const std::string relu = "activation = \"relu\"";
+  ASSERT_NE(config.find(relu), std::string::npos) << config;
+  config.replace(config.find(relu), relu.size(), "activation = \"tanh\"");
+  const fs::path tanh_config = *dir_ / "tanh-config.toml";
+  std::ofstream(tanh_config) << config;
+  result = run_cli(fmt::format("eval '{}' --device cpu --config '{}'", (*run_ / "model.safetensors").string(),
+                               tanh_config.string()),
+                   *dir_);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, AllOf(HasSubstr("sprintnet.activation"), HasSubstr(tanh_config.string())));
+  // The config it was trained with, given the same way, evaluates.
+  result = run_cli(fmt::format("eval '{}' --device cpu --config '{}' --set 'model.activation=\"relu\"'",
+                               (*run_ / "model.safetensors").string(), (*run_ / "config.toml").string()),
+                   *dir_);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+}
+
+// eval --split test looked for all four files of the data set, so it failed where the training files were not there
+// (the weights' metadata holds all that inference took from them). Only the split's own files are needed.
+TEST_F(EvalPredictCli, EvalOfTheTestSplitNeedsNoTrainingFiles) {
+  const fs::path data = test::temp_dir("test-split-only");
+  fs::create_directories(data / "mnist");
+  for (const fs::directory_entry& entry : fs::directory_iterator(test::data_dir() / "mnist")) {
+    if (entry.path().filename().string().starts_with("t10k-")) {
+      fs::create_symlink(entry.path(), data / "mnist" / entry.path().filename());
+    }
+  }
+  const CliResult result = run_cli(
+      fmt::format("eval '{}' --device cpu --split test --set 'data.dir=\"{}\"'", run_->string(), data.string()),
+      *dir_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr(fmt::format("mnist/test: {} samples", kTestSamples)));
+  // The training split still needs its files, and names them.
+  const CliResult train = run_cli(
+      fmt::format("eval '{}' --device cpu --split train --set 'data.dir=\"{}\"'", run_->string(), data.string()),
+      *dir_);
+  EXPECT_EQ(train.exit_code, 1);
+  EXPECT_THAT(train.err, HasSubstr("train-images-idx3-ubyte"));
 }
 
 // eval --csv to a folder that is not there, or to a directory: named before the evaluation, not after it with

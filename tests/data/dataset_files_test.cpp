@@ -65,6 +65,9 @@ TEST(DatasetFiles, MissingFileSaysToRunGetData) {
   EXPECT_THAT(error_message([&] { dataset_files(config); }),
               AllOf(HasSubstr((dir / "mnist" / kNames[3]).string()), HasSubstr("not found"),
                     HasSubstr("scripts/get-data --dir " + dir.path().string())));
+  // One split's files are found without the other's (evaluating one split needs only its own).
+  EXPECT_EQ(dataset_split_files(config, Split::kTrain).labels, dir / "mnist" / kNames[1]);
+  EXPECT_THAT(error_message([&] { dataset_split_files(config, Split::kTest); }), HasSubstr(kNames[3]));
 }
 
 TEST(DatasetFiles, RejectsUnknownDataset) {
@@ -85,6 +88,7 @@ TEST(DatasetFiles, ExplicitPathsMustBeGivenAndExist) {
   config.test_labels = (dir / kNames[3]).string();
   EXPECT_THAT(error_message([&] { dataset_files(config); }),
               AllOf(HasSubstr("data.train_labels is empty"), HasSubstr("dataset = \"idx\"")));
+  EXPECT_EQ(dataset_split_files(config, Split::kTest).labels, dir / kNames[3]);  // the test split's keys suffice
   config.train_labels = (dir / kNames[1]).string();
   EXPECT_EQ(dataset_files(config).train_labels, dir / kNames[1]);
   config.test_images = (dir / "typo").string();
@@ -94,6 +98,23 @@ TEST(DatasetFiles, ExplicitPathsMustBeGivenAndExist) {
   config.test_images = dir.path().string();
   EXPECT_THAT(error_message([&] { dataset_files(config); }),
               AllOf(HasSubstr("data.test_images"), HasSubstr("is a directory")));
+}
+
+// A relative data.* path is found from the working directory, which is not where the config is: its error said so
+// for data.dir (the mnist layout) but not for the explicit paths.
+TEST(DatasetFiles, ARelativeExplicitPathThatIsMissingIsNamedFromTheWorkingDirectory) {
+  DataConfig config;
+  config.dataset = "idx";
+  config.train_images = "sprintnet-no-such-folder/train-images";
+  config.train_labels = "sprintnet-no-such-folder/train-labels";
+  const std::string absolute = (std::filesystem::current_path() / config.train_images).string();
+  EXPECT_THAT(error_message([&] { dataset_split_files(config, Split::kTrain); }),
+              AllOf(HasSubstr("data.train_images = \"sprintnet-no-such-folder/train-images\": no such file"),
+                    HasSubstr(fmt::format("(relative to the working directory: {})", absolute))));
+  // An absolute path needs no such note.
+  config.train_images = "/sprintnet-no-such-folder/train-images";
+  EXPECT_THAT(error_message([&] { dataset_split_files(config, Split::kTrain); }),
+              AllOf(HasSubstr("no such file"), ::testing::Not(HasSubstr("working directory"))));
 }
 
 TEST(LoadTrainTest, LoadsBothSplitsWithLimits) {

@@ -293,6 +293,40 @@ TEST(Idx, ReadsAGzipFifoAndRefusesBytesAfterItsStream) {
   EXPECT_THAT(bad, AllOf(HasSubstr(fifo.string()), HasSubstr("8 trailing bytes after the gzip stream")));
 }
 
+// parse_idx is read_idx's parser fed from memory (predict reads each input once: a pipe cannot be opened again):
+// the same array for a good file, raw or gzipped, and the same message for each broken one, the origin in it.
+TEST(Idx, ParsesBytesInMemoryAsItReadsTheFile) {
+  ScratchDir dir("idx-parse");
+  Generator gen(test::test_seed());
+  const auto payload = test::random_bytes(600 * 600, gen, 1);  // gzipped, longer than the 256 KiB input buffer
+  const auto good = dir / "good.gz";
+  write_idx(good, IdxType::kU8, {600, 600}, payload, /*gzip=*/true);
+  const auto gz = test::read_bytes(good);
+  const auto raw = test::concat(idx_header(0x08, {600, 600}), payload);
+  for (const auto& bytes : {raw, gz}) {
+    const IdxArray parsed = parse_idx(bytes, "<memory>");
+    EXPECT_EQ(parsed.type, IdxType::kU8);
+    EXPECT_EQ(parsed.dims, (std::vector<std::int64_t>{600, 600}));
+    EXPECT_TRUE(parsed.bytes == payload);
+  }
+  const std::vector<std::vector<std::uint8_t>> broken = {
+      {},                                                                      // shorter than the magic
+      test::concat({0x1f, 0x8b, 0x08, 0x00}, test::random_bytes(64, gen)),     // not a deflate stream
+      std::vector<std::uint8_t>(gz.begin(), gz.begin() + std::ssize(gz) / 2),  // gzip cut
+      test::concat(gz, bytes_of("garbage!")),                                  // after the gzip stream
+      test::concat(idx_header(0x08, {2, 3}), test::random_bytes(5, gen)),      // payload short
+      test::concat(idx_header(0x08, {2, 3}), test::random_bytes(9, gen)),      // payload long
+      idx_header(0x0E, {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}),  // overflowing dimensions
+  };
+  const auto file = dir / "broken";
+  for (std::size_t i = 0; i < broken.size(); ++i) {
+    test::write_bytes(file, broken[i]);
+    const std::string from_file = error_message([&] { read_idx(file); });
+    ASSERT_THAT(from_file, HasSubstr(file.string())) << i;
+    EXPECT_EQ(error_message([&] { parse_idx(broken[i], file.string()); }), from_file) << i;
+  }
+}
+
 TEST(Idx, RejectsDimensionsWhoseSizeOverflows) {
   ScratchDir dir("idx-overflow");
   const auto path = dir / "huge";

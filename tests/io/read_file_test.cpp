@@ -73,5 +73,27 @@ TEST(ReadFile, RefusesDevicesAndReadsPipes) {
   writer.join();
 }
 
+// A limit on what is read (predict's 1 GiB an input) was kept by asking the size first, which a pipe cannot tell
+// ("Operation not supported"). It is kept as the bytes come: a file over it is refused by its size unread, a pipe
+// once one byte past it has come; a file of the limit exactly is read.
+TEST(ReadFile, RefusesAFileOrAPipeLargerThanTheLimitAsTheBytesCome) {
+  const std::filesystem::path dir = test::temp_dir("read-file-limit");
+  const std::string bytes(1000, 'x');
+  std::ofstream(dir / "input.bin", std::ios::binary) << bytes;
+  EXPECT_EQ(read_file(dir / "input.bin", "input", 1000), bytes);
+  EXPECT_THAT(test::error_message([&] { read_file(dir / "input.bin", "input", 999); }),
+              StartsWith(fmt::format("cannot read input '{}': it holds more than 999 bytes", (dir / "input.bin").string())));
+  const std::filesystem::path fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // 1000 bytes, less than PIPE_BUF: one write() that is in the pipe whole before the reader stops at 11 of them.
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << bytes; });
+  EXPECT_THAT(test::error_message([&] { read_file(fifo, "input", 10); }),
+              StartsWith(fmt::format("cannot read input '{}': it holds more than 10 bytes", fifo.string())));
+  writer.join();
+  writer = std::thread([&] { std::ofstream(fifo, std::ios::binary) << bytes; });
+  EXPECT_EQ(read_file(fifo, "input", 1000), bytes);
+  writer.join();
+}
+
 }  // namespace
 }  // namespace sprintnet

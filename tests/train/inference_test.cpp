@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "sprintnet/io/safetensors.h"
 #include "sprintnet/nn/mlp.h"
@@ -263,12 +264,76 @@ TEST_F(InferenceTest, OutputsThatAreNotFiniteAreRefusedNamingTheWeightsOrTheInpu
   }
   const Dataset data = load_split(model, "test");
   EXPECT_THAT(test::error_message([&] { evaluate_dataset(model, data); }),
-              ::testing::AllOf(HasSubstr(model.files.weights.string()), HasSubstr("loss on mnist/test is not finite")));
+              ::testing::AllOf(HasSubstr(model.files.weights.string()), HasSubstr("loss on mnist/test is not finite"),
+                               HasSubstr("its outputs are not finite for"),
+                               HasSubstr(fmt::format("of the {} samples", kTestSamples))));
   const std::vector<std::string> names = {"digits.idx[0]", "digits.idx[1]"};
   EXPECT_THAT(test::error_message([&] { predict(model, data.images.slice_rows(0, 2), 1, names); }),
               ::testing::ContainsRegex("output for digits\\.idx\\[[01]\\] is not finite"));
   EXPECT_THAT(test::error_message([&] { predict(model, data.images.slice_rows(0, 2), 1); }),
               ::testing::ContainsRegex("output for input [01] \\(from 0\\) is not finite"));
+}
+
+// A bias of 3e38 is finite: the loader takes it, and predict answers for it. Its losses, ~3e38 a sample, overflowed
+// the fp32 sum of the evaluation, and eval refused the weights saying their outputs were not finite. The loss is
+// summed in double: the evaluation stands, every sample predicted as the class of that bias.
+TEST_F(InferenceTest, FiniteOutputsOfHugeWeightsEvaluate) {
+  constexpr float kHugeBias = 3e38f;
+  LoadedModel model = load_model(run(), on_cpu());
+  for (auto& [name, parameter] : model.model->named_parameters()) {
+    if (name != "2.bias") continue;  // the output layer's
+    std::vector<float> bias = parameter->value.to_vector<float>();
+    bias[0] = kHugeBias;
+    ops::copy(parameter->value, Tensor::from_vector(bias, parameter->value.shape()));
+  }
+  const Dataset data = load_split(model, "test");
+  const Evaluation evaluation = evaluate_dataset(model, data);
+  const std::int64_t class_0 = evaluation.confusion.class_total(0);
+  for (std::int64_t c = 0; c < 10; ++c) EXPECT_EQ(evaluation.confusion.at(c, 0), evaluation.confusion.class_total(c));
+  // A sample of another class loses (logit 0) - (its own logit) = 3e38 - O(10); one of class 0 loses ~0. Summed in
+  // double, 1500 terms are off by ~1e-13 relative; 1e-9 leaves room and no room for another sum.
+  const auto others = static_cast<double>(kTestSamples - class_0);
+  EXPECT_NEAR(evaluation.result.loss, kHugeBias * others / kTestSamples, 1e-9 * kHugeBias);
+  EXPECT_GT(kHugeBias * others, std::numeric_limits<float>::max()) << "an fp32 sum would overflow, or this shows nothing";
+  EXPECT_EQ(predict(model, data.images.slice_rows(0, 2), 1)[1].label, 0);
+}
+
+// The activation leaves no trace in the weights' shapes: a config or --set of another one evaluated another model
+// without a word. The Trainer records it (sprintnet.activation), in the final weights and each checkpoint's; a config
+// that disagrees is refused, naming the file, the key and both values. Weights without the key (PyTorch's, older
+// runs') take the config's, as they did.
+TEST_F(InferenceTest, AConfigOfAnotherActivationIsRefused) {
+  const std::string key(kMetadataActivation);
+  const SafetensorsFile written = load_safetensors(run() / "model.safetensors");
+  EXPECT_EQ(written.metadata.at(key), "relu");
+  const fs::path checkpoint = run() / "checkpoints" / "epoch-0001" / "model.safetensors";
+  EXPECT_EQ(load_safetensors(checkpoint).metadata.at(key), "relu");
+  for (const fs::path& weights : {run() / "model.safetensors", checkpoint}) {
+    EXPECT_THAT(test::error_message([&] { load_model(weights, on_cpu({"model.activation=\"tanh\""})); }),
+                ::testing::AllOf(HasSubstr(weights.string()), HasSubstr("metadata 'sprintnet.activation' = \"relu\""),
+                                 HasSubstr("model.activation = \"tanh\""), HasSubstr("config.toml")))
+        << weights;
+  }
+  EXPECT_EQ(load_model(run(), on_cpu({"model.activation=\"relu\""})).spec.activation, Activation::kReLU);
+
+  // Without the key, the config's activation, whichever it is.
+  const auto write_with = [&](const std::string& name, const std::optional<std::string>& value) {
+    const fs::path dir = *out_dir_ / name;
+    fs::create_directories(dir);
+    fs::copy_file(run() / "config.toml", dir / "config.toml", fs::copy_options::overwrite_existing);
+    Metadata metadata = written.metadata;
+    metadata.erase(key);
+    if (value) metadata[key] = *value;
+    save_safetensors(dir / "model.safetensors", written.tensors, metadata);
+    return dir;
+  };
+  const fs::path unrecorded = write_with("activation-unrecorded", std::nullopt);
+  EXPECT_EQ(load_model(unrecorded, on_cpu({"model.activation=\"tanh\""})).spec.activation, Activation::kTanh);
+  EXPECT_EQ(load_model(unrecorded, on_cpu()).spec.activation, Activation::kReLU);
+  // A value no training writes is corrupt metadata.
+  const fs::path corrupt = write_with("activation-corrupt", "swish");
+  EXPECT_THAT(test::error_message([&] { load_model(corrupt, on_cpu()); }),
+              ::testing::AllOf(HasSubstr("sprintnet.activation"), HasSubstr("\"swish\""), HasSubstr("corrupt")));
 }
 
 TEST_F(InferenceTest, AnotherArchitectureIsRejectedNamingTheTensor) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "sprintnet/data/class_coverage.h"
@@ -48,8 +49,7 @@ std::int64_t check_labels(const std::vector<std::int32_t>& values, std::int64_t 
 }
 
 // An IDX file of images: uint8, [N, sample dims...]. `what` names it in errors.
-IdxArray read_idx_images(const std::filesystem::path& path, const std::string& what) {
-  IdxArray images = read_idx(path);
+IdxArray checked_images(IdxArray images, const std::string& what) {
   SN_CHECK(images.type == IdxType::kU8, "{}: elements are {}; images must be uint8", what, idx_type_name(images.type));
   SN_CHECK(images.dims.size() >= 2,
            "{}: has 1 dimension ({} values); images need [N, sample dims...] such as [60000, 28, 28] "
@@ -65,14 +65,23 @@ void take_samples(const IdxArray& images, std::int64_t kept, Dataset& data) {
   std::memcpy(data.images.raw_data(), images.bytes.data(), data.images.nbytes());
 }
 
+// Every sample of an IDX file of images, without labels.
+Dataset images_only(const IdxArray& images, std::string name) {
+  Dataset data;
+  data.name = std::move(name);
+  take_samples(images, images.dims[0], data);
+  return data;
+}
+
 }  // namespace
 
 Dataset load_idx_images(const std::filesystem::path& images_path) {
-  const IdxArray images = read_idx_images(images_path, fmt::format("images file {}", images_path.string()));
-  Dataset data;
-  data.name = images_path.filename().string();
-  take_samples(images, images.dims[0], data);
-  return data;
+  return images_only(checked_images(read_idx(images_path), fmt::format("images file {}", images_path.string())),
+                     images_path.filename().string());
+}
+
+Dataset parse_idx_images(std::span<const std::uint8_t> file_bytes, const std::string& origin) {
+  return images_only(checked_images(parse_idx(file_bytes, origin), fmt::format("images file {}", origin)), origin);
 }
 
 Dataset load_idx_dataset(const std::filesystem::path& images_path, const std::filesystem::path& labels_path,
@@ -83,7 +92,7 @@ Dataset load_idx_dataset(const std::filesystem::path& images_path, const std::fi
 
   const std::string images_what = fmt::format("images file {}", images_path.string());
   const std::string labels_what = fmt::format("labels file {}", labels_path.string());
-  const IdxArray images = read_idx_images(images_path, images_what);
+  const IdxArray images = checked_images(read_idx(images_path), images_what);
   const IdxArray labels = read_idx(labels_path);
   SN_CHECK(labels.type == IdxType::kU8 || labels.type == IdxType::kI32, "{}: elements are {}; labels must be uint8 or int32",
            labels_what, idx_type_name(labels.type));

@@ -4,6 +4,7 @@
 // floats per batch with a Normalization (see ops::gather_rows_u8).
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,9 @@ Dataset load_idx_dataset(const std::filesystem::path& images, const std::filesys
 // The images half of load_idx_dataset, for inputs without labels: the same file checks and the same
 // images [N, D] and sample_shape; labels stay undefined (images.size(0) counts the samples).
 Dataset load_idx_images(const std::filesystem::path& images);
+// The same for an IDX file's bytes already in memory (idx.h's parse_idx); `origin` names the file in errors and
+// is the data set's name.
+Dataset parse_idx_images(std::span<const std::uint8_t> file_bytes, const std::string& origin);
 
 struct DatasetFiles {
   std::filesystem::path train_images, train_labels, test_images, test_labels;
@@ -47,6 +51,14 @@ struct DatasetFiles {
 // scripts/get-data, or the explicit data.* paths for dataset = "idx". Throws
 // naming the config key or the missing path.
 DatasetFiles dataset_files(const DataConfig& config);
+
+enum class Split { kTrain, kTest };
+struct SplitFiles {
+  std::filesystem::path images, labels;
+};
+// The two files of one split, found as dataset_files finds them, without looking for the other split's: what
+// evaluating one split needs (the test files of a data set whose training files are elsewhere).
+SplitFiles dataset_split_files(const DataConfig& config, Split split);
 
 struct TrainTestData {
   Dataset train, test;

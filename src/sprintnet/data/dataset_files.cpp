@@ -35,32 +35,43 @@ std::filesystem::path find_standard_file(const std::filesystem::path& folder, st
           std::filesystem::absolute(raw).lexically_normal().string(), name, fetch, relative_note);
 }
 
+// A relative path is relative to the working directory, which may not be where the config is.
 std::filesystem::path explicit_file(const std::string& value, std::string_view key) {
   SN_CHECK(!value.empty(),
-           "{} is empty: data.dataset = \"idx\" needs all four paths (data.train_images, data.train_labels, "
-           "data.test_images, data.test_labels)",
+           "{} is empty: data.dataset = \"idx\" reads the files that data.train_images, data.train_labels, "
+           "data.test_images and data.test_labels name",
            key);
   const std::optional<std::string> problem = file_problem(value);
-  SN_CHECK(!problem, "{} = \"{}\": {}", key, value, problem.value_or(""));
-  return value;
+  const std::filesystem::path path(value);
+  SN_CHECK(!problem, "{} = \"{}\": {}{}", key, value, problem.value_or(""),
+           path.is_relative() ? fmt::format(" (relative to the working directory: {})",
+                                            std::filesystem::absolute(path).lexically_normal().string())
+                              : std::string());
+  return path;
 }
 
 }  // namespace
 
-DatasetFiles dataset_files(const DataConfig& config) {
+SplitFiles dataset_split_files(const DataConfig& config, Split split) {
+  const bool train = split == Split::kTrain;
   if (config.dataset == "mnist" || config.dataset == "fashion-mnist") {
     const std::filesystem::path folder = std::filesystem::path(config.dir) / config.dataset;
-    return {find_standard_file(folder, kStandardFileNames[0], config),
-            find_standard_file(folder, kStandardFileNames[1], config),
-            find_standard_file(folder, kStandardFileNames[2], config),
-            find_standard_file(folder, kStandardFileNames[3], config)};
+    return {find_standard_file(folder, kStandardFileNames[train ? 0 : 2], config),
+            find_standard_file(folder, kStandardFileNames[train ? 1 : 3], config)};
   }
   if (config.dataset == "idx") {
-    return {explicit_file(config.train_images, "data.train_images"),
-            explicit_file(config.train_labels, "data.train_labels"),
-            explicit_file(config.test_images, "data.test_images"), explicit_file(config.test_labels, "data.test_labels")};
+    return train ? SplitFiles{explicit_file(config.train_images, "data.train_images"),
+                              explicit_file(config.train_labels, "data.train_labels")}
+                 : SplitFiles{explicit_file(config.test_images, "data.test_images"),
+                              explicit_file(config.test_labels, "data.test_labels")};
   }
   SN_FAIL("data.dataset = \"{}\" is not a known dataset; accepted: mnist, fashion-mnist, idx", config.dataset);
+}
+
+DatasetFiles dataset_files(const DataConfig& config) {
+  const SplitFiles train = dataset_split_files(config, Split::kTrain);
+  const SplitFiles test = dataset_split_files(config, Split::kTest);
+  return {train.images, train.labels, test.images, test.labels};
 }
 
 }  // namespace sprintnet

@@ -1,6 +1,7 @@
 #include "sprintnet/data/idx.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -65,7 +67,8 @@ std::uint64_t payload_bytes(const std::vector<std::int64_t>& dims, IdxType type,
 // unchanged otherwise, as zlib's gzread does. It inflates by itself, not through gzread: gzread
 // ignores whatever follows a gzip member when that is not another member, and such bytes are an
 // error here, as trailing bytes of a raw file are. Concatenated members read as one stream (RFC
-// 1952), as gzread reads them. The file is read with read(2), so a pipe or a FIFO works too.
+// 1952), as gzread reads them. The file is read with read(2), so a pipe or a FIFO works too; or its
+// bytes are already in memory (read once by a caller that sniffed them first: a pipe reads once).
 class InputFile {
  public:
   explicit InputFile(const std::filesystem::path& path) : path_(path.string()), buffer_(kZlibBufferBytes) {
@@ -77,20 +80,23 @@ class InputFile {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     SN_CHECK(fd_ >= 0, "IDX file {}: cannot open: {}", path_, std::strerror(errno));
     try {
-      stream_.next_in = buffer_.data();
-      stream_.avail_in = 0;
-      const bool gzip = has_gzip_magic();
-      // 16 + 15: a gzip wrapper (its header parsed, its CRC-32 and length checked) around a 32 KiB window.
-      SN_CHECK(!gzip || inflateInit2(&stream_, 16 + MAX_WBITS) == Z_OK, "IDX file {}: zlib could not start", path_);
-      gzip_ = gzip;
+      struct stat file_status {};
+      if (::fstat(fd_, &file_status) == 0 && S_ISREG(file_status.st_mode)) {
+        raw_size_ = static_cast<std::uint64_t>(file_status.st_size);
+      }
+      start();
     } catch (...) {
       ::close(fd_);  // the destructor does not run for a constructor that throws
       throw;
     }
   }
+  InputFile(std::span<const std::uint8_t> bytes, std::string_view origin)
+      : path_(origin), memory_(bytes), raw_size_(bytes.size()), buffer_(kZlibBufferBytes) {
+    start();
+  }
   ~InputFile() {
     if (gzip_) inflateEnd(&stream_);
-    ::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
   }
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
@@ -107,10 +113,27 @@ class InputFile {
   }
 
   bool compressed() const { return gzip_; }
+  // The bytes of the file as stored (before inflating), where known: a regular file's size, or the bytes in memory.
+  std::optional<std::uint64_t> raw_size() const { return raw_size_; }
 
  private:
-  // read(2) into `dst` until `n` bytes or the end of the file.
+  void start() {
+    stream_.next_in = buffer_.data();
+    stream_.avail_in = 0;
+    const bool gzip = has_gzip_magic();
+    // 16 + 15: a gzip wrapper (its header parsed, its CRC-32 and length checked) around a 32 KiB window.
+    SN_CHECK(!gzip || inflateInit2(&stream_, 16 + MAX_WBITS) == Z_OK, "IDX file {}: zlib could not start", path_);
+    gzip_ = gzip;
+  }
+
+  // read(2) into `dst` until `n` bytes or the end of the file (from memory, for bytes in memory).
   std::size_t read_file(std::uint8_t* dst, std::size_t n) {
+    if (fd_ < 0) {
+      const std::size_t got = std::min(n, memory_.size());
+      if (got > 0) std::memcpy(dst, memory_.data(), got);
+      memory_ = memory_.subspan(got);
+      return got;
+    }
     std::size_t total = 0;
     while (total < n) {
       const ssize_t got = ::read(fd_, dst + total, std::min(n - total, kReadChunkBytes));
@@ -185,7 +208,9 @@ class InputFile {
   }
 
   std::string path_;
-  int fd_ = -1;
+  int fd_ = -1;                                // -1: the bytes are in memory_
+  std::span<const std::uint8_t> memory_;       // the bytes in memory not read yet
+  std::optional<std::uint64_t> raw_size_;
   std::vector<std::uint8_t> buffer_;  // raw bytes read; [stream_.next_in, + avail_in) not used yet
   z_stream stream_{};
   bool gzip_ = false;
@@ -264,10 +289,10 @@ std::int64_t IdxArray::numel() const {
   return n;
 }
 
-IdxArray read_idx(const std::filesystem::path& path) {
-  const std::string what = fmt::format("IDX file {}", path.string());
-  InputFile in(path);
+namespace {
 
+// The one parser of IDX files, whether they are read from a path or from memory.
+IdxArray parse(InputFile& in, const std::string& what) {
   std::array<std::uint8_t, kIdxMagicBytes> magic{};
   const std::size_t magic_read = in.read(magic.data(), magic.size());
   SN_CHECK(magic_read == magic.size(), "{}: only {} bytes, too short for the 4-byte IDX header; {}", what, magic_read,
@@ -303,9 +328,8 @@ IdxArray read_idx(const std::filesystem::path& path) {
   // uncompressed file that holds the whole payload gets it all at once: growing slice by slice
   // reallocates and copies it ~log2(size / slice) times (MNIST's training images: 46 -> 24 ms).
   const std::uint64_t header_bytes = kIdxMagicBytes + num_dims * kIdxDimBytes;
-  std::error_code size_error;
-  const std::uintmax_t file_bytes = std::filesystem::file_size(path, size_error);
-  const bool whole = !in.compressed() && !size_error && file_bytes >= header_bytes + expected;
+  const std::optional<std::uint64_t> file_bytes = in.raw_size();
+  const bool whole = !in.compressed() && file_bytes && *file_bytes >= header_bytes + expected;
   array.bytes.reserve(static_cast<std::size_t>(whole ? expected : std::min<std::uint64_t>(expected, kReadChunkBytes)));
   while (array.bytes.size() < expected) {
     const std::size_t old_size = array.bytes.size();
@@ -327,6 +351,18 @@ IdxArray read_idx(const std::filesystem::path& path) {
   SN_CHECK(trailing == 0, "{}: {} trailing bytes after the data: header says {} = {} bytes{}; {}", what, trailing,
            size_formula, expected, where, kRefetchHint);
   return array;
+}
+
+}  // namespace
+
+IdxArray read_idx(const std::filesystem::path& path) {
+  InputFile in(path);
+  return parse(in, fmt::format("IDX file {}", path.string()));
+}
+
+IdxArray parse_idx(std::span<const std::uint8_t> bytes, std::string_view origin) {
+  InputFile in(bytes, origin);
+  return parse(in, fmt::format("IDX file {}", origin));
 }
 
 void write_idx(const std::filesystem::path& path, IdxType type, const std::vector<std::int64_t>& dims,

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct IdxArray {
 // dimension count, zero extents, payload shorter or longer than the header
 // says, a corrupt gzip stream) throws sprintnet::Error naming the file.
 IdxArray read_idx(const std::filesystem::path& path);
+// The same parse, checks and errors for a file's bytes already in memory (raw or gzipped), as read once by a
+// caller that looked at them first (`predict`: a pipe can be read only once); `origin` names the file.
+IdxArray parse_idx(std::span<const std::uint8_t> bytes, std::string_view origin);
 
 // Writes an IDX file (gzipped when `gzip`), through a temporary file renamed
 // into place so a reader never sees half a file. `bytes` must hold exactly

@@ -13,8 +13,8 @@ namespace {
 inline constexpr std::array<std::uint8_t, 8> kPngSignature = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint8_t kGzipMagic0 = 0x1F;
 inline constexpr std::uint8_t kGzipMagic1 = 0x8B;
-// Image files are read whole; anything larger is not an image we could use.
-inline constexpr std::uintmax_t kMaxImageFileBytes = std::uintmax_t{1} << 30;
+// Input files (images, predict's IDX files) are read whole; anything larger is not an input we could use.
+inline constexpr std::size_t kMaxInputFileBytes = std::size_t{1} << 30;
 
 // ITU-R BT.601 luma weights.
 inline constexpr double kLumaRed = 0.299;
@@ -176,32 +176,32 @@ std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path) {
   const auto status = std::filesystem::status(path, ec);
   SN_CHECK(std::filesystem::exists(status), "{}: no such file", path.string());
   SN_CHECK(!std::filesystem::is_directory(status), "{}: is a directory, not a file", path.string());
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  SN_CHECK(!ec, "{}: cannot read its size: {}", path.string(), ec.message());
-  SN_CHECK(size <= kMaxImageFileBytes, "{}: {} bytes is larger than the {} bytes an image file may have", path.string(),
-           size, kMaxImageFileBytes);
-  const std::string bytes = read_file(path, "image file");
+  // Read to the end, whatever size the file reports or cannot report (a pipe), the limit kept as the bytes come.
+  const std::string bytes = read_file(path, "input file", kMaxInputFileBytes);
   return {bytes.begin(), bytes.end()};
 }
 
-std::vector<std::uint8_t> load_image_for_model(const std::filesystem::path& path, const ImageOptions& options) {
-  const std::vector<std::uint8_t> bytes = read_file_bytes(path);
-  const std::string origin = path.string();
+std::vector<std::uint8_t> image_bytes_for_model(std::span<const std::uint8_t> file_bytes, std::string_view origin,
+                                                const ImageOptions& options) {
   DecodedImage decoded;
-  switch (detect_image_file_kind(bytes)) {
+  switch (detect_image_file_kind(file_bytes)) {
     case ImageFileKind::kPng:
-      decoded = decode_png(bytes, origin);
+      decoded = decode_png(file_bytes, origin);
       break;
     case ImageFileKind::kPgm:
-      decoded = decode_pgm(bytes, origin);
+      decoded = decode_pgm(file_bytes, origin);
       break;
     case ImageFileKind::kIdx:
       SN_FAIL("{}: is an IDX file, not a single image", origin);
     case ImageFileKind::kUnknown:
       SN_FAIL("{}: not a PNG or PGM (P2/P5) image{}", origin,
-              format_hint(std::span(bytes).first(std::min<std::size_t>(bytes.size(), 8))));
+              format_hint(file_bytes.first(std::min<std::size_t>(file_bytes.size(), 8))));
   }
   return to_bytes(fit_to_model(to_gray(decoded, options.invert), options, origin));
+}
+
+std::vector<std::uint8_t> load_image_for_model(const std::filesystem::path& path, const ImageOptions& options) {
+  return image_bytes_for_model(read_file_bytes(path), path.string(), options);
 }
 
 std::vector<std::uint8_t> gray_bytes_for_model(std::span<const std::uint8_t> pixels, std::int64_t height,

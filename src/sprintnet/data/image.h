@@ -74,13 +74,17 @@ struct ImageOptions {
 // Throws sprintnet::Error naming the file when it is unreadable, corrupt, of
 // another format, or of a very different aspect ratio.
 std::vector<std::uint8_t> load_image_for_model(const std::filesystem::path& path, const ImageOptions& options);
+// The same for a file's bytes already in memory (read_file_bytes); `origin` names the file in errors.
+std::vector<std::uint8_t> image_bytes_for_model(std::span<const std::uint8_t> file_bytes, std::string_view origin,
+                                                const ImageOptions& options);
 // The same conversion for 8-bit gray pixels already in memory (an IDX image).
 std::vector<std::uint8_t> gray_bytes_for_model(std::span<const std::uint8_t> pixels, std::int64_t height,
                                                std::int64_t width, const ImageOptions& options,
                                                std::string_view origin);
 
-// The whole file's bytes (io/read_file.h), once it is known to be a file small enough to be an
-// image; throws naming the file when it is not or cannot be read.
+// The whole bytes of an input file (an image, or an IDX file predict reads), read once to its end through
+// io/read_file.h, so a pipe (`<(command)`) works; refused, naming the file, when it is missing, a directory or a
+// device, cannot be read, or holds more than 1 GiB (counted as the bytes come: no size is asked of a pipe).
 std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path);
 
 }  // namespace sprintnet

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -23,6 +25,7 @@ struct Outcome {
   const char* failed = nullptr;  // "open" or "read" when that step failed
   int error = 0;                 // its errno
   const char* device = nullptr;  // what the path is when it is a device or a socket (refused)
+  bool too_large = false;        // more than the most accepted: refused, the rest unread
 };
 
 // A device or a socket has no end to read to (/dev/zero, /dev/urandom) or no file's contents: refused.
@@ -34,7 +37,7 @@ const char* device_kind(const struct stat& status) {
   return nullptr;
 }
 
-Outcome read_whole(const std::filesystem::path& path) {
+Outcome read_whole(const std::filesystem::path& path, std::size_t max_bytes) {
   Outcome out;
   struct stat status {};
   if (::stat(path.c_str(), &status) == 0) out.device = device_kind(status);
@@ -45,14 +48,23 @@ Outcome read_whole(const std::filesystem::path& path) {
     out.error = errno;
     return out;
   }
-  // The reported size saves growing the buffer; the loop reads to the end whatever it says.
+  // The reported size saves growing the buffer, and refuses a file over the limit unread; the loop reads to the end
+  // whatever it says (a /proc file says 0), and stops one byte past the limit.
   if (::fstat(fd, &status) == 0 && status.st_size > 0) {
-    out.bytes.reserve(static_cast<std::size_t>(status.st_size) + kChunkBytes);
+    const auto reported = static_cast<std::uintmax_t>(status.st_size);
+    if (S_ISREG(status.st_mode) && reported > max_bytes) {
+      out.too_large = true;
+      ::close(fd);
+      return out;
+    }
+    out.bytes.reserve(static_cast<std::size_t>(std::min<std::uintmax_t>(reported, max_bytes)) + kChunkBytes);
   }
   std::size_t size = 0;
   while (true) {
-    out.bytes.resize(size + kChunkBytes);
-    const ssize_t n = ::read(fd, out.bytes.data() + size, kChunkBytes);
+    const std::size_t room = max_bytes - size;  // size <= max_bytes here
+    const std::size_t want = room >= kChunkBytes ? kChunkBytes : room + 1;
+    out.bytes.resize(size + want);
+    const ssize_t n = ::read(fd, out.bytes.data() + size, want);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       out.failed = "read";  // e.g. EISDIR: a directory opens, and fails here
@@ -61,6 +73,10 @@ Outcome read_whole(const std::filesystem::path& path) {
     }
     if (n == 0) break;
     size += static_cast<std::size_t>(n);
+    if (size > max_bytes) {
+      out.too_large = true;
+      break;
+    }
   }
   ::close(fd);  // read-only: nothing for close to report
   out.bytes.resize(size);
@@ -69,15 +85,17 @@ Outcome read_whole(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::string read_file(const std::filesystem::path& path, std::string_view what) {
-  Outcome out = read_whole(path);
+std::string read_file(const std::filesystem::path& path, std::string_view what, std::size_t max_bytes) {
+  Outcome out = read_whole(path, max_bytes);
   SN_CHECK(out.device == nullptr, "cannot read {} '{}': it is {}, not a file", what, path.string(), out.device);
   SN_CHECK(out.failed == nullptr, "cannot {} {} '{}': {}", out.failed, what, path.string(), std::strerror(out.error));
+  SN_CHECK(!out.too_large, "cannot read {} '{}': it holds more than {} bytes, the most accepted", what, path.string(),
+           max_bytes);
   return std::move(out.bytes);
 }
 
 std::optional<std::string> try_read_file(const std::filesystem::path& path) {
-  Outcome out = read_whole(path);
+  Outcome out = read_whole(path, kNoByteLimit);
   if (out.failed != nullptr || out.device != nullptr) return std::nullopt;
   return std::move(out.bytes);
 }

@@ -1,7 +1,9 @@
 #pragma once
 // Reading a whole file into memory: one reader for configs, weights, metrics, images and /proc
 // files, so every failure says the same thing (the file, what it is, and the system's reason).
+#include <cstddef>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,7 +14,12 @@ namespace sprintnet {
 // system reports, so /proc files (which report 0) read whole. Throws sprintnet::Error
 // "cannot open <what> '<path>': <reason>" or "cannot read <what> '<path>': <reason>", the reason
 // the system's (strerror: "No such file or directory", "Is a directory", ...).
-std::string read_file(const std::filesystem::path& path, std::string_view what = "file");
+// A file of more than `max_bytes` is refused ("cannot read <what> '<path>': it holds more than <max_bytes> bytes,
+// the most accepted"): at once where its size says so, else (a pipe) once one byte past the limit has come, so
+// that nothing past it is read or kept.
+inline constexpr std::size_t kNoByteLimit = std::numeric_limits<std::size_t>::max();
+std::string read_file(const std::filesystem::path& path, std::string_view what = "file",
+                      std::size_t max_bytes = kNoByteLimit);
 
 // The same, or nullopt where read_file would throw: for a file whose absence is an answer (a
 // /proc file on a system without it), not an error.

@@ -26,8 +26,9 @@ EvalResult evaluate(nn::Module& model, BatchLoader& loader, std::string_view los
   const ModeRestored restored(model);
   model.eval();
   const Device device = loader.device();
-  // One fp32 add per batch of a batch sum computed at higher precision: rounding stays ~1e-7 relative.
-  const Tensor loss_sum = Tensor::zeros({1}, DType::kF32, device);
+  // In double, as the plans sum it: an fp32 sum overflowed to infinity for finite outputs (a bias of 3e38, whose
+  // per-sample losses are ~3e38), and eval blamed outputs that were not finite.
+  const Tensor loss_sum = Tensor::zeros({1}, DType::kF64, device);
   const Tensor correct = Tensor::zeros({1}, DType::kI32, device);
   for (std::int64_t b = 0; b < loader.batches_in_order(); ++b) {
     const Batch batch = loader.batch_in_order(b);

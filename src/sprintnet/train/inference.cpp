@@ -99,8 +99,8 @@ void recompute_from_training_data(LoadedModel& loaded, bool need_normalization, 
   try {
     const Config& config = loaded.config;
     SN_CHECK(config.data.train_limit >= 0, "data.train_limit = {} is negative", config.data.train_limit);
-    const DatasetFiles files = dataset_files(config.data);
-    const Dataset train = load_idx_dataset(files.train_images, files.train_labels, 0, config.data.train_limit);
+    const SplitFiles files = dataset_split_files(config.data, Split::kTrain);
+    const Dataset train = load_idx_dataset(files.images, files.labels, 0, config.data.train_limit);
     if (need_normalization) loaded.normalization = make_normalization(train, config.data.normalize);
     if (need_shape) loaded.sample_shape = train.sample_shape;
   } catch (const Error& e) {
@@ -109,12 +109,6 @@ void recompute_from_training_data(LoadedModel& loaded, bool need_normalization, 
         "names, which failed: {}",
         loaded.files.weights.string(), need_normalization ? "normalization" : "image shape", e.what());
   }
-}
-
-Shape without_unit_dims(const Shape& shape) {
-  Shape out;
-  std::copy_if(shape.begin(), shape.end(), std::back_inserter(out), [](std::int64_t d) { return d != 1; });
-  return out;
 }
 
 // The sample shape's values against the first layer's weights [width, inputs], before anything is built from
@@ -143,15 +137,43 @@ std::int64_t eval_batch_size(const LoadedModel& model, std::int64_t samples) {
   return std::max<std::int64_t>(1, std::min(model.config.train.eval_batch_size, samples));
 }
 
+// The config's model.activation, held to the one the weights were trained with where they record it: the layers'
+// shapes are the same for every activation, so another one evaluated another model without a word.
+Activation checked_activation(const Metadata& metadata, const LoadedModel& loaded, std::string_view origin) {
+  const std::string& configured = loaded.config.model.activation;
+  const Activation activation = ops::parse_activation(configured);
+  const std::string recorded = metadata_value(metadata, kMetadataActivation);
+  if (recorded.empty()) return activation;  // PyTorch's files and older runs: the config's
+  std::optional<Activation> trained;
+  try {
+    trained = ops::parse_activation(recorded);
+  } catch (const Error&) {
+    SN_FAIL("{}: metadata '{}' = \"{}\" is not an activation (identity, relu, gelu, tanh, sigmoid or silu); the "
+            "metadata is corrupt", origin, kMetadataActivation, recorded);
+  }
+  SN_CHECK(*trained == activation,
+           "{}: metadata '{}' = \"{}\": the weights were trained with that activation, but the config's "
+           "model.activation = \"{}\" ({}); were they trained with another config?",
+           origin, kMetadataActivation, recorded, configured, loaded.files.config.string());
+  return activation;
+}
+
 }  // namespace
 
-Metadata inference_metadata(const Normalization& norm, const Shape& sample_shape) {
+Shape without_unit_dims(const Shape& shape) {
+  Shape out;
+  std::copy_if(shape.begin(), shape.end(), std::back_inserter(out), [](std::int64_t d) { return d != 1; });
+  return out;
+}
+
+Metadata inference_metadata(const Normalization& norm, const Shape& sample_shape, Activation activation) {
   std::string shape;
   for (std::size_t i = 0; i < sample_shape.size(); ++i) shape += fmt::format("{}{}", i ? "x" : "", sample_shape[i]);
   // fmt's "{}" writes the shortest text that reads back as the same double.
   return {{std::string(kMetadataNormalizationScale), fmt::format("{}", norm.scale)},
           {std::string(kMetadataNormalizationShift), fmt::format("{}", norm.shift)},
-          {std::string(kMetadataSampleShape), shape}};
+          {std::string(kMetadataSampleShape), shape},
+          {std::string(kMetadataActivation), std::string(ops::activation_name(activation))}};
 }
 
 CheckpointFiles find_checkpoint_files(const std::filesystem::path& checkpoint,
@@ -243,7 +265,7 @@ LoadedModel load_model(const std::filesystem::path& checkpoint, const LoadOption
       first_layer_inputs(weights, loaded.sample_shape, shape_source,
                          shape_from_data ? "were they trained on other data?" : "the metadata is corrupt", origin);
   loaded.spec.hidden = loaded.config.model.hidden;
-  loaded.spec.activation = ops::parse_activation(loaded.config.model.activation);
+  loaded.spec.activation = checked_activation(weights.metadata, loaded, origin);
   loaded.spec.bias = loaded.config.model.bias;
   loaded.spec.init = nn::parse_init(loaded.config.model.init);
 
@@ -325,9 +347,16 @@ Evaluation evaluate_with_confusion(nn::Module& model, BatchLoader& loader, std::
       const float* row = &host_logits[r * static_cast<std::size_t>(classes)];
       // First maximum wins, as ops::count_correct decides.
       std::int64_t best = 0;
-      for (std::int64_t c = 1; c < classes; ++c) {
+      bool finite = true;
+      for (std::int64_t c = 0; c < classes; ++c) {
         if (row[c] > row[best]) best = c;
+        if (std::isfinite(row[c])) {
+          out.largest_output = std::max(out.largest_output, std::abs(static_cast<double>(row[c])));
+        } else {
+          finite = false;
+        }
       }
+      if (!finite) ++out.samples_not_finite;
       out.confusion.add(host_labels[r], best);
     }
   });
@@ -339,22 +368,32 @@ Evaluation evaluate_dataset(LoadedModel& model, const Dataset& data) {
   const LoaderOptions options{eval_batch_size(model, data.size()), false, false, 0};
   BatchLoader loader(data, model.normalization, options, model.device, DType::kF32);
   Evaluation evaluation = evaluate_with_confusion(*model.model, loader, model.config.loss.type, model.num_classes());
-  // Non-finite outputs make the accuracy an artefact (argmax of NaN); predict refuses them too.
+  // A loss that is not finite makes the accuracy an artefact (argmax of NaN): refused, saying why. Outputs that are
+  // not finite, predict refuses too. Finite outputs, however large (a bias of 3e38), it takes, and their loss is
+  // finite here too, summed in double (train::evaluate); it overflows only where a backend computes it in float
+  // (the GPU's MSE adds a row's squares in float: outputs past ~1.8e19).
+  SN_CHECK(std::isfinite(evaluation.result.loss) || evaluation.samples_not_finite > 0,
+           "{}: the model's {} loss on {} is not finite, though every output is (the largest in magnitude {:g}): the "
+           "outputs are so large that their loss overflows (are the weights?)",
+           model.files.weights.string(), model.config.loss.type, data.name, evaluation.largest_output);
   SN_CHECK(std::isfinite(evaluation.result.loss),
-           "{}: the model's {} loss on {} is not finite: its outputs are not finite for some samples (are the "
-           "weights?)", model.files.weights.string(), model.config.loss.type, data.name);
+           "{}: the model's {} loss on {} is not finite: its outputs are not finite for {} of the {} samples (are the "
+           "weights?)",
+           model.files.weights.string(), model.config.loss.type, data.name, evaluation.samples_not_finite,
+           evaluation.result.samples);
   return evaluation;
 }
 
 Dataset load_split(const LoadedModel& model, std::string_view split) {
   SN_CHECK(split == "test" || split == "train", "split \"{}\" is not known; accepted: test, train", split);
   const DataConfig& config = model.config.data;
-  const DatasetFiles files = dataset_files(config);
   const bool test = split == "test";
   const std::int64_t limit = test ? config.test_limit : config.train_limit;
   SN_CHECK(limit >= 0, "data.{}_limit = {} is negative (0 keeps every sample)", split, limit);
-  Dataset data = load_idx_dataset(test ? files.test_images : files.train_images,
-                                  test ? files.test_labels : files.train_labels, model.num_classes(), limit);
+  // This split's files only: the test set evaluates without the training files (the weights' metadata holds what
+  // inference took from them).
+  const SplitFiles files = dataset_split_files(config, test ? Split::kTest : Split::kTrain);
+  Dataset data = load_idx_dataset(files.images, files.labels, model.num_classes(), limit);
   data.name = fmt::format("{}/{}", config.dataset, split);
   check_matches_model(data, model);
   return data;

@@ -12,7 +12,9 @@
 // to be read). The input normalization and the image shape are read from the
 // weights' metadata (kMetadata* keys) when the trainer recorded them;
 // otherwise they are recomputed from the training images the config names,
-// exactly as the Trainer computed them.
+// exactly as the Trainer computed them. The activation the trainer recorded
+// must be the config's model.activation (the weights' shapes do not show it);
+// weights without it (PyTorch's, older runs') take the config's.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -38,9 +40,13 @@ namespace sprintnet::train {
 inline constexpr std::string_view kMetadataNormalizationScale = "sprintnet.normalization.scale";
 inline constexpr std::string_view kMetadataNormalizationShift = "sprintnet.normalization.shift";
 inline constexpr std::string_view kMetadataSampleShape = "sprintnet.sample_shape";  // e.g. "28x28"
+inline constexpr std::string_view kMetadataActivation = "sprintnet.activation";      // e.g. "relu"
 
-// The metadata entries above for a model trained with `norm` on samples of `sample_shape`.
-Metadata inference_metadata(const Normalization& norm, const Shape& sample_shape);
+// The metadata entries above for a model of `activation` trained with `norm` on samples of `sample_shape`.
+Metadata inference_metadata(const Normalization& norm, const Shape& sample_shape, Activation activation);
+
+// The extents other than 1: [1, 28, 28] and [28, 28, 1] are [28, 28], a picture of the same layout.
+Shape without_unit_dims(const Shape& shape);
 
 struct CheckpointFiles {
   std::filesystem::path weights;  // the .safetensors file
@@ -107,6 +113,8 @@ class ConfusionMatrix {
 struct Evaluation {
   EvalResult result;  // loss, accuracy, samples, correct: the same numbers train::evaluate gives
   ConfusionMatrix confusion;
+  std::int64_t samples_not_finite = 0;  // samples with a NaN or an infinity among their outputs
+  double largest_output = 0.0;          // the largest magnitude of the finite outputs
 };
 
 // train::evaluate plus the confusion matrix: the same ops in the same order
@@ -115,11 +123,14 @@ struct Evaluation {
 Evaluation evaluate_with_confusion(nn::Module& model, BatchLoader& loader, std::string_view loss_type,
                                    std::int64_t classes);
 // A whole data set in batches of config.train.eval_batch_size, with the
-// model's normalization and loss (config.loss.type).
+// model's normalization and loss (config.loss.type). A loss that is not finite
+// is an error naming the weights, and why: outputs that are not finite, or
+// finite outputs too large for the loss.
 Evaluation evaluate_dataset(LoadedModel& model, const Dataset& data);
 // The data set a config names: `split` is "test" or "train", with
 // data.test_limit / data.train_limit applied (what the Trainer used); labels
 // are checked against the model's classes and the sample size against its inputs.
+// Only that split's files are looked for.
 Dataset load_split(const LoadedModel& model, std::string_view split);
 // Explicit IDX files, checked the same way.
 Dataset load_idx_for_model(const LoadedModel& model, const std::filesystem::path& images,

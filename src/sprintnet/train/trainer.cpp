@@ -340,10 +340,11 @@ void Trainer::restore(const Checkpoint& checkpoint) {
   start_epoch_ = checkpoint.epoch;
 }
 
-// What safetensors.torch expects of a state dict, and the normalization and sample shape eval and predict
-// need: with them the weights are self-contained, and inference never re-reads (or depends on) the training data.
+// What safetensors.torch expects of a state dict, and the normalization, sample shape and activation eval and
+// predict need: with them the weights are self-contained, inference never re-reads (or depends on) the training
+// data, and a config of another activation is refused rather than evaluated.
 Metadata Trainer::weights_metadata() const {
-  Metadata metadata = inference_metadata(loaded_.norm, loaded_.data.train.sample_shape);
+  Metadata metadata = inference_metadata(loaded_.norm, loaded_.data.train.sample_shape, spec_.activation);
   metadata.emplace("format", "pt");
   metadata.emplace("producer", "sprintnet");
   return metadata;
