@@ -1,4 +1,6 @@
 // sprintnet plot RUN_DIR [RUN_DIR...] [-o OUTPUT.png]: the runs' curves overlaid in one picture.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -7,6 +9,7 @@
 
 #include "commands.h"
 #include "sprintnet/core/error.h"
+#include "sprintnet/io/atomic_file.h"
 #include "sprintnet/plot/run_curves.h"
 
 namespace sprintnet::cli {
@@ -21,14 +24,16 @@ void add_plot_command(CLI::App& app) {
       "plot", "Draw runs' train/test loss, test accuracy and learning rate against epochs, overlaid (matplotlib)");
   cmd->add_option("runs", options->runs, "Run directories (each with metrics.jsonl)")->required();
   cmd->add_option("-o,--output", options->output,
-                  "picture to write, its format by its extension: .png, .pdf or .svg (default: RUN_DIR/curves.png for one run, curves.png here for several)");
+                  "picture to write, its format by its extension: .png, .pdf or .svg (default: RUN_DIR/curves.png for "
+                  "one run, curves.png here for several; /dev/stdout: PNG on stdout)");
   cmd->callback([options] {
     const std::vector<std::filesystem::path> runs(options->runs.begin(), options->runs.end());
     std::filesystem::path output = options->output;
     if (output.empty()) output = runs.size() == 1 ? runs.front() / plot::kCurvesFileName : plot::kCurvesFileName;
     const plot::PlotOutcome outcome = plot::draw_curves(runs, output);
     SN_CHECK(outcome.drawn, "{}", outcome.message);
-    std::printf("%s\n", outcome.message.c_str());
+    // With the picture on stdout (-o /dev/stdout), the line saying so goes to stderr: stdout holds the picture alone.
+    std::fprintf(own_descriptor(output) == STDOUT_FILENO ? stderr : stdout, "%s\n", outcome.message.c_str());
   });
 }
 

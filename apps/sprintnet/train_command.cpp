@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "sprintnet/core/error.h"
 #include "sprintnet/core/stop_request.h"
 #include "sprintnet/dist/device_connections.h"
 #include "sprintnet/dist/launcher.h"
@@ -126,10 +127,26 @@ void add_train_command(CLI::App& app) {
     // Ctrl-C, SIGTERM, SIGHUP: the run stops after the epoch in progress and its checkpoint (not the ranks of a job, whose
     // launcher stops them all; core/stop_request.h).
     if (!launched.distributed()) stop_on_signals();
-    const train::TrainSummary summary = train::advise_on_out_of_memory(
-        config_file, trainer->config(), train::MemoryUse::kTraining, [&] { return trainer->fit(); });
+    // The run's curves.png is drawn however it ends, but by a kill: at the end, after a stop, and after an error once
+    // it has rows (a divergence: "metrics so far are in RUN"). A resumed run's picture was the earlier end's.
+    // `warn`: say so when nothing can be drawn (not after an error, whose own message is what matters).
+    const auto draw_curves = [&](const std::filesystem::path& run_dir, bool warn) {
+      const plot::PlotOutcome curves = plot::draw_run_curves_in_background(run_dir);
+      if (!options->quiet && (curves.drawn || warn)) std::printf("%s\n", curves.message.c_str());
+      std::fflush(stdout);
+    };
+    std::optional<train::TrainSummary> ended;
+    try {
+      ended = train::advise_on_out_of_memory(config_file, trainer->config(), train::MemoryUse::kTraining,
+                                             [&] { return trainer->fit(); });
+    } catch (const Error&) {
+      if (primary && !trainer->run_dir().empty()) draw_curves(trainer->run_dir(), false);
+      throw;
+    }
+    const train::TrainSummary& summary = *ended;
     if (!primary) return;
     if (summary.stop_signal) {
+      draw_curves(summary.run_dir, true);
       const std::int64_t epoch = trainer->start_epoch() + static_cast<std::int64_t>(summary.epochs.size());
       std::fprintf(stderr,
                    "sprintnet: stopped by %s after epoch %lld of %lld, checkpoint %s; continue with: sprintnet train "
@@ -145,8 +162,7 @@ void add_train_command(CLI::App& app) {
                 summary.train_time_s, 100.0 * summary.final_test.accuracy, unsigned_nan(summary.final_test.loss),
                 shell_quoted(summary.run_dir.string()).c_str());
     if (options->verbose) std::printf("%s\n", summary.phases.format(summary.wall_time_s).c_str());
-    const plot::PlotOutcome curves = plot::draw_run_curves_in_background(summary.run_dir);
-    if (!options->quiet) std::printf("%s\n", curves.message.c_str());
+    draw_curves(summary.run_dir, true);
     // A signal in the last epoch let the run finish, as it would have; the command still ends by it, so that a
     // shell's loop or a make stops as for any Ctrl-C (an exit 0 ran the script's next command).
     if (const std::optional<int> late = launched.distributed() ? std::nullopt : stop_requested()) {

@@ -20,6 +20,7 @@
 #include "sprintnet/io/config.h"
 #include "sprintnet/io/read_file.h"
 #include "sprintnet/ops/backend.h"
+#include "sprintnet/plot/run_curves.h"
 #include "sprintnet/train/checkpoint.h"
 #include "support/scoped_env.h"
 #include "support/test_util.h"
@@ -224,6 +225,39 @@ TEST(TrainCli, TheSummaryLineCountsEpochsInWords) {
     EXPECT_THAT(out, HasSubstr(fmt::format("sprintnet: {}", words))) << out;
     EXPECT_THAT(out, Not(HasSubstr("epoch 1/"))) << "-q prints no epoch lines";
   }
+}
+
+// Waits until `picture` is a whole PNG (drawn in the background after the process ended; renamed into place whole),
+// at most a minute.
+bool png_appears(const fs::path& picture) {
+  for (int i = 0; i < 600 && !fs::exists(picture); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return read_file(picture).starts_with(std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
+// A run stopped by Ctrl-C, or ended by a divergence, draws its curves too: they were drawn only at a run's end, so a
+// stopped run had none, and a resumed one kept the earlier end's picture, without the epochs since.
+TEST(TrainCli, AStoppedOrDivergedRunDrawsItsCurves) {
+  if (!plot::plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed";
+  const fs::path dir = test::temp_dir("train-cli-curves");
+  const fs::path log = dir / "log.txt";
+  const fs::path stopped = dir / "run";
+  const pid_t pid = start_cli({"train", write_tiny_config(dir, 1000).string()}, log);
+  ASSERT_TRUE(wait_for_rows(pid, stopped / "metrics.jsonl", 1)) << read_file(log);
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  const int status = wait_for(pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << read_file(log);
+  EXPECT_THAT(read_file(log), HasSubstr(fmt::format("curves: {}", (stopped / "curves.png").string())));
+  EXPECT_TRUE(png_appears(stopped / "curves.png")) << read_file(log);
+
+  // SGD at a rate of 1e8: the loss is NaN after the first epoch (the run fails naming the divergence).
+  const fs::path diverged = dir / "diverged";
+  const fs::path config = write_tiny_config(dir, 2, {"optim.type=\"sgd\"", "optim.lr=1e8", "output.name=\"diverged\""});
+  const int diverged_status = wait_for(start_cli({"train", config.string()}, log));
+  const std::string out = read_file(log);
+  ASSERT_TRUE(WIFEXITED(diverged_status) && WEXITSTATUS(diverged_status) == 1) << out;
+  ASSERT_THAT(out, HasSubstr("training diverged"));
+  EXPECT_THAT(out, HasSubstr(fmt::format("curves: {}", (diverged / "curves.png").string())));
+  EXPECT_TRUE(png_appears(diverged / "curves.png")) << out;
 }
 
 // A signal ignored when the process started stays ignored: `nohup sprintnet train ... &` survives the session's

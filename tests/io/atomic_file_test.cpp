@@ -3,11 +3,17 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
+#include <system_error>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "sprintnet/core/error.h"
 #include "sprintnet/core/random.h"
@@ -79,6 +85,58 @@ TEST(WriteTextFileAtomically, WritesAFifoInPlaceAndNamesADeviceThatRefuses) {
                 ::testing::ThrowsMessage<Error>(::testing::HasSubstr("cannot write '/dev/full'")));
     EXPECT_TRUE(std::filesystem::is_character_file("/dev/full"));
   }
+}
+
+// A path that names a descriptor of this process (/dev/stdout is a link to /proc/self/fd/1) is written to that
+// descriptor, where it stands. Followed to its target instead, `eval --csv /dev/stdout | cat` failed (the target of a
+// pipe's link is "pipe:[123]": no folder to make a temporary in) and `> file` had the file replaced under the shell,
+// so the lines printed after it went to the unlinked file; `>> file` lost what the file held.
+TEST(WriteTextFileAtomically, APathNamingADescriptorOfThisProcessIsWrittenWhereItStands) {
+  EXPECT_EQ(own_descriptor("/dev/stdout"), 1);
+  EXPECT_TRUE(is_written_in_place("/dev/stdout"));
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  const auto dir = test::temp_dir("atomic-descriptor");
+  std::filesystem::create_symlink(fmt::format("/proc/self/fd/{}", pipe_fds[1]), dir / "link.csv");
+  EXPECT_EQ(own_descriptor(dir / "link.csv"), pipe_fds[1]);
+  write_text_file_atomically(fmt::format("/dev/fd/{}", pipe_fds[1]), "into ");
+  write_text_file_atomically(dir / "link.csv", "the pipe");
+  ::close(pipe_fds[1]);
+  std::string received(64, '\0');
+  const ssize_t got = ::read(pipe_fds[0], received.data(), received.size());
+  received.resize(static_cast<std::size_t>(std::max<ssize_t>(0, got)));
+  ::close(pipe_fds[0]);
+  EXPECT_EQ(received, "into the pipe");
+
+  // A file the shell opened with >>: appended to, the same file (its inode) as before.
+  const auto file = dir / "log.csv";
+  std::ofstream(file) << "kept\n";
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  struct stat before = {}, after = {};
+  ASSERT_EQ(::stat(file.c_str(), &before), 0);
+  write_text_file_atomically(fmt::format("/proc/{}/fd/{}", ::getpid(), fd), "added\n");
+  ::close(fd);
+  ASSERT_EQ(::stat(file.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(test::file_bytes(file), "kept\nadded\n");
+  EXPECT_FALSE(is_written_in_place(file));
+  EXPECT_EQ(own_descriptor(file), std::nullopt);
+}
+
+// An output behind a loop of links (or a folder that may not be searched) is named with the system's reason: the
+// throwing std::filesystem calls made it "internal error: filesystem error: status: Too many levels of symbolic
+// links", naming neither the command nor the path as given.
+TEST(CheckOutputFile, ALoopOfLinksIsNamedWithTheSystemsReason) {
+  const auto dir = test::temp_dir("output-loop");
+  std::filesystem::create_symlink("loop", dir / "loop");
+  for (const std::filesystem::path& output : {dir / "loop" / "x.png", dir / "loop"}) {
+    EXPECT_THAT([&] { check_output_file(output, "plot"); },
+                ::testing::ThrowsMessage<Error>(::testing::AllOf(
+                    ::testing::HasSubstr(fmt::format("plot: cannot write '{}': ", output.string())),
+                    ::testing::HasSubstr(std::make_error_code(std::errc::too_many_symbolic_link_levels).message()))));
+  }
+  EXPECT_NO_THROW(check_output_file(dir / "new.png", "plot"));
 }
 
 // What a process killed mid-write leaves goes; everything else in the folder stays.

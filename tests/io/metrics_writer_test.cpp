@@ -19,6 +19,8 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::ThrowsMessage;
 
 std::vector<std::string> read_lines(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -164,9 +166,11 @@ TEST(MetricsWriter, AResumeSaysWhichEpochsTheKeptRowsLack) {
                           HasSubstr("has no row for 1 of the 3 epochs before the checkpoint (the first: epoch 1")));
   std::filesystem::remove(dir / "metrics.jsonl");
   EXPECT_THAT(MetricsWriter::resume(dir, false, 3, 31).resume_gap().value_or(""),
-              HasSubstr("has no row for 3 of the 3 epochs"));
+              AllOf(HasSubstr("has no row for 3 of the 3 epochs"), HasSubstr("the run's curves, drawn from it, lack"),
+                    Not(HasSubstr("metrics.csv"))));
   EXPECT_EQ(read_lines(dir / "metrics.jsonl").size(), 0u);  // started anew, for the resumed run's rows
-  // The CSV alike: every row in the JSONL file, none in a CSV that was deleted (or turned on at the resume).
+  // The CSV is no part of the curves: deleted (or turned on at the resume), it gets its rows back from
+  // metrics.jsonl, and nothing is missing. (The warning said the run's "metrics and curves" lacked them.)
   {
     MetricsWriter writer(dir, false);
     for (std::int64_t epoch = 1; epoch <= 3; ++epoch) {
@@ -176,8 +180,149 @@ TEST(MetricsWriter, AResumeSaysWhichEpochsTheKeptRowsLack) {
       writer.write(row);
     }
   }
+  EXPECT_EQ(MetricsWriter::resume(dir, true, 3, 31).resume_gap(), std::nullopt);
+  EXPECT_EQ(read_lines(dir / "metrics.csv").size(), 4u);
+  // metrics.jsonl deleted where the CSV keeps the rows: the warning says where they are.
+  std::filesystem::remove(dir / "metrics.jsonl");
   EXPECT_THAT(MetricsWriter::resume(dir, true, 3, 31).resume_gap().value_or(""),
-              AllOf(HasSubstr((dir / "metrics.csv").string()), HasSubstr("has no row for 3 of the 3 epochs")));
+              AllOf(HasSubstr("has no row for 3 of the 3 epochs"),
+                    HasSubstr(fmt::format("({} keeps each of them)", (dir / "metrics.csv").string()))));
+}
+
+MetricsRow row_of_epoch(Generator& gen, std::int64_t epoch) {
+  MetricsRow row = random_row(gen, 10 * epoch, epoch % 2 == 0);
+  row.epoch = epoch;
+  return row;
+}
+
+// A whole last row whose newline is missing (a hand edit) is a row: read_metrics_jsonl (plot, a sweep) returns it, and
+// a resume keeps it, in both files, and gives it its newline before the next row. It counted as a write cut off by a
+// kill: `plot` left it out, and a resume deleted it and then warned that its epoch had no row. A cut row stays none.
+TEST(MetricsWriter, AWholeLastRowWithoutItsNewlineIsARow) {
+  Generator gen(test::test_seed());
+  const auto dir = test::temp_dir("metrics-no-newline");
+  {
+    MetricsWriter writer(dir, true);
+    for (std::int64_t epoch = 1; epoch <= 3; ++epoch) writer.write(row_of_epoch(gen, epoch));
+  }
+  for (const char* file : {"metrics.jsonl", "metrics.csv"}) {
+    const std::string text = test::file_bytes(dir / file);
+    std::ofstream(dir / file, std::ios::trunc) << text.substr(0, text.size() - 1);
+  }
+  const std::vector<MetricsRow> rows = read_metrics_jsonl(dir / "metrics.jsonl");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2].epoch, 3);
+  const std::string jsonl = test::file_bytes(dir / "metrics.jsonl") + "\n";
+  const std::string csv = test::file_bytes(dir / "metrics.csv") + "\n";
+  {
+    MetricsWriter writer = MetricsWriter::resume(dir, true, 3, 31);
+    EXPECT_EQ(writer.resume_gap(), std::nullopt);
+    writer.write(row_of_epoch(gen, 4));
+  }
+  EXPECT_EQ(test::file_bytes(dir / "metrics.jsonl").substr(0, jsonl.size()), jsonl);
+  EXPECT_EQ(test::file_bytes(dir / "metrics.csv").substr(0, csv.size()), csv);
+  EXPECT_EQ(read_lines(dir / "metrics.jsonl").size(), 4u);
+  EXPECT_EQ(read_lines(dir / "metrics.csv").size(), 5u);
+  EXPECT_EQ(read_metrics_jsonl(dir / "metrics.jsonl").back().epoch, 4);
+
+  // Cut inside a row (before the JSON's closing brace; after the CSV's epoch): no row, dropped by a resume.
+  for (const char* file : {"metrics.jsonl", "metrics.csv"}) {
+    const std::string text = test::file_bytes(dir / file);
+    const std::size_t last = text.rfind('\n', text.size() - 2) + 1;
+    const bool json = std::string(file) == "metrics.jsonl";
+    std::ofstream(dir / file, std::ios::trunc) << text.substr(0, last)
+                                               << text.substr(last, json ? text.size() - last - 2 : 4);
+  }
+  EXPECT_EQ(read_metrics_jsonl(dir / "metrics.jsonl").size(), 3u);
+  MetricsWriter::resume(dir, true, 4, 41);
+  EXPECT_EQ(test::file_bytes(dir / "metrics.jsonl"), jsonl);
+  EXPECT_EQ(test::file_bytes(dir / "metrics.csv"), csv);
+}
+
+// A resume holds the rows to the rules every reader holds them to, in one place: a row that `plot` refuses
+// ({"epoch":1}: resumed with exit 0, and the curves then failed on line 1's missing 'step') is refused, naming the
+// file, the line and what is wrong, and nothing changes. The CSV's rows as its writer writes them. A byte order mark
+// before the first line (an editor's) is skipped by every reader, python's too; one before a later line is an error
+// for all (nlohmann skipped it, python's json did not).
+TEST(MetricsWriter, AResumeHoldsRowsToTheRulesOfEveryReader) {
+  Generator gen(test::test_seed());
+  const auto dir = test::temp_dir("metrics-resume-rules");
+  {
+    MetricsWriter writer(dir, true);
+    for (std::int64_t epoch = 1; epoch <= 3; ++epoch) writer.write(row_of_epoch(gen, epoch));
+  }
+  const std::string jsonl = test::file_bytes(dir / "metrics.jsonl"), csv = test::file_bytes(dir / "metrics.csv");
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string second_jsonl = read_lines(dir / "metrics.jsonl")[1];
+  const std::string second_csv = read_lines(dir / "metrics.csv")[2];
+  struct Case {
+    const char* file;
+    std::size_t line;  // 1-based, of the line replaced
+    std::string text, what;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"metrics.jsonl", 1, "{\"epoch\":1}", "line 1: no 'step'"},
+           {"metrics.jsonl", 2, bom + second_jsonl, "line 2: starts with a byte order mark"},
+           {"metrics.jsonl", 2, second_jsonl.substr(0, second_jsonl.find("\"lr\"")) + "\"lr\":true}",
+            "line 2: 'lr' is not a number"},
+           {"metrics.csv", 3, second_csv.substr(0, second_csv.rfind(',')), "line 3: 7 fields where a row has 8"},
+           {"metrics.csv", 3, "20,2,fast" + second_csv.substr(second_csv.find(',', 5)),
+            "line 3: 'train_loss' is not a number"},
+           {"metrics.csv", 2, "10,1,,,,,,", "line 2: no 'train_loss'"}}) {
+    std::vector<std::string> lines = read_lines(dir / c.file);
+    lines[c.line - 1] = c.text;
+    std::ofstream out(dir / c.file, std::ios::trunc);
+    for (const std::string& line : lines) out << line << '\n';
+    out.close();
+    const std::string damaged = test::file_bytes(dir / c.file);
+    EXPECT_THAT([&] { MetricsWriter::resume(dir, true, 3, 31); },
+                ThrowsMessage<Error>(AllOf(HasSubstr("cannot resume: metrics file '" + (dir / c.file).string()),
+                                           HasSubstr(c.what))))
+        << c.text;
+    if (std::string(c.file) == "metrics.jsonl") {  // the same words from the readers
+      EXPECT_THAT([&] { read_metrics_jsonl(dir / c.file); }, ThrowsMessage<Error>(HasSubstr(c.what)));
+    }
+    EXPECT_EQ(test::file_bytes(dir / c.file), damaged);
+    std::ofstream(dir / "metrics.jsonl", std::ios::trunc) << jsonl;
+    std::ofstream(dir / "metrics.csv", std::ios::trunc) << csv;
+  }
+  std::ofstream(dir / "metrics.jsonl", std::ios::trunc) << bom << jsonl;
+  std::ofstream(dir / "metrics.csv", std::ios::trunc) << bom << csv;  // (a spreadsheet's "UTF-8 with BOM")
+  EXPECT_EQ(read_metrics_jsonl(dir / "metrics.jsonl").size(), 3u);
+  EXPECT_EQ(MetricsWriter::resume(dir, true, 3, 31).resume_gap(), std::nullopt);
+  EXPECT_EQ(test::file_bytes(dir / "metrics.jsonl"), jsonl);
+  EXPECT_EQ(test::file_bytes(dir / "metrics.csv"), csv);
+}
+
+// output.csv may differ on resume. Turned on, metrics.csv gets every kept epoch's row, made from metrics.jsonl's with
+// the values the writer would have written (a diverged loss nan, an unevaluated epoch's test columns empty); turned
+// off, it is trimmed to the checkpoint like metrics.jsonl (rows of a life past it would come back when it is turned on
+// again) and gets no new rows.
+TEST(MetricsWriter, OutputCsvTurnedOnOrOffAtAResume) {
+  Generator gen(test::test_seed());
+  const auto on = test::temp_dir("metrics-csv-on"), off = test::temp_dir("metrics-csv-off");
+  std::vector<MetricsRow> rows;
+  for (std::int64_t epoch = 1; epoch <= 4; ++epoch) rows.push_back(row_of_epoch(gen, epoch));
+  rows[1].train_loss = std::numeric_limits<double>::quiet_NaN();
+  rows[1].test_loss = std::numeric_limits<double>::quiet_NaN();  // diverged, evaluated
+  {
+    MetricsWriter reference(off, true), without(on, false);
+    for (const MetricsRow& row : rows) {
+      reference.write(row);
+      without.write(row);
+    }
+  }
+  const std::vector<std::string> csv = read_lines(off / "metrics.csv");
+  ASSERT_EQ(csv.size(), 5u);
+  ASSERT_FALSE(std::filesystem::exists(on / "metrics.csv"));
+  MetricsWriter::resume(on, true, 3, 31).write(rows[3]);
+  EXPECT_EQ(read_lines(on / "metrics.csv"), csv);
+  {
+    MetricsWriter writer = MetricsWriter::resume(off, false, 2, 21);
+    writer.write(rows[2]);
+  }
+  EXPECT_EQ(read_lines(off / "metrics.csv"), std::vector<std::string>(csv.begin(), csv.begin() + 3));
+  EXPECT_EQ(read_lines(off / "metrics.jsonl").size(), 3u);
 }
 
 // A run that starts on a full disk: the error names the file that could not be written and why,

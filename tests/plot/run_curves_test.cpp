@@ -1,15 +1,19 @@
 #include "sprintnet/plot/run_curves.h"
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -202,7 +206,8 @@ TEST(RunCurves, AnUnreadableMetricsRowIsNamedWithItsLine) {
            {"garbage\n", "not a JSON object"},
            {"{\"step\":40,\"epoch\":4}\n", "no 'train_loss'"},
            {"{\"step\":40,\"epoch\":\"4\"}\n", "no integer epoch"},
-           {row.substr(0, row.find("\"lr\"")) + "\"lr\":\"fast\"}\n", "'lr' is not a number"}}) {
+           {row.substr(0, row.find("\"lr\"")) + "\"lr\":\"fast\"}\n", "'lr' is not a number"},
+           {"\xEF\xBB\xBF" + row, "starts with a byte order mark"}}) {  // (python's json refuses it: a traceback)
     std::ofstream(run / "metrics.jsonl", std::ios::trunc) << row << bad << row;
     try {
       draw_curves({run}, run / "c.png");
@@ -214,6 +219,112 @@ TEST(RunCurves, AnUnreadableMetricsRowIsNamedWithItsLine) {
     }
   }
   EXPECT_FALSE(std::filesystem::exists(run / "c.png"));
+}
+
+// The reader's other rules are the C++ reader's too (read_metrics_jsonl): a whole last row without its newline (a hand
+// edit) is drawn, where the script took it for a killed run's unfinished write; a byte order mark before the first
+// line (an editor's) is skipped, where python's json failed with a traceback that named no file. The SVG keeps each
+// curve's id and points ("M x y L x y ...").
+TEST(RunCurves, ALastRowWithoutItsNewlineIsDrawnAndAByteOrderMarkSkipped) {
+  if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
+  const std::filesystem::path run = fake_run("plot-no-newline", 1.0);
+  const std::string rows = test::file_bytes(run / "metrics.jsonl");
+  std::ofstream(run / "metrics.jsonl", std::ios::trunc) << "\xEF\xBB\xBF" << rows.substr(0, rows.size() - 1);
+  const std::filesystem::path output = run / "c.svg";
+  ASSERT_TRUE(draw_curves({run}, output).drawn);
+  const std::string svg = test::file_bytes(output);
+  const std::size_t curve = svg.find("id=\"train-loss-0\"");
+  ASSERT_NE(curve, std::string::npos);
+  const std::string path = svg.substr(curve, svg.find("/>", curve) - curve);
+  EXPECT_EQ(std::count(path.begin(), path.end(), 'L'), 2) << "three epochs, three points: " << path;
+}
+
+// matplotlib leaves out of a legend every label that starts with "_": a run named "_base" was drawn without its entry.
+TEST(RunCurves, ARunWhoseNameStartsWithAnUnderscoreIsInTheLegend) {
+  if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
+  const std::filesystem::path parent = test::temp_dir("plot-underscore");
+  const std::filesystem::path run = parent / "_base";
+  std::filesystem::rename(fake_run("plot-underscore-run", 1.0), run);
+  const std::filesystem::path rc = parent / "matplotlibrc";
+  std::ofstream(rc) << "svg.fonttype: none\n";  // the legend's text stays text
+  const test::ScopedEnv matplotlibrc("MATPLOTLIBRC", rc.string());
+  ASSERT_TRUE(draw_curves({run}, parent / "c.svg").drawn);
+  const std::string svg = test::file_bytes(parent / "c.svg");
+  EXPECT_NE(svg.find("_base train<"), std::string::npos) << "no legend entry for the run's train loss";
+  EXPECT_NE(svg.find("_base test<"), std::string::npos) << "no legend entry for the run's test loss";
+}
+
+// Every run its own colour: C{i % 10} drew the 11th run in the first one's. The colour of each run's learning-rate
+// curve, read from the SVG by the curve's id.
+TEST(RunCurves, ElevenRunsHaveElevenColours) {
+  if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
+  std::vector<std::filesystem::path> runs;
+  for (int i = 0; i < 11; ++i) runs.push_back(fake_run(fmt::format("plot-eleven-{}", i), 1.0 + i));
+  const std::filesystem::path output = runs[0] / "c.svg";
+  ASSERT_TRUE(draw_curves(runs, output).drawn);
+  const std::string svg = test::file_bytes(output);
+  std::set<std::string> colours;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::size_t curve = svg.find(fmt::format("id=\"lr-{}\"", i));
+    ASSERT_NE(curve, std::string::npos) << "run " << i;
+    const std::size_t stroke = svg.find("stroke: #", curve);
+    ASSERT_NE(stroke, std::string::npos) << "run " << i;
+    colours.insert(svg.substr(stroke + 8, 7));
+  }
+  EXPECT_EQ(colours.size(), runs.size()) << ::testing::PrintToString(colours);
+}
+
+// A picture for stdout (-o /dev/stdout), another descriptor of this process or a pipe is written by this process:
+// python, whose stdout is /dev/null, resolved /dev/stdout to that, and a shell's `> file` got an error ("wrote no
+// /dev/stdout"), `| cat` no picture at all.
+TEST(RunCurves, APictureForADescriptorOfThisProcessIsWrittenIntoIt) {
+  if (!plotter_available()) GTEST_SKIP() << "python3 with matplotlib is not installed (apt install python3-matplotlib)";
+  const std::filesystem::path run = fake_run("plot-descriptor", 1.0);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  std::string received;
+  std::thread reader([&] {
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) {
+      received.append(buffer, static_cast<std::size_t>(n));
+    }
+  });
+  std::string failure;
+  try {
+    const PlotOutcome outcome = draw_curves({run}, fmt::format("/dev/fd/{}", pipe_fds[1]));
+    EXPECT_TRUE(outcome.drawn) << outcome.message;
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  ::close(pipe_fds[1]);
+  reader.join();
+  ::close(pipe_fds[0]);
+  EXPECT_EQ(failure, "");
+  EXPECT_EQ(received.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_TRUE(received.ends_with(std::string("IEND\xae\x42\x60\x82", 8))) << "the whole picture";
+
+  // A file opened for appending: the picture follows what it held.
+  const std::filesystem::path file = run / "appended.bin";
+  std::ofstream(file) << "before";
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(draw_curves({run}, fmt::format("/proc/self/fd/{}", fd)).drawn);
+  ::close(fd);
+  EXPECT_EQ(test::file_bytes(file).substr(0, 14), "before" + std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
+// A run or an output behind a loop of links is named with the system's reason ("internal error: filesystem error:
+// status: Too many levels of symbolic links" before).
+TEST(RunCurves, ALoopOfLinksIsNamedWithTheReason) {
+  const std::filesystem::path run = fake_run("plot-loop", 1.0);
+  std::filesystem::create_symlink("loop", run / "loop");
+  const std::string reason = std::make_error_code(std::errc::too_many_symbolic_link_levels).message();
+  EXPECT_THAT([&] { draw_curves({run}, run / "loop" / "x.png"); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr(
+                  fmt::format("plot: cannot write '{}': {}", (run / "loop" / "x.png").string(), reason))));
+  EXPECT_THAT([&] { draw_curves({run / "loop"}, run / "x.png"); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr(
+                  fmt::format("{}: cannot read metrics.jsonl: {}", (run / "loop").string(), reason))));
 }
 
 TEST(RunCurves, AnOutputThatIsADirectoryIsRefusedLeavingNothing) {

@@ -514,6 +514,34 @@ TEST(Checkpoint, TheDataPathsMayChangeOnResume) {
                     HasSubstr("the data paths may change on resume to find the same files")));
 }
 
+// output.csv says which files the run writes, not what it computes: a resume with another value was refused as a
+// change of what the run computes. Turned off, metrics.csv gets no new rows; turned on again, it gets every row,
+// those of the epochs it was off made from metrics.jsonl's.
+TEST(Checkpoint, OutputCsvMayChangeOnResume) {
+  const fs::path out = test::temp_dir("checkpoint-csv-toggled");
+  const fs::path run = train_until_killed(tiny_config(out, "run"), 2);
+  ASSERT_EQ(read_lines(run / "metrics.csv").size(), 3u);
+  EXPECT_EQ(resume(run, {"train.epochs=3", "output.csv=false"}).epochs.size(), 1u);
+  EXPECT_EQ(read_lines(run / "metrics.jsonl").size(), 3u);
+  EXPECT_EQ(read_lines(run / "metrics.csv").size(), 3u);  // header and epochs 1 and 2
+  EXPECT_EQ(resume(run, {"train.epochs=4", "output.csv=true"}).epochs.size(), 1u);
+  const std::vector<std::string> jsonl = read_lines(run / "metrics.jsonl"), csv = read_lines(run / "metrics.csv");
+  ASSERT_EQ(jsonl.size(), 4u);
+  ASSERT_EQ(csv.size(), 5u);
+  for (std::size_t i = 0; i < jsonl.size(); ++i) {
+    const nlohmann::json row = nlohmann::json::parse(jsonl[i]);
+    const auto optional = [&](const char* column) {
+      return row[column].is_null() ? std::string() : fmt::format("{}", row[column].get<double>());
+    };
+    EXPECT_EQ(csv[i + 1], fmt::format("{},{},{},{},{},{},{},{}", row["step"].get<std::int64_t>(),
+                                      row["epoch"].get<std::int64_t>(), row["train_loss"].get<double>(),
+                                      optional("test_loss"), optional("test_accuracy"),
+                                      row["epoch_time_s"].get<double>(), row["samples_per_s"].get<double>(),
+                                      row["lr"].get<double>()))
+        << "epoch " << i + 1;
+  }
+}
+
 TEST(Checkpoint, ConfigsThatChangeWhatTheRunComputesAreRefusedNamingTheKey) {
   const fs::path out = test::temp_dir("checkpoint-config");
   const fs::path run = train_until_killed(tiny_config(out, "run"), 2);

@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,20 +59,45 @@ void write_all(int fd, std::string_view contents, const std::filesystem::path& p
   }
 }
 
-// The file a chain of symbolic links ends at (which may not exist yet): replacing it keeps the links, as an
-// editor saving through one does. More than 40 links (the kernel's own limit) is a loop.
-std::filesystem::path follow_links(std::filesystem::path path) {
+// The descriptor `path` names when it is one of this process's own (/dev/fd/N, /proc/self/fd/N, /proc/<our pid>/fd/N;
+// /dev/stdout is a link to /proc/self/fd/1), read from the path's text: such a link is no file to replace, nor to
+// reopen (its target may be "pipe:[123]", or a file the shell opened for appending).
+std::optional<int> descriptor_named_by(const std::filesystem::path& path) {
   std::error_code ec;
-  for (int hops = 0; std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec)); ++hops) {
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec).lexically_normal();
+  if (ec) return std::nullopt;
+  const std::string text = absolute.string();
+  for (const std::string& folder : {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
+                                    std::string("/proc/thread-self/fd/"), fmt::format("/proc/{}/fd/", ::getpid())}) {
+    if (!text.starts_with(folder)) continue;
+    const std::string_view digits = std::string_view(text).substr(folder.size());
+    int fd = -1;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), fd);
+    if (error == std::errc() && end == digits.data() + digits.size() && fd >= 0) return fd;
+  }
+  return std::nullopt;
+}
+
+// Where a chain of symbolic links ends (which may not exist yet): replacing that file keeps the links, as an editor
+// saving through one does; or the descriptor of this process a link in the chain names. More than 40 links (the
+// kernel's own limit) is a loop.
+struct LinkEnd {
+  std::filesystem::path path;
+  std::optional<int> descriptor;
+};
+LinkEnd follow_links(std::filesystem::path path) {
+  std::error_code ec;
+  for (int hops = 0;; ++hops) {
+    if (const std::optional<int> fd = descriptor_named_by(path)) return {path, fd};
+    if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) return {path, std::nullopt};
     SN_CHECK(hops < 40, "cannot write '{}': too many levels of symbolic links", path.string());
     const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
     SN_CHECK(!ec, "cannot write '{}': cannot read the symbolic link: {}", path.string(), ec.message());
     path = target.is_absolute() ? target : path.parent_path() / target;
   }
-  return path;
 }
 
-// A pipe, a terminal or a device (/dev/stdout, a FIFO): there is nothing to replace, so it is written as it is.
+// A pipe, a terminal or a device (a FIFO, /dev/null): there is nothing to replace, so it is written as it is.
 void write_in_place(const std::filesystem::path& path, std::string_view contents) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   SN_CHECK(fd >= 0, "cannot open '{}' for writing: {}", path.string(), error_text());
@@ -83,14 +110,27 @@ void write_in_place(const std::filesystem::path& path, std::string_view contents
   SN_CHECK(::close(fd) == 0, "cannot close '{}': {}", path.string(), error_text());
 }
 
+// Neither a file nor a directory: a FIFO, a terminal, a device.
+bool is_special_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  return std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
+         !std::filesystem::is_directory(status);
+}
+
 }  // namespace
 
 void write_text_file_atomically(const std::filesystem::path& requested, std::string_view contents) {
-  const std::filesystem::path path = follow_links(requested);
-  std::error_code ec;
-  const std::filesystem::file_status status = std::filesystem::status(path, ec);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
-      !std::filesystem::is_directory(status)) {
+  const LinkEnd end = follow_links(requested);
+  if (end.descriptor) {
+    // Written where the descriptor stands, as printf would: at the end of a file the shell opened with >>, into a
+    // pipe `| cat` reads. (Followed to its target, /dev/stdout was a file replaced under the shell's `>` or
+    // "/proc/self/fd/pipe:[123]", a folder that does not exist.)
+    write_all(*end.descriptor, contents, requested);
+    return;
+  }
+  const std::filesystem::path& path = end.path;
+  if (is_special_file(path)) {
     write_in_place(path, contents);
     return;
   }
@@ -131,12 +171,31 @@ void remove_unfinished_atomic_writes(const std::filesystem::path& dir) {
   for (const std::filesystem::path& path : temporaries) std::filesystem::remove(path, ignored);
 }
 
+std::optional<int> own_descriptor(const std::filesystem::path& path) { return follow_links(path).descriptor; }
+
+bool is_written_in_place(const std::filesystem::path& path) {
+  const LinkEnd end = follow_links(path);
+  return end.descriptor || is_special_file(end.path);
+}
+
 void check_output_file(const std::filesystem::path& path, std::string_view what) {
-  SN_CHECK(!std::filesystem::is_directory(path), "{}: the output '{}' is a directory; give a file name", what,
+  // Error codes throughout: the throwing calls made a loop of links "internal error: filesystem error".
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  SN_CHECK(!std::filesystem::is_directory(status), "{}: the output '{}' is a directory; give a file name", what,
            path.string());
+  const auto missing = [](const std::error_code& e) {
+    return !e || e == std::errc::no_such_file_or_directory || e == std::errc::not_a_directory;
+  };
+  // (A loop of links, a folder that may not be searched: the system's reason.)
+  SN_CHECK(missing(ec), "{}: cannot write '{}': {}", what, path.string(), ec.message());
   const std::filesystem::path folder = path.parent_path().empty() ? "." : path.parent_path();
-  SN_CHECK(std::filesystem::is_directory(folder), "{}: cannot write '{}': '{}' {}", what, path.string(), folder.string(),
-           std::filesystem::exists(folder) ? "is not a directory" : "does not exist");
+  const std::filesystem::file_status folder_status = std::filesystem::status(folder, ec);
+  SN_CHECK(std::filesystem::is_directory(folder_status), "{}: cannot write '{}': '{}' {}", what, path.string(),
+           folder.string(),
+           std::filesystem::exists(folder_status) ? "is not a directory"
+           : missing(ec)                          ? "does not exist"
+                                                  : ec.message());
 }
 
 }  // namespace sprintnet

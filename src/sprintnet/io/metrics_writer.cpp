@@ -1,5 +1,6 @@
 #include "sprintnet/io/metrics_writer.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -7,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -29,82 +31,154 @@ std::ofstream open_for_writing(const std::filesystem::path& path, bool append) {
 
 std::string csv_header() { return fmt::format("{}", fmt::join(kMetricsColumns, ",")); }
 
-std::vector<std::string> read_lines(const std::filesystem::path& path) {
-  std::vector<std::string> lines;
+// A UTF-8 byte order mark, which an editor or a spreadsheet may put before a file's first line.
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+// The lines of a metrics file (none when it is absent): those a newline ends, and the text after the last newline
+// (empty when the file ends with one), which a reader keeps when it is a whole row (a hand edit lost the newline) and
+// drops otherwise (a row cut off by a kill). A byte order mark before the first line is no part of it (python's
+// reader opens the file as utf-8-sig alike).
+struct FileLines {
+  std::vector<std::string> complete;
+  std::string unterminated;
+};
+FileLines read_lines(const std::filesystem::path& path) {
+  FileLines lines;
   std::error_code error;
   if (!std::filesystem::exists(path, error)) return lines;
-  const std::string text = read_file(path, "metrics file");
-  // Only newline-terminated lines are complete; text after the last newline is a row cut off by a kill.
-  for (std::size_t begin = 0, end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
-    lines.push_back(text.substr(begin, end - begin));
+  const std::string bytes = read_file(path, "metrics file");
+  std::string_view text = bytes;
+  if (text.starts_with(kByteOrderMark)) text.remove_prefix(kByteOrderMark.size());
+  std::size_t begin = 0;
+  for (std::size_t end; (end = text.find('\n', begin)) != std::string_view::npos; begin = end + 1) {
+    lines.complete.emplace_back(text.substr(begin, end - begin));
   }
+  lines.unterminated = text.substr(begin);
   return lines;
 }
 
-std::optional<std::int64_t> jsonl_row_epoch(const std::string& line) {
-  const auto json = nlohmann::json::parse(line, nullptr, false);
-  if (json.is_discarded() || !json.is_object() || !json.contains("epoch") || !json["epoch"].is_number_integer()) {
-    return std::nullopt;
-  }
-  return json["epoch"].get<std::int64_t>();
-}
-
-std::optional<std::int64_t> csv_row_epoch(const std::string& line) {
-  // "step,epoch,...": the second field.
-  const auto first = line.find(',');
-  if (first == std::string::npos) return std::nullopt;
-  const auto second = line.find(',', first + 1);
-  if (second == std::string::npos) return std::nullopt;
-  std::int64_t epoch = 0;
-  const char* begin = line.data() + first + 1;
-  const char* end = line.data() + second;
-  const auto [ptr, ec] = std::from_chars(begin, end, epoch);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return epoch;
-}
-
-// What a resume keeps of a metrics file: its text, and the epochs of its rows.
-struct KeptRows {
-  std::string text;
-  std::set<std::int64_t> epochs;
+// A line read as a row, or what keeps it from being one.
+struct ParsedRow {
+  std::optional<MetricsRow> row;
+  std::string problem;
 };
 
-// `path`'s text with its rows up to epoch `last_epoch` (rows are in epoch order, so the first later row
-// ends what is kept); the first `header_lines` lines are kept as they are. A complete line that is not a
-// row is an error naming it, before anything is rewritten: dropping it and every row after it would lose
-// the run's history without a word. (A cut-off last line, a killed write, is not a line: read_lines.)
-template <typename EpochOf>
-KeptRows rows_up_to(const std::filesystem::path& path, std::size_t header_lines, std::int64_t last_epoch,
-                    EpochOf epoch_of) {
-  const std::vector<std::string> lines = read_lines(path);
-  KeptRows kept;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (i >= header_lines) {
-      const std::optional<std::int64_t> epoch = epoch_of(lines[i]);
-      SN_CHECK(epoch.has_value(), "cannot resume: metrics file '{}' line {} is not a metrics row ('{}'); mend or "
-               "delete that line", path.string(), i + 1, lines[i].substr(0, 80));
-      if (*epoch > last_epoch) break;
-      kept.epochs.insert(*epoch);
+// A metrics.jsonl line: a JSON object with every column, an integer epoch, numbers or null for the rest (a null
+// loss or rate reads as NaN). The one rule for every reader: `plot`, a sweep's results and a resume.
+ParsedRow parse_jsonl_row(const std::string& line) {
+  // nlohmann skips a byte order mark at the start of its input, here a line; python's json refuses it.
+  if (std::string_view(line).starts_with(kByteOrderMark)) return {std::nullopt, "starts with a byte order mark"};
+  const auto json = nlohmann::json::parse(line, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) return {std::nullopt, "not a JSON object"};
+  if (!json.contains("epoch") || !json["epoch"].is_number_integer()) return {std::nullopt, "no integer epoch"};
+  for (const char* column : kMetricsColumns) {
+    if (!json.contains(column)) return {std::nullopt, fmt::format("no '{}'", column)};
+    if (!json[column].is_number() && !json[column].is_null()) {
+      return {std::nullopt, fmt::format("'{}' is not a number", column)};
     }
-    kept.text += lines[i];
-    kept.text += '\n';
   }
-  return kept;
+  const auto number = [&](const char* column) -> std::optional<double> {
+    return json[column].is_null() ? std::nullopt : std::optional<double>(json[column].get<double>());
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  return {MetricsRow{static_cast<std::int64_t>(number("step").value_or(0.0)), json["epoch"].get<std::int64_t>(),
+                     number("train_loss").value_or(nan), number("test_loss"), number("test_accuracy"),
+                     number("epoch_time_s").value_or(nan), number("samples_per_s").value_or(nan),
+                     number("lr").value_or(nan)},
+          {}};
 }
 
-// Which of epochs 1..last_epoch have no row among `present` (the epochs of the rows a resume kept of `path`), said
-// for a warning.
-std::optional<std::string> missing_epochs(const std::filesystem::path& path, const std::set<std::int64_t>& present,
-                                          std::int64_t last_epoch) {
-  std::int64_t missing = 0, first = 0;
-  for (std::int64_t e = 1; e <= last_epoch; ++e) {
-    if (present.contains(e)) continue;
-    if (missing++ == 0) first = e;
+// A metrics.csv line as MetricsWriter writes it: every column, integers for step and epoch, numbers (nan, inf
+// included) for the rest, the test loss and accuracy empty when the epoch was not evaluated. A row cut off inside
+// its last number passes, but a cut row is always one past the checkpoint (rows are written before their
+// checkpoint), which a resume drops anyway.
+ParsedRow parse_csv_row(const std::string& line) {
+  std::vector<std::string_view> fields;
+  for (std::size_t begin = 0;;) {
+    const std::size_t comma = line.find(',', begin);
+    fields.emplace_back(std::string_view(line).substr(begin, comma == std::string::npos ? comma : comma - begin));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
   }
-  if (missing == 0) return std::nullopt;
-  return fmt::format("{} has no row for {} of the {} epochs before the checkpoint (the first: epoch {}; was it deleted "
-                     "or cut?): the resumed run appends its own rows, and its metrics and curves lack those epochs",
-                     path.string(), missing, last_epoch, first);
+  if (fields.size() != std::size(kMetricsColumns)) {
+    const auto count = static_cast<std::int64_t>(fields.size());
+    return {std::nullopt, fmt::format("{} where a row has {}", counted(count, "field"), std::size(kMetricsColumns))};
+  }
+  const auto integer = [](std::string_view field) -> std::optional<std::int64_t> {
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+    return error == std::errc() && end == field.data() + field.size() ? std::optional(value) : std::nullopt;
+  };
+  std::array<std::optional<double>, std::size(kMetricsColumns)> numbers;
+  for (std::size_t i = 2; i < fields.size(); ++i) {
+    if (fields[i].empty()) continue;
+    double value = 0.0;
+    const auto [end, error] = std::from_chars(fields[i].data(), fields[i].data() + fields[i].size(), value);
+    if (error != std::errc() || end != fields[i].data() + fields[i].size()) {
+      return {std::nullopt, fmt::format("'{}' is not a number", kMetricsColumns[i])};
+    }
+    numbers[i] = value;
+  }
+  const std::optional<std::int64_t> step = integer(fields[0]), epoch = integer(fields[1]);
+  if (!step) return {std::nullopt, "no integer step"};
+  if (!epoch) return {std::nullopt, "no integer epoch"};
+  for (const std::size_t always : {2, 5, 6, 7}) {  // what every row has; the test columns are empty when not evaluated
+    if (!numbers[always]) return {std::nullopt, fmt::format("no '{}'", kMetricsColumns[always])};
+  }
+  return {MetricsRow{*step, *epoch, *numbers[2], numbers[3], numbers[4], *numbers[5], *numbers[6], *numbers[7]}, {}};
+}
+
+// The rows a file holds after its first `header_lines` lines: every complete line parsed (one that is not a row is
+// an error naming the file, the line and what is wrong, `doing` saying what the reader was doing), and the
+// unterminated last line when it is a whole row.
+struct FileRow {
+  MetricsRow row;
+  std::string line;
+};
+std::vector<FileRow> parse_rows(const std::filesystem::path& path, const FileLines& lines, std::size_t header_lines,
+                                ParsedRow (*parse)(const std::string&), std::string_view doing) {
+  std::vector<FileRow> rows;
+  for (std::size_t i = header_lines; i < lines.complete.size(); ++i) {
+    ParsedRow parsed = parse(lines.complete[i]);
+    SN_CHECK(parsed.row.has_value(), "{}metrics file '{}' line {}: {} ('{}'); mend or delete that line", doing,
+             path.string(), i + 1, parsed.problem, lines.complete[i].substr(0, 80));
+    rows.push_back({*parsed.row, lines.complete[i]});
+  }
+  if (!lines.unterminated.empty() && lines.complete.size() >= header_lines) {
+    if (ParsedRow parsed = parse(lines.unterminated); parsed.row) rows.push_back({*parsed.row, lines.unterminated});
+  }
+  return rows;
+}
+
+// What a resume keeps of a metrics file: its header lines and its rows up to epoch `last_epoch` (rows are in epoch
+// order, so the first later row ends what is kept), checked as every reader checks them, before anything is
+// rewritten: dropping a bad line and every row after it would lose the run's history without a word.
+struct KeptRows {
+  std::vector<std::string> header;
+  std::vector<FileRow> rows;
+
+  std::set<std::int64_t> epochs() const {
+    std::set<std::int64_t> out;
+    for (const FileRow& r : rows) out.insert(r.row.epoch);
+    return out;
+  }
+  // Each line with its newline: a whole last row that lacked it gets it, before the next row is appended.
+  std::string text() const {
+    std::string out;
+    for (const std::string& line : header) out += line + '\n';
+    for (const FileRow& r : rows) out += r.line + '\n';
+    return out;
+  }
+};
+KeptRows rows_up_to(const std::filesystem::path& path, const FileLines& lines, std::size_t header_lines,
+                    std::int64_t last_epoch, ParsedRow (*parse)(const std::string&)) {
+  KeptRows kept;
+  kept.header.assign(lines.complete.begin(), lines.complete.begin() + std::min(header_lines, lines.complete.size()));
+  for (FileRow& r : parse_rows(path, lines, header_lines, parse, "cannot resume: ")) {
+    if (r.row.epoch > last_epoch) break;
+    kept.rows.push_back(std::move(r));
+  }
+  return kept;
 }
 
 void flush_checked(std::ofstream& out, const std::filesystem::path& path) {
@@ -150,33 +224,59 @@ std::string to_csv(const Field& field) {
   return number ? fmt::format("{}", unsigned_nan(*number)) : std::string();
 }
 
+std::string csv_line(const MetricsRow& row) {
+  std::vector<std::string> fields;
+  for (const Field& field : fields_of(row)) fields.push_back(to_csv(field));
+  return fmt::format("{}", fmt::join(fields, ","));
+}
+
+// The CSV's kept rows, with a row made from metrics.jsonl's for each kept epoch it lacks: output.csv turned on at
+// this resume (or off for a while before), or the CSV deleted. The JSON file keeps every value but an infinity (null
+// there, nan here).
+void add_rows_the_csv_lacks(KeptRows& csv, const KeptRows& jsonl) {
+  const std::set<std::int64_t> present = csv.epochs();
+  for (const FileRow& r : jsonl.rows) {
+    if (present.contains(r.row.epoch)) continue;
+    MetricsRow row = r.row;
+    // A test loss that is null in an evaluated row was not finite, which the CSV writes as nan, not as no value.
+    if (row.test_accuracy && !row.test_loss) row.test_loss = std::numeric_limits<double>::quiet_NaN();
+    csv.rows.push_back({row, csv_line(row)});
+  }
+  std::stable_sort(csv.rows.begin(), csv.rows.end(),
+                   [](const FileRow& a, const FileRow& b) { return a.row.epoch < b.row.epoch; });
+}
+
+// Which of epochs 1..last_epoch metrics.jsonl (`path`) has no row for, said for a warning; what the CSV keeps of
+// them, when it does.
+std::optional<std::string> missing_epochs(const std::filesystem::path& path, const KeptRows& jsonl,
+                                          const std::optional<KeptRows>& csv, std::int64_t last_epoch) {
+  const std::set<std::int64_t> present = jsonl.epochs();
+  const std::set<std::int64_t> in_csv = csv ? csv->epochs() : std::set<std::int64_t>();
+  std::int64_t missing = 0, first = 0, kept_by_csv = 0;
+  for (std::int64_t e = 1; e <= last_epoch; ++e) {
+    if (present.contains(e)) continue;
+    if (missing++ == 0) first = e;
+    kept_by_csv += in_csv.contains(e) ? 1 : 0;
+  }
+  if (missing == 0) return std::nullopt;
+  return fmt::format("{} has no row for {} of the {} epochs before the checkpoint (the first: epoch {}; was it deleted "
+                     "or cut?): the resumed run appends its own rows, and the run's curves, drawn from it, lack those "
+                     "epochs{}",
+                     path.string(), missing, last_epoch, first,
+                     kept_by_csv == 0
+                         ? std::string()
+                         : fmt::format(" ({} keeps {} of them)", (path.parent_path() / "metrics.csv").string(),
+                                       kept_by_csv == missing ? "each" : std::to_string(kept_by_csv)));
+}
+
 }  // namespace
 
 std::vector<MetricsRow> read_metrics_jsonl(const std::filesystem::path& path) {
-  SN_CHECK(std::filesystem::is_regular_file(path), "no metrics file '{}'", path.string());
-  const std::vector<std::string> lines = read_lines(path);
+  std::error_code ec;
+  SN_CHECK(std::filesystem::is_regular_file(std::filesystem::status(path, ec)), "no metrics file '{}'{}", path.string(),
+           ec && ec != std::errc::no_such_file_or_directory ? fmt::format(" ({})", ec.message()) : std::string());
   std::vector<MetricsRow> rows;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    const auto fail = [&](std::string_view what) {
-      SN_FAIL("metrics file '{}' line {}: {} ('{}'); mend or delete that line", path.string(), i + 1, what,
-              lines[i].substr(0, 80));
-    };
-    const auto row = nlohmann::json::parse(lines[i], nullptr, false);
-    if (row.is_discarded() || !row.is_object()) fail("not a JSON object");
-    if (!row.contains("epoch") || !row["epoch"].is_number_integer()) fail("no integer epoch");  // as jsonl_row_epoch
-    for (const char* column : kMetricsColumns) {
-      if (!row.contains(column)) fail(fmt::format("no '{}'", column));
-      if (!row[column].is_number() && !row[column].is_null()) fail(fmt::format("'{}' is not a number", column));
-    }
-    const auto number = [&](const char* column) -> std::optional<double> {
-      return row[column].is_null() ? std::nullopt : std::optional<double>(row[column].get<double>());
-    };
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    rows.push_back({static_cast<std::int64_t>(number("step").value_or(0.0)), row["epoch"].get<std::int64_t>(),
-                    number("train_loss").value_or(nan), number("test_loss"), number("test_accuracy"),
-                    number("epoch_time_s").value_or(nan), number("samples_per_s").value_or(nan),
-                    number("lr").value_or(nan)});
-  }
+  for (FileRow& r : parse_rows(path, read_lines(path), 0, parse_jsonl_row, "")) rows.push_back(r.row);
   return rows;
 }
 
@@ -218,44 +318,42 @@ MetricsWriter::MetricsWriter(const std::filesystem::path& run_dir, bool csv, Ope
 
 MetricsWriter MetricsWriter::resume(const std::filesystem::path& run_dir, bool csv, std::int64_t last_epoch,
                                     std::int64_t first_new_step) {
-  // Both files checked before either is rewritten.
+  // Both files checked before either is rewritten. The CSV is trimmed to the checkpoint whether or not the resumed
+  // run writes it (output.csv may differ on resume): rows of a life past the checkpoint would otherwise come back
+  // when it is turned on again.
   const std::filesystem::path jsonl_path = run_dir / "metrics.jsonl", csv_path = run_dir / "metrics.csv";
-  const KeptRows jsonl_rows = rows_up_to(jsonl_path, 0, last_epoch, jsonl_row_epoch);
-  KeptRows csv_rows;
-  if (csv) {
-    const std::vector<std::string> lines = read_lines(csv_path);
-    if (lines.empty()) {
-      csv_rows.text = csv_header() + '\n';
-    } else {
-      SN_CHECK(lines[0] == csv_header(), "cannot append to metrics file '{}': its header is '{}', expected '{}'",
-               csv_path.string(), lines[0], csv_header());
-      csv_rows = rows_up_to(csv_path, 1, last_epoch, csv_row_epoch);
+  const KeptRows jsonl_rows = rows_up_to(jsonl_path, read_lines(jsonl_path), 0, last_epoch, parse_jsonl_row);
+  std::optional<KeptRows> csv_rows;
+  std::error_code ec;
+  if (const FileLines lines = read_lines(csv_path); csv || std::filesystem::exists(csv_path, ec)) {
+    csv_rows.emplace();
+    if (!lines.complete.empty()) {  // (an empty file, or a header cut off, starts anew)
+      SN_CHECK(lines.complete[0] == csv_header(), "cannot {} metrics file '{}': its header is '{}', expected '{}'",
+               csv ? "append to" : "resume with", csv_path.string(), lines.complete[0], csv_header());
+      csv_rows = rows_up_to(csv_path, lines, 1, last_epoch, parse_csv_row);
     }
+    csv_rows->header = {csv_header()};
   }
-  write_text_file_atomically(jsonl_path, jsonl_rows.text);
-  if (csv) write_text_file_atomically(csv_path, csv_rows.text);
+  const std::optional<std::string> gap = missing_epochs(jsonl_path, jsonl_rows, csv_rows, last_epoch);
+  if (csv) add_rows_the_csv_lacks(*csv_rows, jsonl_rows);
+  write_text_file_atomically(jsonl_path, jsonl_rows.text());
+  if (csv_rows) write_text_file_atomically(csv_path, csv_rows->text());
   MetricsWriter writer(run_dir, csv, OpenMode::kAppend);
   writer.events_->add_session_start(first_new_step);
-  writer.resume_gap_ = missing_epochs(jsonl_path, jsonl_rows.epochs, last_epoch);
-  // The CSV too (deleted, or output.csv turned on at the resume).
-  if (!writer.resume_gap_ && csv) writer.resume_gap_ = missing_epochs(csv_path, csv_rows.epochs, last_epoch);
+  writer.resume_gap_ = gap;
   return writer;
 }
 
 void MetricsWriter::write(const MetricsRow& row) {
-  const auto fields = fields_of(row);
   // ordered_json keeps the column order; nlohmann writes doubles so they read back exactly, and NaN as null.
   nlohmann::ordered_json json = nlohmann::ordered_json::object();
-  std::vector<std::string> csv_fields;
-  for (std::size_t i = 0; i < fields.size(); ++i) {
-    json[kMetricsColumns[i]] = to_json(fields[i]);
-    csv_fields.push_back(to_csv(fields[i]));
-  }
+  const auto fields = fields_of(row);
+  for (std::size_t i = 0; i < fields.size(); ++i) json[kMetricsColumns[i]] = to_json(fields[i]);
   jsonl_ << json.dump() << '\n';
   flush_checked(jsonl_, jsonl_path_);
 
   if (csv_.is_open()) {
-    csv_ << fmt::format("{}\n", fmt::join(csv_fields, ","));
+    csv_ << csv_line(row) << '\n';
     flush_checked(csv_, csv_path_);
   }
   events_->add_scalars(row.step, tensorboard_scalars(row));

@@ -20,14 +20,17 @@ struct PlotOutcome {
 
 // Whether python3 can import matplotlib (a fast check: nothing is imported).
 bool plotter_available();
-// Draws `runs` into `output` (PNG) and waits. Throws naming the run when one has no metrics.jsonl, and with
-// python's reason (its stderr's last lines) when matplotlib fails; a python that exits 0 without writing
-// `output` is an error too, so a picture reported is one just written.
+// Draws `runs` into `output` (PNG, PDF or SVG by its extension) and waits. Throws naming the run when one has no
+// metrics.jsonl or a row read_metrics_jsonl refuses, and with python's reason (its stderr's last lines) when
+// matplotlib fails; a python that exits 0 without writing `output` is an error too, so a picture reported is one
+// just written. A file is replaced whole (through its symbolic links); a FIFO, a device or a descriptor of this
+// process (/dev/stdout) gets the bytes this process writes into it (write_text_file_atomically).
 PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& output);
 // Starts drawing <run_dir>/curves.png and returns at once (finding python and starting matplotlib
 // take a second; the run does not wait for them): the message says where the picture will be and,
 // should it not appear, how to get it. Nothing here fails the run: where no python3 can be found at
-// all, nothing is drawn (drawn false) and the message is a warning naming what is missing.
+// all, or the run's metrics.jsonl holds no row or one that draw_curves refuses, nothing is drawn
+// (drawn false) and the message is a warning naming what is missing.
 PlotOutcome draw_run_curves_in_background(const std::filesystem::path& run_dir);
 
 }  // namespace sprintnet::plot

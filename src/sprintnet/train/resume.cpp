@@ -18,12 +18,14 @@ namespace {
 // (data.dir = "data" is relative) or whose data set moved resumes with --set data.dir=...; the data they find
 // must be the checkpoint's (its fingerprint, Trainer::restore). device.update (replicated or sharded) computes
 // the same update either way, and a sharded run resumed on a GPU count its model does not split over needs it.
+// output.csv says whether metrics.csv is written (MetricsWriter::resume fills it from metrics.jsonl when it is turned
+// on, and stops writing it when it is turned off).
 constexpr std::string_view kResumableKeys[] = {
     "train.epochs",       "train.eval_every",         "train.eval_batch_size", "train.log_every",
     "device.name",        "device.allocator",         "device.threads",        "output.dir",
-    "output.name",        "output.progress",          "checkpoint.every_epochs", "checkpoint.keep_last",
-    "data.dir",           "data.train_images",        "data.train_labels",     "data.test_images",
-    "data.test_labels",  "device.update",
+    "output.name",        "output.progress",          "output.csv",            "checkpoint.every_epochs",
+    "checkpoint.keep_last", "data.dir",               "data.train_images",     "data.train_labels",
+    "data.test_images",   "data.test_labels",         "device.update",
 };
 
 bool is_resumable(std::string_view key) {

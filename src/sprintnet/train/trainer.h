@@ -109,6 +109,9 @@ class Trainer {
   std::string describe() const;
   // The compiled GPU step the epochs run on, or null when they run eager (train/train_plan.h).
   TrainPlan* plan() const { return plan_.get(); }
+  // The run directory fit() trains in, also after it threw (a diverged run's metrics are there); empty until fit()
+  // has its directory locked and its metrics files open, and on ranks other than 0.
+  std::filesystem::path run_dir() const { return fit_called_ ? last_run_dir_ : std::filesystem::path(); }
   // This process's rank in a data-parallel job (rank 0 of 1 otherwise).
   const dist::RankInfo& rank() const { return rank_; }
   // The engine the epochs run on.
