@@ -31,9 +31,11 @@ struct Input {
 };
 
 // The model's sample shape as an image's height and width, for the inputs that are images (resized to it). A
-// channel of 1 is no dimension of the picture: a model trained on [N, 1, 28, 28] takes 28x28 images.
+// channel of 1 is no dimension of the picture: a model trained on [N, 1, 28, 28] takes 28x28 images. A 2-D shape
+// stays as it is, ones and all: [1, 28] is a picture one pixel high.
 ImageOptions image_options_for(const train::LoadedModel& model, const std::string& input, bool invert) {
-  const Shape picture = train::without_unit_dims(model.sample_shape);
+  const Shape picture =
+      model.sample_shape.size() > 2 ? train::without_unit_dims(model.sample_shape) : model.sample_shape;
   SN_CHECK(picture.size() == 2,
            "{}: the model takes inputs of shape {}, not 2-D images; give its samples as an IDX file instead", input,
            shape_str(model.sample_shape));

@@ -311,6 +311,24 @@ TEST_F(EvalPredictCli, PredictTakesImagesForAModelOfOneChannelSamples) {
   const nlohmann::json expected = predictions(*run_);
   ASSERT_EQ(expected.size(), 2u);
   EXPECT_EQ(predictions(channel_run), expected);  // the same pixels in a batch of the same size: the same bits
+
+  // A 2-D sample shape keeps its ones: a model of [1, 784] samples takes pictures one pixel high (left out, the 1
+  // made [784], refused as "not 2-D images"). The first digit's 784 pixels as one row predict as the 28x28 PNG
+  // alone (a batch of one both times: the same bits).
+  const fs::path row_run = test::temp_dir("one-row-model");
+  fs::copy_file(*run_ / "config.toml", row_run / "config.toml");
+  weights.metadata[std::string(kMetadataSampleShape)] = "1x784";
+  save_safetensors(row_run / "model.safetensors", weights.tensors, weights.metadata);
+  const fs::path row = *dir_ / "channel-digit-row.pgm";
+  write_pgm(row, 784, 1, {pixels.begin(), pixels.begin() + 28 * 28});
+  const auto alone = [&](const fs::path& run, const fs::path& input) {
+    const CliResult result = run_cli(fmt::format("predict '{}' '{}' --json --device cpu", run.string(), input.string()),
+                                     *dir_);
+    EXPECT_EQ(result.exit_code, 0) << run << ": " << result.err;
+    return result.exit_code == 0 ? nlohmann::json::parse(result.out).at("predictions").at(0).at("top_k")
+                                 : nlohmann::json();
+  };
+  EXPECT_EQ(alone(row_run, row), alone(*run_, png));
 }
 
 // Each input is read once. A pipe (`<(cat FILE)`) was read twice, its first bytes looked at and then the file opened
