@@ -185,6 +185,12 @@ TEST(LrSchedule, ACosineWarmUpToTheRunsEndIsRefused) {
   EXPECT_THAT(test::error_message([&] { optim::LrSchedule(config, 0.05, 1, 1); }),
               HasSubstr("the run takes 1 step (1 epoch x 1 step an epoch)"));
 
+  // A run resumed from a checkpoint keeps the bound it began with (a warm-up to the end was allowed before), since
+  // a resume may not change schedule.warmup_steps: it finishes warming up, as it would have.
+  config.warmup_steps = 6;
+  const optim::LrSchedule resumed(config, 0.05, 2, 6, /*resumed=*/true);
+  EXPECT_NEAR(resumed.lr_at(5), 0.05 * 5.0 / 6.0, kTolerance);
+
   for (const char* type : {"constant", "step", "onecycle"}) {
     config.type = type;
     config.warmup_steps = 100;

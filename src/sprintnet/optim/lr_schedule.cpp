@@ -18,15 +18,16 @@ double cosine_anneal(double start, double end, double fraction) {
 }  // namespace
 
 LrSchedule::LrSchedule(const ScheduleConfig& config, double base_lr, std::int64_t steps_per_epoch,
-                       std::int64_t total_steps)
+                       std::int64_t total_steps, bool resumed)
     : config_(config), base_lr_(base_lr), steps_per_epoch_(std::max<std::int64_t>(steps_per_epoch, 1)),
       total_steps_(std::max<std::int64_t>(total_steps, 1)) {
   SN_CHECK(config.type == "constant" || config.type == "step" || config.type == "cosine" || config.type == "onecycle",
            "schedule.type: unknown schedule '{}' (expected constant, step, cosine or onecycle)", config.type);
   SN_CHECK(config.step_size >= 1, "schedule.step_size: must be >= 1, got {}", config.step_size);
   // A cosine needs a step after the warm-up: a warm-up to the end left the schedule's cosine (lr, min_lr) silently
-  // unused. Under the other types a warm-up may ramp the rate up to the end.
-  const bool cosine = config.type == "cosine";
+  // unused. Under the other types a warm-up may ramp the rate up to the end. A resumed run keeps the bound it began
+  // with, which allowed that (and resume refuses a change of schedule.warmup_steps): it finishes as it started.
+  const bool cosine = config.type == "cosine" && !resumed;
   const std::int64_t max_warmup = cosine ? total_steps_ - 1 : total_steps_;
   SN_CHECK(config.warmup_steps >= 0 && config.warmup_steps <= max_warmup,
            "schedule.warmup_steps: {} is not in [0, {}]: the run takes {}{}; lower schedule.warmup_steps (or raise "

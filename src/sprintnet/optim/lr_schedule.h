@@ -22,7 +22,10 @@ namespace sprintnet::optim {
 
 class LrSchedule {
  public:
-  LrSchedule(const ScheduleConfig& config, double base_lr, std::int64_t steps_per_epoch, std::int64_t total_steps);
+  // `resumed`: the schedule of a run continued from a checkpoint, which keeps the bounds its run began under (a
+  // cosine warm-up to the run's end was allowed before 2026-11-30).
+  LrSchedule(const ScheduleConfig& config, double base_lr, std::int64_t steps_per_epoch, std::int64_t total_steps,
+             bool resumed = false);
   // The learning rate for 0-based optimizer step `step`.
   double lr_at(std::int64_t step) const;
   std::string describe() const;

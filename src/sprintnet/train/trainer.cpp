@@ -253,7 +253,7 @@ Trainer::Trainer(Config config, const ResumePlan* plan)
            "(or raise train.batch_size)",
            config_.train.epochs, steps, kMaxRunSteps);
   schedule_ = std::make_unique<optim::LrSchedule>(config_.schedule, config_.optim.lr, steps,
-                                                  steps * config_.train.epochs);
+                                                  steps * config_.train.epochs, /*resumed=*/plan != nullptr);
   if (plan != nullptr) {
     phase.emplace(phases_, "checkpoint restore");
     restore(plan->checkpoint);
