@@ -311,7 +311,8 @@ TEST_F(InferenceTest, AConfigOfAnotherActivationIsRefused) {
   for (const fs::path& weights : {run() / "model.safetensors", checkpoint}) {
     EXPECT_THAT(test::error_message([&] { load_model(weights, on_cpu({"model.activation=\"tanh\""})); }),
                 ::testing::AllOf(HasSubstr(weights.string()), HasSubstr("metadata 'sprintnet.activation' = \"relu\""),
-                                 HasSubstr("model.activation = \"tanh\""), HasSubstr("config.toml")))
+                                 HasSubstr("model.activation = \"tanh\""),
+                                 HasSubstr("config.toml with --set overrides")))
         << weights;
   }
   EXPECT_EQ(load_model(run(), on_cpu({"model.activation=\"relu\""})).spec.activation, Activation::kReLU);
@@ -334,6 +335,20 @@ TEST_F(InferenceTest, AConfigOfAnotherActivationIsRefused) {
   const fs::path corrupt = write_with("activation-corrupt", "swish");
   EXPECT_THAT(test::error_message([&] { load_model(corrupt, on_cpu()); }),
               ::testing::AllOf(HasSubstr("sprintnet.activation"), HasSubstr("\"swish\""), HasSubstr("corrupt")));
+
+  // A model without hidden layers applies no activation: any is the same model, none refused (it was, the error
+  // saying the weights had been trained with another). Its one layer: the run's first, as 784 -> 32.
+  const fs::path regression = *out_dir_ / "activation-no-hidden";
+  fs::create_directories(regression);
+  fs::copy_file(run() / "config.toml", regression / "config.toml", fs::copy_options::overwrite_existing);
+  TensorList first_layer;
+  for (const auto& [name, tensor] : written.tensors) {
+    if (name == "0.weight" || name == "0.bias") first_layer.emplace_back(name, tensor);
+  }
+  save_safetensors(regression / "model.safetensors", first_layer, written.metadata);
+  const LoadedModel tanh_regression = load_model(regression, on_cpu({"model.hidden=[]", "model.activation=\"tanh\""}));
+  EXPECT_EQ(tanh_regression.spec.outputs, 32);
+  EXPECT_TRUE(tanh_regression.spec.hidden.empty());
 }
 
 TEST_F(InferenceTest, AnotherArchitectureIsRejectedNamingTheTensor) {

@@ -138,8 +138,10 @@ std::int64_t eval_batch_size(const LoadedModel& model, std::int64_t samples) {
 }
 
 // The config's model.activation, held to the one the weights were trained with where they record it: the layers'
-// shapes are the same for every activation, so another one evaluated another model without a word.
-Activation checked_activation(const Metadata& metadata, const LoadedModel& loaded, std::string_view origin) {
+// shapes are the same for every activation, so another one evaluated another model without a word. A model
+// without hidden layers applies none, so any is the same model. `with_set`: the config has --set overrides.
+Activation checked_activation(const Metadata& metadata, const LoadedModel& loaded, std::string_view origin,
+                              bool with_set) {
   const std::string& configured = loaded.config.model.activation;
   const Activation activation = ops::parse_activation(configured);
   const std::string recorded = metadata_value(metadata, kMetadataActivation);
@@ -151,10 +153,11 @@ Activation checked_activation(const Metadata& metadata, const LoadedModel& loade
     SN_FAIL("{}: metadata '{}' = \"{}\" is not an activation (identity, relu, gelu, tanh, sigmoid or silu); the "
             "metadata is corrupt", origin, kMetadataActivation, recorded);
   }
-  SN_CHECK(*trained == activation,
+  SN_CHECK(*trained == activation || loaded.config.model.hidden.empty(),
            "{}: metadata '{}' = \"{}\": the weights were trained with that activation, but the config's "
-           "model.activation = \"{}\" ({}); were they trained with another config?",
-           origin, kMetadataActivation, recorded, configured, loaded.files.config.string());
+           "model.activation = \"{}\" ({}{}); were they trained with another config?",
+           origin, kMetadataActivation, recorded, configured, loaded.files.config.string(),
+           with_set ? " with --set overrides" : "");
   return activation;
 }
 
@@ -265,7 +268,7 @@ LoadedModel load_model(const std::filesystem::path& checkpoint, const LoadOption
       first_layer_inputs(weights, loaded.sample_shape, shape_source,
                          shape_from_data ? "were they trained on other data?" : "the metadata is corrupt", origin);
   loaded.spec.hidden = loaded.config.model.hidden;
-  loaded.spec.activation = checked_activation(weights.metadata, loaded, origin);
+  loaded.spec.activation = checked_activation(weights.metadata, loaded, origin, !options.overrides.empty());
   loaded.spec.bias = loaded.config.model.bias;
   loaded.spec.init = nn::parse_init(loaded.config.model.init);
 
