@@ -14,6 +14,7 @@
 #include "sprintnet/data/dataset.h"
 #include "sprintnet/dist/device_connections.h"
 #include "sprintnet/io/atomic_file.h"
+#include "sprintnet/io/progress_format.h"
 #include "sprintnet/train/inference.h"
 #include "sprintnet/train/out_of_memory_advice.h"
 
@@ -144,7 +145,8 @@ void add_eval_command(CLI::App& app) {
     std::printf("model %s (%s)\n", model.files.weights.string().c_str(), train::model_summary(model).c_str());
     std::printf("data  %s: %lld samples, on %s\n\n", data.name.c_str(), static_cast<long long>(result.samples),
                 model.device.str().c_str());
-    std::printf("loss %.4f (%s), accuracy %.2f %% (%lld / %lld)\n\n", result.loss, model.config.loss.type.c_str(),
+    std::printf("loss %s (%s), accuracy %.2f %% (%lld / %lld)\n\n", format_loss(result.loss).c_str(),
+                model.config.loss.type.c_str(),
                 100.0 * result.accuracy, static_cast<long long>(result.correct),
                 static_cast<long long>(result.samples));
     std::printf("per-class accuracy\n%s\n", per_class_table(evaluation.confusion, names).c_str());

@@ -33,6 +33,17 @@ TEST(ProgressFormat, SiNumbersHaveThreeSignificantDigits) {
   EXPECT_EQ(format_si(4e9), "4.00G");
 }
 
+// Four decimals, as every loss line gives them, up to 1e6; beyond, scientific form: a finite loss of 2.748e38 (an
+// evaluated bias of 3e38) took 39 digits before the point. NaN without its sign, infinity as "inf".
+TEST(ProgressFormat, LossesHaveFourDecimalsOrScientificFormWhenHuge) {
+  EXPECT_EQ(format_loss(0.12344), "0.1234");
+  EXPECT_EQ(format_loss(999999.0), "999999.0000");
+  EXPECT_EQ(format_loss(2.748e38), "2.7480e+38");
+  EXPECT_EQ(format_loss(-1.5e7), "-1.5000e+07");
+  EXPECT_EQ(format_loss(-std::numeric_limits<double>::quiet_NaN()), "nan");
+  EXPECT_EQ(format_loss(std::numeric_limits<double>::infinity()), "inf");
+}
+
 TEST(ProgressFormat, DurationsAsClockTime) {
   EXPECT_EQ(format_duration(7.0), "0:07");
   EXPECT_EQ(format_duration(754.0), "12:34");

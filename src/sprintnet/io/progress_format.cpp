@@ -10,6 +10,11 @@ namespace sprintnet {
 
 double unsigned_nan(double v) { return std::isnan(v) ? std::fabs(v) : v; }
 
+std::string format_loss(double loss) {
+  if (std::isfinite(loss) && std::fabs(loss) >= 1e6) return fmt::format("{:.4e}", loss);
+  return fmt::format("{:.4f}", unsigned_nan(loss));
+}
+
 std::string format_si(double value) {
   if (!std::isfinite(value)) return fmt::format("{}", unsigned_nan(value));
   struct Unit {
@@ -67,7 +72,7 @@ std::string progress_line(const ProgressSnapshot& s, int bar_width, bool with_th
                              : fmt::format("{}/{}", s.step_in_epoch, s.steps_per_epoch);
   }
   const std::string throughput = with_throughput ? fmt::format(" {} samples/s", format_si(s.samples_per_s)) : "";
-  return fmt::format("epoch {}/{} {} loss {:.4f}{} ETA {}", s.epoch, s.epochs, position, unsigned_nan(s.loss),
+  return fmt::format("epoch {}/{} {} loss {}{} ETA {}", s.epoch, s.epochs, position, format_loss(s.loss),
                      throughput, s.eta_s ? format_duration(*s.eta_s) : "--:--");
 }
 

@@ -13,6 +13,10 @@ namespace sprintnet {
 double unsigned_nan(double v);
 // "1 epoch", "2 epochs", "0 runs", "3 classes": the count and the noun, plural unless the count is 1 (`plural`,
 // or the noun + "s" when it is empty).
+// A loss for people: four decimals ("0.1234"), or four significant digits in scientific form from 1e6 on, where the
+// decimals of a loss that grows without bound ran to 39 digits ("274800000000000000000000000000000000000.0000");
+// "nan" and "inf" unsigned as unsigned_nan leaves them.
+std::string format_loss(double loss);
 std::string counted(std::int64_t count, std::string_view noun, std::string_view plural = {});
 // Three significant digits with an SI suffix: 523, 52.1k, 1.23M, 4.00G.
 std::string format_si(double value);

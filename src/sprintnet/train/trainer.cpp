@@ -594,9 +594,9 @@ TrainSummary Trainer::fit() {
     if (metrics) metrics->write({record.step, record.epoch, record.train_loss, record.test_loss, record.test_accuracy,
                    record.epoch_time_s, record.samples_per_s, record.lr});
     std::string line =
-        fmt::format("epoch {}/{}: train loss {:.4f}", epoch, config_.train.epochs, unsigned_nan(record.train_loss));
+        fmt::format("epoch {}/{}: train loss {}", epoch, config_.train.epochs, format_loss(record.train_loss));
     if (record.test_accuracy) {
-      line += fmt::format(", test loss {:.4f}, test accuracy {:.2f} %", unsigned_nan(*record.test_loss),
+      line += fmt::format(", test loss {}, test accuracy {:.2f} %", format_loss(*record.test_loss),
                           100.0 * *record.test_accuracy);
     }
     line += fmt::format(", {:.2f} s, {:.0f} samples/s", record.epoch_time_s, record.samples_per_s);
