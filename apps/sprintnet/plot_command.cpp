@@ -25,7 +25,8 @@ void add_plot_command(CLI::App& app) {
   cmd->add_option("runs", options->runs, "Run directories (each with metrics.jsonl)")->required();
   cmd->add_option("-o,--output", options->output,
                   "picture to write, its format by its extension: .png, .pdf or .svg (default: RUN_DIR/curves.png for "
-                  "one run, curves.png here for several; /dev/stdout: PNG on stdout)");
+                  "one run, curves.png here for several; /dev/stdout: PNG on stdout, redirected or piped, not a "
+                  "terminal)");
   cmd->callback([options] {
     const std::vector<std::filesystem::path> runs(options->runs.begin(), options->runs.end());
     std::filesystem::path output = options->output;

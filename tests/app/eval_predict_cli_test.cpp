@@ -460,6 +460,38 @@ TEST_F(EvalPredictCli, ACsvDestinationThatCannotBeWrittenIsNamedFirst) {
   }
 }
 
+// --csv /dev/stdout puts the matrix after the report printed before it: with stdout a file or a pipe, the report was
+// still in stdio's buffer when the CSV went into the descriptor, so the CSV came first (or, for a long report, in the
+// middle of one of its lines).
+TEST_F(EvalPredictCli, ACsvOnStdoutComesAfterTheReportPrintedBeforeIt) {
+  const CliResult result = run_cli(fmt::format("eval '{}' --device cpu --csv /dev/stdout", run_->string()), *dir_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::size_t report = result.out.find("confusion matrix (rows: true class");
+  const std::size_t csv = result.out.find("\ntrue/predicted,0,1,2,3,4,5,6,7,8,9\n");  // at a line's start
+  const std::size_t written = result.out.find("confusion matrix written to /dev/stdout");
+  ASSERT_NE(report, std::string::npos) << result.out;
+  ASSERT_NE(csv, std::string::npos) << result.out;
+  EXPECT_LT(report, csv) << result.out;
+  EXPECT_LT(csv, written) << result.out;
+}
+
+// --csv naming a descriptor that is not open for writing (`3< file`) or not open at all is refused before the
+// evaluation; it failed after it, with "Bad file descriptor".
+TEST_F(EvalPredictCli, ACsvDescriptorNotOpenForWritingIsRefusedFirst) {
+  const fs::path read_only = *dir_ / "read-only.csv";
+  std::ofstream(read_only) << "kept";
+  for (const auto& [redirection, reason] : std::vector<std::pair<std::string, std::string>>{
+           {fmt::format("/dev/fd/3 3< '{}'", read_only.string()), "descriptor 3 is not open for writing"},
+           {"/dev/fd/9 9>&-", "descriptor 9 is not open"}}) {
+    const CliResult result =
+        run_cli(fmt::format("eval '{}' --device cpu --csv {}", run_->string(), redirection), *dir_);
+    EXPECT_EQ(result.exit_code, 1) << redirection;
+    EXPECT_THAT(result.err, AllOf(HasSubstr("eval --csv: cannot write '/dev/fd/"), HasSubstr(reason)));
+    EXPECT_THAT(result.out, Not(HasSubstr("accuracy"))) << "refused before the evaluation";
+  }
+  EXPECT_EQ(test::file_bytes(read_only), "kept");
+}
+
 // --csv naming a file the evaluation reads was written over it: the weights (the run could not be read again), the
 // config, a --data file. Refused before anything runs, the file as it was.
 TEST_F(EvalPredictCli, ACsvOverAnInputIsRefused) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <system_error>
@@ -122,6 +123,45 @@ TEST(WriteTextFileAtomically, APathNamingADescriptorOfThisProcessIsWrittenWhereI
   EXPECT_EQ(test::file_bytes(file), "kept\nadded\n");
   EXPECT_FALSE(is_written_in_place(file));
   EXPECT_EQ(own_descriptor(file), std::nullopt);
+}
+
+// What stdio still holds in a buffer (printf's lines when stdout is a file or a pipe) is flushed before the bytes go
+// into the descriptor: `eval --csv /dev/stdout > file` had the CSV before the report printed ahead of it.
+TEST(WriteTextFileAtomically, WhatStdioBufferedBeforeADescriptorsBytesComesFirst) {
+  const auto file = test::temp_dir("atomic-descriptor-order") / "out.txt";
+  std::FILE* stream = std::fopen(file.c_str(), "we");
+  ASSERT_NE(stream, nullptr);
+  ASSERT_EQ(std::setvbuf(stream, nullptr, _IOFBF, 1 << 16), 0);  // as stdout into a file: held until flushed
+  std::fputs("printed first, ", stream);
+  write_text_file_atomically(fmt::format("/dev/fd/{}", ::fileno(stream)), "written second");
+  std::fclose(stream);
+  EXPECT_EQ(test::file_bytes(file), "printed first, written second");
+}
+
+// A descriptor of this process named as the output must be open for writing, checked before the work: `--csv
+// /dev/fd/3 3< file` and a closed descriptor failed with "Bad file descriptor" once the evaluation was done.
+TEST(CheckOutputFile, ADescriptorMustBeOpenForWriting) {
+  const auto file = test::temp_dir("output-descriptor") / "read-only.csv";
+  std::ofstream(file) << "kept";
+  const int read_only = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(read_only, 0);
+  const std::string named = fmt::format("/dev/fd/{}", read_only);
+  EXPECT_THAT([&] { check_output_file(named, "eval --csv"); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr(fmt::format(
+                  "eval --csv: cannot write '{}': descriptor {} is not open for writing", named, read_only))));
+  ::close(read_only);  // now a descriptor that is not open at all (nothing else in this test opens one)
+  EXPECT_THAT([&] { check_output_file(named, "eval --csv"); },
+              ::testing::ThrowsMessage<Error>(::testing::AllOf(
+                  ::testing::HasSubstr(
+                      fmt::format("eval --csv: cannot write '{}': descriptor {} is not open", named, read_only)),
+                  ::testing::Not(::testing::HasSubstr("for writing")))));
+  EXPECT_EQ(test::file_bytes(file), "kept");
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  EXPECT_NO_THROW(check_output_file(fmt::format("/proc/self/fd/{}", pipe_fds[1]), "eval --csv"));
+  const int read_write = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
+  EXPECT_NO_THROW(check_output_file(fmt::format("/dev/fd/{}", read_write), "eval --csv"));
+  for (const int fd : {pipe_fds[0], pipe_fds[1], read_write}) ::close(fd);
 }
 
 // An output behind a loop of links (or a folder that may not be searched) is named with the system's reason: the

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -405,6 +407,92 @@ TEST(RunCurves, DrawsInTheBackgroundWithoutShOrPythonOnPath) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(test::file_bytes(run / kCurvesFileName).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
+// The picture comes back through a pipe (python's descriptor 3) and this process writes it where it goes: there is no
+// folder in $TMPDIR to draw into (TMPDIR=/nonexistent failed for a FIFO or /dev/stdout: "internal error: filesystem
+// error: temp_directory_path"), nor one to leave behind when plot is killed. A picture and a reason larger than a pipe
+// holds are read together (read one after the other, a child blocked writing the first never closes the second).
+TEST(RunCurves, APictureComesBackThroughAPipeWithoutATemporaryFolder) {
+  const std::filesystem::path bin = fake_python("plot-fake-descriptor", R"(
+[ $# -le 2 ] && exit 0
+[ "$3" = --to-descriptor ] || exit 3
+printf %s "$4" >&3
+head -c 300000 /dev/zero | tr '\0' p >&3
+head -c 100000 /dev/zero | tr '\0' e >&2
+)");
+  const std::filesystem::path run = fake_run("plot-through-a-pipe", 1.0);
+  const test::ScopedPath path(bin.string() + ":" + test::ScopedPath::current());
+  const test::ScopedEnv tmpdir("TMPDIR", "/nonexistent");  // (after the test's own folders are made)
+  const std::string pixels(300000, 'p');
+
+  ASSERT_TRUE(draw_curves({run}, run / "c.svg").drawn);  // a file, replaced whole
+  EXPECT_EQ(test::file_bytes(run / "c.svg"), "svg" + pixels);
+
+  const std::filesystem::path fifo = run / "pipe.pdf";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] { received = test::file_bytes(fifo); });  // opening blocks until the writer opens
+  std::string failure;
+  try {
+    EXPECT_TRUE(draw_curves({run}, fifo).drawn);
+  } catch (const std::exception& e) {
+    failure = e.what();
+    const int unblock = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // the reader still waiting for a writer
+    if (unblock >= 0) ::close(unblock);
+  }
+  reader.join();
+  EXPECT_EQ(failure, "");
+  EXPECT_EQ(received, "pdf" + pixels);
+
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  received.clear();
+  std::thread descriptor_reader([&] {
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) {
+      received.append(buffer, static_cast<std::size_t>(n));
+    }
+  });
+  try {
+    EXPECT_TRUE(draw_curves({run}, fmt::format("/dev/fd/{}", pipe_fds[1])).drawn);  // no extension: PNG
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  ::close(pipe_fds[1]);
+  descriptor_reader.join();
+  ::close(pipe_fds[0]);
+  EXPECT_EQ(failure, "");
+  EXPECT_EQ(received, "png" + pixels);
+}
+
+// A terminal gets no picture (its bytes are noise there, and the terminal's newline translation corrupts them): the
+// output naming one (-o /dev/stdout on a terminal) is refused with a way out, before python starts. The picture was
+// written into it, and plot exited 0.
+TEST(RunCurves, ATerminalIsRefusedBeforeAnythingIsDrawn) {
+  const std::filesystem::path started = test::temp_dir("plot-terminal-marker") / "python-drew";
+  const std::filesystem::path bin =
+      fake_python("plot-fake-terminal", fmt::format("[ $# -le 2 ] && exit 0\ntouch '{}'\n", started.string()));
+  const test::ScopedPath path(bin.string() + ":" + test::ScopedPath::current());
+  const std::filesystem::path run = fake_run("plot-terminal", 1.0);
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0) GTEST_SKIP() << "no pseudo-terminal here: " << std::strerror(errno);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  // (Non-blocking: a picture written into it, without the refusal, fails instead of waiting for a reader.)
+  const int terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(terminal, 0);
+  const std::string output = fmt::format("/dev/fd/{}", terminal);
+  EXPECT_THAT([&] { draw_curves({run}, output); },
+              ::testing::ThrowsMessage<Error>(::testing::AllOf(
+                  ::testing::HasSubstr(fmt::format("plot: not writing a picture to a terminal ('{}'", output)),
+                  ::testing::HasSubstr("redirect it"))));
+  EXPECT_FALSE(std::filesystem::exists(started)) << "python was started";
+  ASSERT_EQ(::fcntl(master, F_SETFL, O_NONBLOCK), 0);
+  char byte = 0;
+  EXPECT_EQ(::read(master, &byte, 1), -1) << "the terminal got bytes";
+  ::close(terminal);
+  ::close(master);
 }
 
 }  // namespace

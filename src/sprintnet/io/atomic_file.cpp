@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -123,9 +124,11 @@ bool is_special_file(const std::filesystem::path& path) {
 void write_text_file_atomically(const std::filesystem::path& requested, std::string_view contents) {
   const LinkEnd end = follow_links(requested);
   if (end.descriptor) {
-    // Written where the descriptor stands, as printf would: at the end of a file the shell opened with >>, into a
-    // pipe `| cat` reads. (Followed to its target, /dev/stdout was a file replaced under the shell's `>` or
-    // "/proc/self/fd/pipe:[123]", a folder that does not exist.)
+    // Written where the descriptor stands: at the end of a file the shell opened with >>, into a pipe `| cat` reads.
+    // (Followed to its target, /dev/stdout was a file replaced under the shell's `>` or "/proc/self/fd/pipe:[123]", a
+    // folder that does not exist.) stdio's buffers are flushed first: what printf printed before (still in stdout's
+    // buffer when stdout is a file or a pipe) comes before these bytes, not after them or in the middle of a line.
+    std::fflush(nullptr);
     write_all(*end.descriptor, contents, requested);
     return;
   }
@@ -196,6 +199,15 @@ void check_output_file(const std::filesystem::path& path, std::string_view what)
            std::filesystem::exists(folder_status) ? "is not a directory"
            : missing(ec)                          ? "does not exist"
                                                   : ec.message());
+  // A descriptor of this process (/dev/fd/3, /dev/stdout) must be open for writing: `3< file` or a closed one failed
+  // with "Bad file descriptor" after the work.
+  if (const std::optional<int> fd = own_descriptor(path)) {
+    const int flags = ::fcntl(*fd, F_GETFL);
+    SN_CHECK(flags >= 0 || errno != EBADF, "{}: cannot write '{}': descriptor {} is not open", what, path.string(),
+             *fd);
+    SN_CHECK(flags < 0 || (flags & O_ACCMODE) == O_WRONLY || (flags & O_ACCMODE) == O_RDWR,
+             "{}: cannot write '{}': descriptor {} is not open for writing", what, path.string(), *fd);
+  }
 }
 
 }  // namespace sprintnet

@@ -1,6 +1,7 @@
 #include "sprintnet/plot/python_job.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "sprintnet/core/error.h"
 #include "sprintnet/core/stop_request.h"
 
 extern char** environ;
@@ -66,6 +68,58 @@ std::vector<std::string> installed_pythons() {
   return found;
 }
 
+// A pipe to a child, both ends close-on-exec and above the descriptors a child's file actions write (0 to
+// kOutputDescriptor): a dup2 onto 2 never overwrites the end meant for 3 first. Closes what it holds at the end.
+struct Pipe {
+  int read_end = -1;
+  int write_end = -1;
+
+  bool open() {
+    int made[2];
+    if (pipe2(made, O_CLOEXEC) != 0) return false;
+    read_end = fcntl(made[0], F_DUPFD_CLOEXEC, kOutputDescriptor + 1);
+    write_end = fcntl(made[1], F_DUPFD_CLOEXEC, kOutputDescriptor + 1);
+    const int saved = errno;
+    close(made[0]);
+    close(made[1]);
+    errno = saved;
+    return read_end >= 0 && write_end >= 0;
+  }
+  void close_write_end() {
+    if (write_end >= 0) close(write_end);
+    write_end = -1;
+  }
+  ~Pipe() {
+    close_write_end();
+    if (read_end >= 0) close(read_end);
+  }
+};
+
+// Reads both pipes (-1: none) until the child closes them, together: a child blocked writing a picture larger than
+// a pipe holds would never close its stderr. Of the errors only the tail is kept.
+void read_until_closed(int errors_fd, std::string* errors, int output_fd, std::string* output) {
+  pollfd fds[2] = {{errors_fd, POLLIN, 0}, {output_fd, POLLIN, 0}};  // (poll skips a negative descriptor)
+  std::string* into[2] = {errors, output};
+  char buffer[65536];
+  while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        fds[i].fd = -1;  // (closed by the Pipe that owns it)
+        continue;
+      }
+      into[i]->append(buffer, static_cast<std::size_t>(n));
+      if (i == 0 && errors->size() > 2 * kKeptErrorBytes) errors->erase(0, errors->size() - kKeptErrorBytes);
+    }
+  }
+}
+
 // The last `lines` lines of `text`, without the blank ones after them.
 std::string last_lines(std::string text, int lines) {
   text.erase(text.find_last_not_of(" \t\r\n") + 1);
@@ -78,16 +132,19 @@ std::string last_lines(std::string text, int lines) {
 
 }  // namespace
 
-int run_quietly(const std::vector<std::string>& args, std::string* error_tail) {
+int run_quietly(const std::vector<std::string>& args, std::string* error_tail, std::string* output) {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  int pipe_fds[2] = {-1, -1};  // stderr, read here when error_tail is asked for
-  if (error_tail != nullptr && pipe2(pipe_fds, O_CLOEXEC) != 0) error_tail = nullptr;
+  Pipe errors, picture;  // the child's stderr, read here when error_tail is asked for; its kOutputDescriptor
+  if (error_tail != nullptr && !errors.open()) error_tail = nullptr;
+  SN_CHECK(output == nullptr || picture.open(), "cannot make a pipe to read {}'s output from: {}", args.front(),
+           std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, error_tail != nullptr ? pipe_fds[1] : 1, 2);
+  posix_spawn_file_actions_adddup2(&actions, error_tail != nullptr ? errors.write_end : 1, 2);
+  if (output != nullptr) posix_spawn_file_actions_adddup2(&actions, picture.write_end, kOutputDescriptor);
   // The child gets the signal mask this process started with: it blocks SIGINT, SIGTERM and SIGHUP (core/stop_request.h).
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
@@ -100,20 +157,13 @@ int run_quietly(const std::vector<std::string>& args, std::string* error_tail) {
   const int spawned = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
-  if (error_tail != nullptr) {
-    close(pipe_fds[1]);  // (so the read below ends when the child's stderr closes)
-    std::string text;
-    char buffer[4096];
-    while (spawned == 0) {
-      const ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      text.append(buffer, static_cast<std::size_t>(n));
-      if (text.size() > 2 * kKeptErrorBytes) text.erase(0, text.size() - kKeptErrorBytes);  // only the tail is kept
-    }
-    close(pipe_fds[0]);
-    *error_tail = last_lines(std::move(text), kErrorTailLines);
-  }
+  // Closed here, so that the reads below end when the child's ends close (and the child's writes fail once this
+  // process is gone: no other process holds a read end).
+  errors.close_write_end();
+  picture.close_write_end();
+  std::string error_text;
+  if (spawned == 0) read_until_closed(errors.read_end, &error_text, picture.read_end, output);
+  if (error_tail != nullptr) *error_tail = last_lines(std::move(error_text), kErrorTailLines);
   if (spawned != 0) return 127;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {

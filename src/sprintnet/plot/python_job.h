@@ -12,10 +12,16 @@ namespace sprintnet::plot {
 inline constexpr const char* kInstallHint =
     "python3 with matplotlib is missing (Debian: apt install python3-matplotlib)";
 
+// The child's descriptor that run_quietly reads when given `output`.
+inline constexpr int kOutputDescriptor = 3;
+
 // Runs argv (argv[0] looked up on PATH) with stdout sent to /dev/null and waits; returns its exit status (127: it
 // could not be started). Its stderr goes to /dev/null too, or, given `error_tail`, its last lines are kept there:
-// python's reason for failing (a traceback's last line).
-int run_quietly(const std::vector<std::string>& args, std::string* error_tail = nullptr);
+// python's reason for failing (a traceback's last line). Given `output`, the child's descriptor kOutputDescriptor is a
+// pipe whose bytes are kept there: a picture passed back without a file, so that nothing is left anywhere when this
+// process is killed (the child's write then fails: nobody reads the pipe).
+int run_quietly(const std::vector<std::string>& args, std::string* error_tail = nullptr,
+                std::string* output = nullptr);
 // The first python with matplotlib, or empty.
 std::string find_python_with_matplotlib();
 // Starts `PYTHON python_args...` with the first python that has matplotlib and returns at once:

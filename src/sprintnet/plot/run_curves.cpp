@@ -1,12 +1,9 @@
 #include "sprintnet/plot/run_curves.h"
 
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 
 #include <fmt/format.h>
@@ -14,21 +11,26 @@
 #include "sprintnet/core/error.h"
 #include "sprintnet/io/atomic_file.h"
 #include "sprintnet/io/metrics_writer.h"
-#include "sprintnet/io/read_file.h"
 #include "sprintnet/io/shell_word.h"
 #include "sprintnet/plot/python_job.h"
 
 namespace sprintnet::plot {
 namespace {
 
-// python3 -c SCRIPT OUTPUT RUN_DIR...: three panels, every run overlaid.
+// Three panels, every run overlaid. python3 -c SCRIPT OUTPUT RUN_DIR...: the picture replaces OUTPUT (a run's
+// curves.png, drawn in the background). python3 -c SCRIPT --to-descriptor FORMAT RUN_DIR...: its bytes go to
+// descriptor 3 (kOutputDescriptor), a pipe `plot` reads, and nowhere else.
 constexpr const char* kScript = R"PY(
 import io, json, os, stat, sys
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-out, runs = sys.argv[1], sys.argv[2:]
+if sys.argv[1] == "--to-descriptor":
+    out, kind, runs = None, sys.argv[2], sys.argv[3:]
+else:  # the format is the name's (png, pdf, svg; checked before python starts)
+    out, runs = sys.argv[1], sys.argv[2:]
+    kind = os.path.splitext(out)[1][1:].lower() or "png"
 # A run's name as drawn. A "$" is text, not a formula to fail on: escaped (turning math text off,
 # rcParams["text.parse_math"], would print the log axis's ticks as "$\mathdefault{10^{-1}}$"). A leading "_" would
 # leave the run out of the legend (matplotlib's mark of a line to leave out): a zero-width space goes before it.
@@ -88,12 +90,17 @@ for ax in (loss_ax, acc_ax, lr_ax):
     if ax.get_legend_handles_labels()[0]:  # (an empty legend is a warning and an empty box)
         ax.legend(fontsize=7)
 fig.tight_layout()
-# The format is the name's (png, pdf, svg; checked before python starts). A symbolic link is followed, so the file
-# it names is replaced and the link stays; a pipe or a device has nothing to replace and is written as it is.
-kind = os.path.splitext(out)[1][1:].lower() or "png"
+if out is None:  # (its caller gone, nobody reads the pipe: the write fails, and nothing is written anywhere)
+    picture = io.BytesIO()  # (drawn first: PIL's PNG writer seeks, which a pipe cannot)
+    fig.savefig(picture, dpi=110, format=kind)
+    with os.fdopen(3, "wb") as f:
+        f.write(picture.getbuffer())
+    sys.exit()
+# A symbolic link is followed, so the file it names is replaced and the link stays; a pipe or a device has nothing to
+# replace and is written as it is.
 target = os.path.realpath(out)
 if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
-    picture = io.BytesIO()  # (drawn first: PIL's PNG writer seeks, which a pipe cannot)
+    picture = io.BytesIO()  # (drawn first, as above)
     fig.savefig(picture, dpi=110, format=kind)
     with open(target, "wb") as f:
         f.write(picture.getbuffer())
@@ -107,17 +114,12 @@ else:
             os.remove(tmp)
 )PY";
 
+// python3 -c SCRIPT --to-descriptor FORMAT RUN_DIR...
 std::vector<std::string> plot_command(const std::string& python, const std::vector<std::filesystem::path>& runs,
-                                      const std::filesystem::path& output) {
-  std::vector<std::string> args = {python, "-c", kScript, output.string()};
+                                      const std::string& format) {
+  std::vector<std::string> args = {python, "-c", kScript, "--to-descriptor", format};
   for (const auto& run : runs) args.push_back(run.string());
   return args;
-}
-
-// 0 when `path` is absent. The script renames a new file into place, so a picture left from before keeps its inode.
-ino_t inode_of(const std::filesystem::path& path) {
-  struct stat status = {};
-  return ::stat(path.c_str(), &status) == 0 ? status.st_ino : 0;
 }
 
 std::string redraw_hint(const std::vector<std::filesystem::path>& runs) {
@@ -143,26 +145,15 @@ void check_run(const std::filesystem::path& run) {
            run.string());
 }
 
-// A new folder in the temporary directory ($TMPDIR, else /tmp), removed with what it holds at the end of the scope.
-class TemporaryFolder {
- public:
-  TemporaryFolder() {
-    std::string name = (std::filesystem::temp_directory_path() / "sprintnet-plot.XXXXXX").string();
-    SN_CHECK(::mkdtemp(name.data()) != nullptr, "plot: cannot make a folder in {} to draw into: {}",
-             std::filesystem::temp_directory_path().string(), std::strerror(errno));
-    path_ = name;
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TemporaryFolder(const TemporaryFolder&) = delete;
-  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+// A terminal gets no picture: its bytes would fill the screen with noise (and the terminal's newline translation
+// would corrupt them). Refused as gzip and curl refuse, before anything is drawn.
+void refuse_a_terminal(const std::filesystem::path& output) {
+  const std::optional<int> fd = own_descriptor(output);
+  SN_CHECK(!fd || ::isatty(*fd) == 0,
+           "plot: not writing a picture to a terminal ('{}' is descriptor {}, a terminal): redirect it to a file or "
+           "a program (sprintnet plot RUN -o {} > curves.png, or | display), or give -o a file name",
+           output.string(), *fd, output.string());
+}
 
 }  // namespace
 
@@ -171,8 +162,9 @@ bool plotter_available() { return !find_python_with_matplotlib().empty(); }
 PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& output) {
   SN_CHECK(!runs.empty(), "plot: no run directory given");
   for (const auto& run : runs) check_run(run);
-  // Named here too, before matplotlib starts: its own reason for a file it cannot write names its temporary.
+  // Named before matplotlib starts (a second or more), not after it drew.
   check_output_file(output, "plot");
+  refuse_a_terminal(output);
   std::string extension = output.extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -181,29 +173,18 @@ PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const st
            "PNG)", output.string());
   const std::string python = find_python_with_matplotlib();
   if (python.empty()) return {false, fmt::format("no picture: {}; then run {}", kInstallHint, redraw_hint(runs))};
-  std::string reason;
-  const auto check_status = [&](int status) {
-    SN_CHECK(status == 0, "plot: matplotlib could not draw {} ({} exited with status {}){}{}", output.string(), python,
-             status, reason.empty() ? "" : ":\n", reason);
-  };
-  const std::string drawn = fmt::format("curves in {}", output.string());
-  if (is_written_in_place(output)) {
-    // A pipe, a device, or a descriptor of ours (/dev/stdout): python draws into a file of a folder of its own, and
-    // this process writes the bytes where they go. (Python's own stdout is /dev/null, which /dev/stdout named there.)
-    const TemporaryFolder folder;
-    const std::filesystem::path picture = folder.path() / ("curves" + output.extension().string());
-    check_status(run_quietly(plot_command(python, runs, picture), &reason));
-    const std::optional<std::string> bytes = try_read_file(picture);
-    SN_CHECK(bytes && !bytes->empty(), "plot: {} exited without an error but wrote no {}", python, output.string());
-    write_text_file_atomically(output, *bytes);
-    return {true, drawn};
-  }
-  const ino_t before = inode_of(output);
-  check_status(run_quietly(plot_command(python, runs, output), &reason));
+  // Python writes no file: it passes the picture's bytes back through a pipe, and this process writes them where
+  // they go (a file replaced whole, a FIFO, a descriptor of ours such as /dev/stdout, which was /dev/null in
+  // python). No temporary folder ($TMPDIR may not exist) and, this process killed, nothing written after it.
+  std::string reason, picture;
+  const int status = run_quietly(plot_command(python, runs, extension.empty() ? "png" : extension.substr(1)),
+                                 &reason, &picture);
+  SN_CHECK(status == 0, "plot: matplotlib could not draw {} ({} exited with status {}){}{}", output.string(), python,
+           status, reason.empty() ? "" : ":\n", reason);
   // Drawn means written: a python that exits 0 without drawing (a wrapper, a site hook) must not report a picture.
-  const ino_t after = inode_of(output);
-  SN_CHECK(after != 0 && after != before, "plot: {} exited without an error but wrote no {}", python, output.string());
-  return {true, drawn};
+  SN_CHECK(!picture.empty(), "plot: {} exited without an error but wrote no {}", python, output.string());
+  write_text_file_atomically(output, picture);
+  return {true, fmt::format("curves in {}", output.string())};
 }
 
 PlotOutcome draw_run_curves_in_background(const std::filesystem::path& run_dir) {

@@ -23,8 +23,10 @@ bool plotter_available();
 // Draws `runs` into `output` (PNG, PDF or SVG by its extension) and waits. Throws naming the run when one has no
 // metrics.jsonl or a row read_metrics_jsonl refuses, and with python's reason (its stderr's last lines) when
 // matplotlib fails; a python that exits 0 without writing `output` is an error too, so a picture reported is one
-// just written. A file is replaced whole (through its symbolic links); a FIFO, a device or a descriptor of this
-// process (/dev/stdout) gets the bytes this process writes into it (write_text_file_atomically).
+// just written. Python writes no file: it passes the picture's bytes back through a pipe, and this process writes them
+// (write_text_file_atomically): a file replaced whole (through its symbolic links), a FIFO or a device written into,
+// a descriptor of this process (/dev/stdout) written where it stands; one that is a terminal is refused before
+// anything is drawn. Nothing goes into $TMPDIR, and nothing is written once this process is killed.
 PlotOutcome draw_curves(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& output);
 // Starts drawing <run_dir>/curves.png and returns at once (finding python and starting matplotlib
 // take a second; the run does not wait for them): the message says where the picture will be and,
