@@ -303,7 +303,7 @@ TEST_F(ImageTest, CorruptFilesAreErrorsNamingTheFile) {
   expect_error("header.pgm", text_bytes("P5 28 x8 255\n"), "height");
   expect_error("trailing.pgm", text_bytes("P2 1 1 255\n7 8\n"), "after the image");
   expect_error("photo.jpg", Bytes{0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10}, "JPEG");
-  expect_error("empty.png", Bytes{}, "not a PNG or PGM");
+  expect_error("empty.png", Bytes{}, "is empty (0 bytes)");
   write_idx(dir_ / "images.idx", IdxType::kU8, {1, 2, 2}, Bytes{1, 2, 3, 4});
   EXPECT_THAT(test::error_message([&] { load_image_for_model(dir_ / "images.idx", options); }), HasSubstr("IDX"));
   EXPECT_THAT(test::error_message([&] { load_image_for_model(dir_ / "missing.png", options); }), HasSubstr("no such file"));

@@ -183,6 +183,8 @@ std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path) {
 
 std::vector<std::uint8_t> image_bytes_for_model(std::span<const std::uint8_t> file_bytes, std::string_view origin,
                                                 const ImageOptions& options) {
+  // (An empty pipe or file was "not a PNG or PGM", as if its bytes were of another kind.)
+  SN_CHECK(!file_bytes.empty(), "{}: is empty (0 bytes): no image to classify", origin);
   DecodedImage decoded;
   switch (detect_image_file_kind(file_bytes)) {
     case ImageFileKind::kPng:
