@@ -394,7 +394,7 @@ std::optional<RunResult> finished_in_folder(const SweepOptions& o, const SweepRu
 // How many epochs the metrics file in `dir` records (-1 when it cannot be read).
 std::int64_t epochs_in_folder(const std::filesystem::path& dir) {
   try {
-    return static_cast<std::int64_t>(read_metrics_jsonl(dir / "metrics.jsonl").size());
+    return static_cast<std::int64_t>(check_metrics_jsonl(dir / "metrics.jsonl"));
   } catch (const std::exception&) {
     return -1;
   }
