@@ -176,11 +176,6 @@ void remove_unfinished_atomic_writes(const std::filesystem::path& dir) {
 
 std::optional<int> own_descriptor(const std::filesystem::path& path) { return follow_links(path).descriptor; }
 
-bool is_written_in_place(const std::filesystem::path& path) {
-  const LinkEnd end = follow_links(path);
-  return end.descriptor || is_special_file(end.path);
-}
-
 void check_output_file(const std::filesystem::path& path, std::string_view what) {
   // Error codes throughout: the throwing calls made a loop of links "internal error: filesystem error".
   std::error_code ec;

@@ -20,9 +20,6 @@ void write_text_file_atomically(const std::filesystem::path& path, std::string_v
 
 // The descriptor of this process that `path` names, after its symbolic links (/dev/stdout: 1), or nullopt.
 std::optional<int> own_descriptor(const std::filesystem::path& path);
-// Whether write_text_file_atomically writes `path` in place (a FIFO, a device, a descriptor of this process)
-// rather than replacing a file.
-bool is_written_in_place(const std::filesystem::path& path);
 
 // Removes from `dir` the temporaries write_text_file_atomically left when its process was killed mid-write
 // (".<name>.tmp.<pid>.<n>"). Only safe where no other process is writing into `dir` (its lock held).
