@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 #include "sprintnet/data/class_coverage.h"
@@ -65,23 +64,14 @@ void take_samples(const IdxArray& images, std::int64_t kept, Dataset& data) {
   std::memcpy(data.images.raw_data(), images.bytes.data(), data.images.nbytes());
 }
 
-// Every sample of an IDX file of images, without labels.
-Dataset images_only(const IdxArray& images, std::string name) {
-  Dataset data;
-  data.name = std::move(name);
-  take_samples(images, images.dims[0], data);
-  return data;
-}
-
 }  // namespace
 
-Dataset load_idx_images(const std::filesystem::path& images_path) {
-  return images_only(checked_images(read_idx(images_path), fmt::format("images file {}", images_path.string())),
-                     images_path.filename().string());
-}
-
 Dataset parse_idx_images(std::span<const std::uint8_t> file_bytes, const std::string& origin) {
-  return images_only(checked_images(parse_idx(file_bytes, origin), fmt::format("images file {}", origin)), origin);
+  const IdxArray images = checked_images(parse_idx(file_bytes, origin), fmt::format("images file {}", origin));
+  Dataset data;
+  data.name = origin;
+  take_samples(images, images.dims[0], data);
+  return data;
 }
 
 Dataset load_idx_dataset(const std::filesystem::path& images_path, const std::filesystem::path& labels_path,

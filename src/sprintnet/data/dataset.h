@@ -35,11 +35,10 @@ inline constexpr std::int64_t kMaxClasses = 1 << 16;
 Dataset load_idx_dataset(const std::filesystem::path& images, const std::filesystem::path& labels,
                          std::int64_t num_classes = 0, std::int64_t limit = 0);
 
-// The images half of load_idx_dataset, for inputs without labels: the same file checks and the same
-// images [N, D] and sample_shape; labels stay undefined (images.size(0) counts the samples).
-Dataset load_idx_images(const std::filesystem::path& images);
-// The same for an IDX file's bytes already in memory (idx.h's parse_idx); `origin` names the file in errors and
-// is the data set's name.
+// The images half of load_idx_dataset, for inputs without labels, from an IDX file's bytes already in memory (idx.h's
+// parse_idx: `predict` reads each input once): the same file checks and the same images [N, D] and sample_shape;
+// labels stay undefined (images.size(0) counts the samples). `origin` names the file in errors and is the data
+// set's name.
 Dataset parse_idx_images(std::span<const std::uint8_t> file_bytes, const std::string& origin);
 
 struct DatasetFiles {
